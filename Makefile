@@ -1,0 +1,77 @@
+# inferlab: `make demo` runs the main job on the embedded lab; `make test` runs everything CI runs.
+# Both bootstrap what they need (Debian packages, .venv) and are fast the second time.
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -eu -o pipefail -c
+
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+DEB_PACKAGES := openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv
+COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
+
+.PHONY: all bootstrap deb venv collection demo test lint sanity unit molecule bench lab-up lab-down clean
+
+all: test
+
+bootstrap: deb venv collection
+
+# Debian packages. openssh-server would start and enable sshd on :22 on a systemd machine:
+# hold services off with a temporary policy-rc.d, and leave an existing one alone.
+deb: .cache/deb.stamp
+.cache/deb.stamp:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done)
+	if [ -n "$$missing" ]; then
+	  echo "installing Debian packages: $$missing"
+	  created_policy=0
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; created_policy=1; fi
+	  trap '[ $$created_policy = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
+	fi
+	mkdir -p .cache && touch $@
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+collection: $(COLLECTION_LINK)
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn ../../.. $@
+
+demo: bootstrap
+	$(BIN)/inferlab lab up
+	$(BIN)/inferlab run playbooks/verify.yml
+
+lab-up: bootstrap
+	$(BIN)/inferlab lab up
+
+lab-down: bootstrap
+	$(BIN)/inferlab lab down
+
+lint: bootstrap
+	$(BIN)/ruff check src plugins tests molecule
+	$(BIN)/ansible-lint --profile production --offline
+
+unit: bootstrap
+	$(BIN)/pytest -q tests/unit
+
+sanity: bootstrap
+	bash tests/sanity/run.sh
+
+molecule: bootstrap
+	$(BIN)/molecule test --all
+
+test: lint unit sanity molecule
+
+bench: bootstrap
+	$(PY) tests/bench/bench_lab.py
+
+clean:
+	rm -rf .cache .collections tests/output
