@@ -1,0 +1,137 @@
+"""The `inferlab` command: run playbooks through ansible-runner, manage the embedded lab, render reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from inferlab import exit_codes, paths, record, report, runner
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_extravars(pairs: list[str]) -> dict[str, str]:
+    """`-e KEY=VALUE` as ansible-playbook reads it: values stay strings; argument specs convert types."""
+    extravars = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"-e expects KEY=VALUE, got {pair!r}")
+        extravars[key.strip()] = value
+    return extravars
+
+
+def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: dict) -> int:
+    print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
+    outcome = runner.run_playbook(playbook, inventory, run_dir, extravars)
+    code = runner.classify(outcome)
+    run_meta = {
+        "id": run_dir.name,
+        "playbook": str(playbook.relative_to(paths.REPO_ROOT) if playbook.is_relative_to(paths.REPO_ROOT) else playbook),
+        "inventory": str(inventory),
+        "started": outcome.started,
+        "finished": outcome.finished,
+        "status": outcome.status,
+        "ansible_rc": outcome.rc,
+        "exit_code": code,
+        "exit_meaning": exit_codes.MEANING[code],
+        "extravars": extravars,
+        "stats": outcome.stats,
+    }
+    try:
+        record_path = record.write(run_dir, run_meta)
+        report.write(run_dir, json.loads(record_path.read_text()))
+    except record.RecordError as exc:
+        print(f"inferlab: {exc}", file=sys.stderr)
+        code = exit_codes.RESTORE_UNVERIFIED
+    print(f"inferlab: {outcome.status}, exit {code} ({exit_codes.MEANING[code]})", file=sys.stderr)
+    print(run_dir)
+    return code
+
+
+def resolve_inventory(value: str | None) -> Path:
+    inventory = Path(value) if value else paths.DEFAULT_INVENTORY
+    if not inventory.exists():
+        raise UsageError(f"inventory {inventory} does not exist")
+    return inventory.resolve()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        playbook = runner.resolve_playbook(args.playbook)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    inventory = resolve_inventory(args.inventory)
+    extravars = parse_extravars(args.extravars)
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook)
+    return run_and_record(playbook, inventory, run_dir, extravars)
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from inferlab import lab  # the lab's own helpers; imported here so `inferlab run` stays light
+
+    inventory = resolve_inventory(args.inventory)
+    if args.action == "status":
+        status = lab.status(inventory)
+        print(json.dumps(status, indent=2) if args.json else lab.render_status_text(status))
+        return exit_codes.SUCCESS
+    playbook = paths.PLAYBOOKS / f"lab_{args.action}.yml"
+    return run_and_record(playbook, inventory, runner.new_run_dir(playbook), {})
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    record_path = run_dir / "record.json"
+    if not record_path.is_file():
+        raise UsageError(f"{record_path} not found: is {run_dir} a run directory?")
+    data = json.loads(record_path.read_text())
+    record.validate(data)
+    print(report.write(run_dir, data))
+    return exit_codes.SUCCESS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="inferlab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a playbook through ansible-runner in a new run directory")
+    run.add_argument("playbook", help="playbooks/NAME.yml, NAME.yml or NAME")
+    run.add_argument("-i", "--inventory", help=f"inventory (default {paths.DEFAULT_INVENTORY})")
+    run.add_argument("-e", "--extra-var", dest="extravars", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--run-dir", help="run directory (default runs/<UTC stamp>-<playbook>/)")
+    run.set_defaults(func=cmd_run)
+
+    lab = sub.add_parser("lab", help="the embedded two-host lab")
+    lab.add_argument("action", choices=["up", "down", "status"])
+    lab.add_argument("-i", "--inventory", help="lab inventory (default inventory/lab/hosts.yml)")
+    lab.add_argument("--json", action="store_true", help="status as JSON")
+    lab.set_defaults(func=cmd_lab)
+
+    rep = sub.add_parser("report", help="render report.md of a run directory")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage; our contract says 13
+        return exit_codes.USAGE if exc.code else exit_codes.SUCCESS
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(f"inferlab: {exc}", file=sys.stderr)
+        return exit_codes.USAGE
+    except record.RecordError as exc:
+        print(f"inferlab: {exc}", file=sys.stderr)
+        return exit_codes.RESTORE_UNVERIFIED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

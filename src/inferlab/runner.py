@@ -1,0 +1,136 @@
+"""Run a playbook through ansible-runner in a run directory, and classify the outcome into inferlab's exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import ansible_runner
+
+from inferlab import exit_codes, paths
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    playbook: Path
+    inventory: Path
+    status: str  # ansible-runner's: successful, failed, timeout, canceled
+    rc: int
+    stats: dict = field(default_factory=dict)
+    started: str = ""
+    finished: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "successful" and self.rc == 0
+
+    @property
+    def changed_total(self) -> int:
+        return sum((self.stats.get("changed") or {}).values())
+
+
+def utc_stamp(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def utc_iso(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_dir(playbook: Path, runs_root: Path = paths.RUNS) -> Path:
+    """`runs/<UTC stamp>-<playbook stem>/`, with a numeric suffix if two runs start in the same second."""
+    base = runs_root / f"{utc_stamp()}-{playbook.stem}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}.{n}")
+    return candidate
+
+
+def resolve_playbook(name: str) -> Path:
+    """Accept `playbooks/verify.yml`, `verify.yml` or `verify`, relative to the cwd or the checkout."""
+    given = Path(name)
+    candidates = [given, paths.REPO_ROOT / given, paths.PLAYBOOKS / given, paths.PLAYBOOKS / f"{given}.yml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(f"playbook {name!r} not found (looked in the current directory and {paths.PLAYBOOKS})")
+
+
+def run_playbook(
+    playbook: Path,
+    inventory: Path,
+    run_dir: Path,
+    extravars: dict | None = None,
+    quiet: bool = False,
+) -> RunOutcome:
+    """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started = utc_iso()
+    all_vars = {"inferlab_run_dir": str(run_dir), **(extravars or {})}
+    envvars = {
+        "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
+        "ANSIBLE_FORCE_COLOR": "0",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    result = ansible_runner.run(
+        private_data_dir=str(run_dir),
+        playbook=str(playbook),
+        inventory=str(inventory),
+        extravars=all_vars,
+        envvars=envvars,
+        quiet=quiet,
+        ident="ansible",
+        rotate_artifacts=0,
+    )
+    outcome = RunOutcome(
+        run_dir=run_dir,
+        playbook=playbook,
+        inventory=inventory,
+        status=result.status,
+        rc=result.rc,
+        stats=result.stats or {},
+        started=started,
+        finished=utc_iso(),
+    )
+    (run_dir / "run.json").write_text(json.dumps(outcome_summary(outcome), indent=2) + "\n")
+    return outcome
+
+
+def outcome_summary(outcome: RunOutcome) -> dict:
+    return {
+        "playbook": str(outcome.playbook),
+        "inventory": str(outcome.inventory),
+        "status": outcome.status,
+        "ansible_rc": outcome.rc,
+        "stats": outcome.stats,
+        "started": outcome.started,
+        "finished": outcome.finished,
+    }
+
+
+def restore_verified(run_dir: Path) -> bool:
+    """True when every restore fragment of the run says the restore was verified."""
+    fragments = sorted((run_dir / "fragments" / "restore").glob("*.json"))
+    if not fragments:
+        return False
+    return all(json.loads(f.read_text()).get("verified") is True for f in fragments)
+
+
+def classify(outcome: RunOutcome) -> int:
+    """Map a finished run to DESIGN.md's exit codes.
+
+    A failed run that changed nothing on any host is a failed precondition (10). One that changed something is 11 only
+    when a restore in the same run verified the hosts against their known-good state, else 12.
+    """
+    if outcome.succeeded:
+        return exit_codes.SUCCESS
+    if outcome.changed_total == 0:
+        return exit_codes.PRECONDITION_FAILED
+    if restore_verified(outcome.run_dir):
+        return exit_codes.EXPERIMENT_FAILED_RESTORED
+    return exit_codes.RESTORE_UNVERIFIED
