@@ -65,8 +65,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         playbook = runner.resolve_playbook(args.playbook)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
-    inventory = resolve_inventory(args.inventory)
     extravars = parse_extravars(args.extravars)
+    inventory = resolve_inventory(args.inventory)
     run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook)
     return run_and_record(playbook, inventory, run_dir, extravars)
 

@@ -1,0 +1,218 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Turn what host_verify observed into checks, each saying what was expected, what was found and which variable sets it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: host_verify_state
+short_description: Judge a host's observed state against the inventory's expectations
+version_added: 0.1.0
+author: inferlab developers (@inferlab)
+description:
+  - Builds the host's verified state (also its known-good snapshot) from the results host_verify collected,
+    with one check per expectation.
+  - Each check carries C(expected), C(found), the inventory C(variable) that sets the expectation, and a
+    kubespray-style "Stop if ..." C(message).
+options:
+  _input:
+    description: What the role observed (tbnet_info, net_counters, nvml_info results, ping, addresses, storage, services).
+    type: dict
+    required: true
+  expected:
+    description: The expectations, keyed like the inferlab_* inventory variables without the prefix.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Judge the observations
+  ansible.builtin.set_fact:
+    state: "{{ observed | inferlab.distributed.host_verify_state(expected) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The host state with C(checks) (list of dicts) and C(ok) (all checks passed).
+  type: dict
+"""
+
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.module_utils._ping import PingParseError, parse_ping
+
+MIB = 2 ** 20
+
+
+class _Checks(object):
+    def __init__(self, host):
+        self.host = host
+        self.items = []
+
+    def add(self, name, ok, expected, found, variable, what):
+        message = "" if ok else "Stop if %s on %s: expected %s, found %s; set %s" % (
+            what, self.host, expected, found, variable)
+        self.items.append({"name": name, "ok": bool(ok), "expected": expected, "found": found,
+                           "variable": variable, "message": message})
+
+
+def _link_peer(tbnet, interface):
+    """The XDomain peer bound to `interface`, or None."""
+    binding = (tbnet.get("interfaces") or {}).get(interface)
+    if not binding:
+        return None
+    for peer in tbnet.get("peers") or []:
+        if peer.get("device") == binding.get("peer"):
+            return peer
+    return None
+
+
+def _addresses(ip_json):
+    try:
+        links = json.loads(ip_json or "[]")
+    except ValueError:
+        return []
+    return [a.get("local") for link in links for a in link.get("addr_info", []) if a.get("local")]
+
+
+def _service_state(result):
+    """One `ansible.builtin.uri` loop result (its `item` is the service from inferlab_original_services)."""
+    service = result.get("item") or {}
+    body = result.get("json") or {}
+    choices = body.get("choices") or [{}]
+    text = ((choices[0].get("message") or {}).get("content") or "") if isinstance(choices[0], dict) else ""
+    usage = body.get("usage") or {}
+    tokens = usage.get("completion_tokens")
+    status = result.get("status")
+    ok = status == 200 and bool(text.strip()) and isinstance(tokens, int) and tokens > 0
+    return {
+        "name": service.get("name"), "url": service.get("url"), "model": service.get("model"), "ok": ok,
+        "status": status if isinstance(status, int) and status > 0 else None,
+        "completion_tokens": tokens if isinstance(tokens, int) else None,
+        "text_sample": text[:80] or None,
+        "error": None if ok else (result.get("msg") or "no text or no usage tokens in the reply"),
+    }
+
+
+def host_verify_state(observed, expected):
+    if not isinstance(observed, dict) or not isinstance(expected, dict):
+        raise AnsibleFilterError("host_verify_state expects two dicts, got %s and %s"
+                                 % (type(observed).__name__, type(expected).__name__))
+    host = observed["host"]
+    checks = _Checks(host)
+    interface = expected["link_interface"]
+    tbnet = observed.get("tbnet") or {}
+    net = observed.get("net") or {}
+    nvml = observed.get("nvml") or {}
+
+    # Direct link: the interface, its address, MTU, the Thunderbolt peer and its speed, and a ping both ways.
+    iface = (net.get("interfaces") or {}).get(interface)
+    checks.add("link interface exists", iface is not None, "interface %s" % interface,
+               "interfaces %s" % sorted((net.get("interfaces") or {}).keys()) if iface is None else interface,
+               "inferlab_link_interface", "the direct-link interface is missing")
+    operstate = iface.get("operstate") if iface else None
+    checks.add("link interface up", operstate == "up", "up", operstate, "inferlab_link_interface",
+               "the direct-link interface %s is not up" % interface)
+    mtu = iface.get("mtu") if iface else None
+    checks.add("link MTU", mtu == expected["link_mtu"], expected["link_mtu"], mtu, "inferlab_link_mtu",
+               "the MTU of %s differs" % interface)
+    addresses = _addresses(observed.get("addresses"))
+    checks.add("link address", expected["link_address"] in addresses, expected["link_address"],
+               addresses or "no IPv4 address", "inferlab_link_address",
+               "%s does not carry the expected address" % interface)
+    peer = _link_peer(tbnet, interface)
+    checks.add("link peer present", peer is not None, "a Thunderbolt XDomain peer bound to %s" % interface,
+               "; ".join(tbnet.get("notes") or []) or "no service bound to %s" % interface,
+               "inferlab_link_interface (and inferlab_tbnet_sysfs_root)",
+               "no Thunderbolt peer answers on the direct link")
+    rx, tx = (peer or {}).get("rx_speed_gbps"), (peer or {}).get("tx_speed_gbps")
+    min_speed = float(expected["min_speed_gbps"])
+    checks.add("link speed", peer is not None and rx >= min_speed and tx >= min_speed,
+               ">= %s Gb/s per lane both ways" % min_speed, "rx %s Gb/s, tx %s Gb/s" % (rx, tx),
+               "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed")
+    rx_lanes, tx_lanes = (peer or {}).get("rx_lanes"), (peer or {}).get("tx_lanes")
+    min_lanes = int(expected["min_lanes"])
+    checks.add("link lanes", peer is not None and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
+               ">= %d lane(s) both ways" % min_lanes, "rx %s, tx %s" % (rx_lanes, tx_lanes),
+               "inferlab_link_min_lanes", "the direct link has fewer lanes than expected")
+    ping = observed.get("ping") or {}
+    try:
+        ping_result = parse_ping(ping.get("stdout"))
+    except PingParseError:
+        ping_result = {"received": 0, "transmitted": None, "loss_pct": 100.0, "rtt_ms": None, "replies_ms": []}
+    ping_ok = ping.get("rc") == 0 and ping_result["received"] > 0
+    checks.add("link ping to peer", ping_ok, "replies from %s over %s" % (expected["peer_address"], interface),
+               "%s%% loss (%s)" % (ping_result["loss_pct"], (ping.get("stderr") or "").strip() or "rc %s" % ping.get("rc")),
+               "inferlab_link_peer_address", "the peer's link address does not answer")
+
+    # GPUs.
+    gpus = nvml.get("gpus") or []
+    checks.add("GPU count", len(gpus) == int(expected["gpu_count"]), int(expected["gpu_count"]), len(gpus),
+               "inferlab_gpu_count", "the GPU count differs")
+    names = sorted(set(g.get("name") for g in gpus))
+    checks.add("GPU model", bool(gpus) and names == [expected["gpu_name"]], expected["gpu_name"], names,
+               "inferlab_gpu_name", "the GPU model differs")
+    free_mib = [int(g.get("memory_free_bytes") or 0) // MIB for g in gpus]
+    min_free = int(expected["gpu_min_free_mib"])
+    checks.add("GPU free memory", bool(gpus) and min(free_mib) >= min_free, ">= %d MiB free on each GPU" % min_free,
+               "%s MiB" % free_mib, "inferlab_gpu_min_free_mib", "a GPU has too little free memory")
+    allowed = list(expected.get("allowed_compute_processes") or [])
+    unexpected = ["%s (pid %s, GPU %s)" % (p.get("name"), p.get("pid"), g.get("index"))
+                  for g in gpus for p in g.get("compute_processes") or [] if p.get("name") not in allowed]
+    checks.add("no unexpected GPU processes", not unexpected, "only %s" % (allowed or "no compute processes"),
+               unexpected or "none", "inferlab_allowed_compute_processes", "unexpected processes hold the GPUs")
+
+    # Storage.
+    storage = observed.get("storage") or {}
+    checks.add("model path exists", bool(storage.get("exists")), storage.get("model_path"), "missing"
+               if not storage.get("exists") else "present", "inferlab_model_path", "the model path is missing")
+    free_bytes = storage.get("disk_free_bytes")
+    free_gb = round(free_bytes / 1e9, 1) if isinstance(free_bytes, int) else None
+    min_gb = float(expected["min_disk_free_gb"])
+    checks.add("disk free", free_gb is not None and free_gb >= min_gb, ">= %s GB free" % min_gb,
+               "%s GB" % free_gb, "inferlab_min_disk_free_gb", "the model's disk is too full")
+
+    # Original services: a real completion, not a port check.
+    services = [_service_state(r) for r in observed.get("services") or []]
+    for service in services:
+        checks.add("service %s answers" % service["name"], service["ok"],
+                   "HTTP 200 with text and completion tokens > 0 from %s" % service["url"],
+                   "HTTP %s: %s" % (service["status"], service["error"]) if not service["ok"] else "HTTP 200",
+                   "inferlab_original_services", "original service %s does not answer a real request" % service["name"])
+
+    module = tbnet.get("module") or {}
+    return {
+        "host": host,
+        "time": observed["time"],
+        "ok": all(c["ok"] for c in checks.items),
+        "kernel_release": tbnet.get("kernel_release"),
+        "layers": observed["layers"],
+        "link": {
+            "interface": interface, "address": expected["link_address"], "peer_address": expected["peer_address"],
+            "operstate": operstate, "mtu": mtu, "peer_present": peer is not None,
+            "peer_device_name": (peer or {}).get("device_name"),
+            "rx_speed_gbps": rx, "tx_speed_gbps": tx, "rx_lanes": rx_lanes, "tx_lanes": tx_lanes,
+            "ping_to_peer": {k: ping_result.get(k) for k in ("transmitted", "received", "loss_pct", "rtt_ms")},
+        },
+        "tbnet_module": {"loaded": bool(module.get("loaded")), "parameters": module.get("parameters") or {},
+                         "srcversion": module.get("srcversion"), "taint": module.get("taint")},
+        "nvml_source": nvml.get("source"),
+        "driver_version": nvml.get("driver_version"),
+        "gpus": [{k: g.get(k) for k in ("index", "name", "uuid", "memory_total_bytes", "memory_free_bytes")}
+                 for g in gpus],
+        "storage": {"model_path": storage.get("model_path"), "model_path_exists": bool(storage.get("exists")),
+                    "disk_free_gb": free_gb},
+        "services": services,
+        "checks": checks.items,
+    }
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"host_verify_state": host_verify_state}

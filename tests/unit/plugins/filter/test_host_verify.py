@@ -1,0 +1,130 @@
+"""host_verify_state: every check fails with expected/found/variable, and a healthy host passes."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.filter.host_verify import host_verify_state
+
+PING_OK = (Path(__file__).resolve().parents[2] / "fixtures" / "ping" / "ok.txt").read_text()
+PING_LOST = (Path(__file__).resolve().parents[2] / "fixtures" / "ping" / "unreachable.txt").read_text()
+
+EXPECTED = {
+    "link_interface": "thunderbolt0", "link_address": "169.254.177.1", "peer_address": "169.254.177.2",
+    "link_mtu": 1500, "min_speed_gbps": "20.0", "min_lanes": "1", "gpu_count": "1",
+    "gpu_name": "NVIDIA GeForce RTX 5090", "gpu_min_free_mib": "20000", "allowed_compute_processes": [],
+    "min_disk_free_gb": "1",
+}
+
+
+def healthy():
+    return {
+        "host": "lab-a",
+        "time": "2026-11-30T10:00:00Z",
+        "layers": {"process_manager": "process", "driver_layer": "emulated", "tbnet_sysfs_root": "/x/sysfs",
+                   "nvml_snapshot": "/x/nvml.json", "state_dir": "/x/state"},
+        "tbnet": {
+            "kernel_release": "6.1.0-57-amd64",
+            "peers": [{"device": "0-1", "device_name": "lab-b", "rx_speed_gbps": 20.0, "tx_speed_gbps": 20.0,
+                       "rx_lanes": 1, "tx_lanes": 1}],
+            "interfaces": {"thunderbolt0": {"service": "0-1.0", "peer": "0-1"}},
+            "module": {"loaded": True, "parameters": {"e2e": "Y"}, "srcversion": "ABC", "taint": ""},
+            "notes": [],
+        },
+        "net": {"interfaces": {"thunderbolt0": {"operstate": "up", "mtu": 1500, "statistics": {}}}, "missing": []},
+        "addresses": json.dumps([{"ifname": "thunderbolt0", "addr_info": [{"local": "169.254.177.1"}]}]),
+        "nvml": {"source": "snapshot", "driver_version": "580.95.05",
+                 "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 5090", "uuid": "GPU-1",
+                           "memory_total_bytes": 34190917632, "memory_free_bytes": 33000000000,
+                           "compute_processes": []}]},
+        "ping": {"rc": 0, "stdout": PING_OK, "stderr": ""},
+        "storage": {"model_path": "/x/model", "exists": True, "disk_free_bytes": 50 * 10**9},
+        "services": [{"item": {"name": "original-a", "url": "http://169.254.77.2:8000/v1", "model": "m"},
+                      "status": 200, "json": {"choices": [{"message": {"content": "Verified."}}],
+                                              "usage": {"completion_tokens": 2}}}],
+    }
+
+
+def test_healthy_host_passes():
+    state = host_verify_state(healthy(), EXPECTED)
+    assert [c["name"] for c in state["checks"] if not c["ok"]] == []
+    assert state["ok"] is True
+    assert state["link"]["rx_speed_gbps"] == 20.0
+    assert state["link"]["ping_to_peer"]["received"] == 3
+    assert state["services"][0]["completion_tokens"] == 2
+    assert state["storage"]["disk_free_gb"] == 50.0
+
+
+def _set(path, value):
+    def mutate(observed):
+        target = observed
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return mutate
+
+
+CASES = [
+    ("speed below expectation", None, {"min_speed_gbps": "25.0"}, "link speed", "inferlab_link_min_speed_gbps",
+     "expected >= 25.0 Gb/s per lane both ways, found rx 20.0 Gb/s, tx 20.0 Gb/s"),
+    ("wrong interface name", None, {"link_interface": "thunderbolt9"}, "link interface exists",
+     "inferlab_link_interface", "expected interface thunderbolt9, found interfaces ['thunderbolt0']"),
+    ("interface down", _set(["net", "interfaces", "thunderbolt0", "operstate"], "down"), {}, "link interface up",
+     "inferlab_link_interface", "found down"),
+    ("wrong MTU", None, {"link_mtu": 9000}, "link MTU", "inferlab_link_mtu", "expected 9000, found 1500"),
+    ("address missing", _set(["addresses"], "[]"), {}, "link address", "inferlab_link_address",
+     "found no IPv4 address"),
+    ("no peer", _set(["tbnet", "interfaces"], {}), {}, "link peer present", "inferlab_link_interface",
+     "no service bound to thunderbolt0"),
+    ("one lane short", _set(["tbnet", "peers", 0, "tx_lanes"], 1), {"min_lanes": "2"}, "link lanes",
+     "inferlab_link_min_lanes", "found rx 1, tx 1"),
+    ("peer silent", _set(["ping"], {"rc": 1, "stdout": PING_LOST, "stderr": ""}), {}, "link ping to peer",
+     "inferlab_link_peer_address", "100.0% loss"),
+    ("GPU count", None, {"gpu_count": "2"}, "GPU count", "inferlab_gpu_count", "expected 2, found 1"),
+    ("GPU model", None, {"gpu_name": "NVIDIA GeForce RTX 4090"}, "GPU model", "inferlab_gpu_name",
+     "found ['NVIDIA GeForce RTX 5090']"),
+    ("GPU memory", None, {"gpu_min_free_mib": "40000"}, "GPU free memory", "inferlab_gpu_min_free_mib",
+     "expected >= 40000 MiB free on each GPU"),
+    ("GPU process", _set(["nvml", "gpus", 0, "compute_processes"], [{"pid": 7, "name": "python3"}]), {},
+     "no unexpected GPU processes", "inferlab_allowed_compute_processes", "python3 (pid 7, GPU 0)"),
+    ("model path", _set(["storage", "exists"], False), {}, "model path exists", "inferlab_model_path",
+     "found missing"),
+    ("disk", None, {"min_disk_free_gb": "100"}, "disk free", "inferlab_min_disk_free_gb", "found 50.0 GB"),
+    ("service down", _set(["services", 0], {"item": {"name": "original-a", "url": "http://x/v1", "model": "m"},
+                                            "status": -1, "msg": "Status code was -1: Connection refused"}),
+     {}, "service original-a answers", "inferlab_original_services", "Connection refused"),
+    ("service empty text", _set(["services", 0, "json", "choices"], [{"message": {"content": " "}}]), {},
+     "service original-a answers", "inferlab_original_services", "no text or no usage tokens"),
+]
+
+
+@pytest.mark.parametrize(("label", "mutate", "expected_override", "check", "variable", "found"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_each_failure_names_expected_found_and_variable(label, mutate, expected_override, check, variable, found):
+    observed = healthy()
+    if mutate:
+        mutate(observed)
+    state = host_verify_state(observed, {**EXPECTED, **expected_override})
+    failed = [c for c in state["checks"] if not c["ok"]]
+    assert state["ok"] is False
+    assert check in [c["name"] for c in failed]
+    failure = next(c for c in failed if c["name"] == check)
+    assert failure["message"].startswith("Stop if ")
+    assert "on lab-a" in failure["message"]
+    assert f"set {variable}" in failure["message"]
+    assert found in failure["message"]
+
+
+def test_input_types_are_checked():
+    with pytest.raises(AnsibleFilterError, match="expects two dicts"):
+        host_verify_state([], EXPECTED)
+
+
+def test_observations_are_not_mutated():
+    observed = healthy()
+    before = copy.deepcopy(observed)
+    host_verify_state(observed, EXPECTED)
+    assert observed == before

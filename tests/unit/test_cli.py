@@ -1,0 +1,29 @@
+"""The CLI's usage errors exit 13 with a message and start nothing."""
+
+import pytest
+
+from inferlab import cli, exit_codes
+
+
+def test_extravars_parse_like_ansible():
+    assert cli.parse_extravars(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "no_such_playbook"], "playbook 'no_such_playbook' not found"),
+        (["run", "verify", "-e", "novalue"], "-e expects KEY=VALUE, got 'novalue'"),
+        (["run", "verify", "-i", "/nonexistent/inventory"], "inventory /nonexistent/inventory does not exist"),
+        (["report", "/nonexistent/run"], "is /nonexistent/run a run directory?"),
+    ],
+)
+def test_usage_errors(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli.runner, "run_playbook", lambda *a, **k: pytest.fail("must not run anything"))
+    assert cli.main(argv) == exit_codes.USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_argparse_errors_map_to_usage(capsys):
+    assert cli.main(["frobnicate"]) == exit_codes.USAGE
+    assert cli.main(["lab", "sideways"]) == exit_codes.USAGE

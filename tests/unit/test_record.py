@@ -1,0 +1,106 @@
+"""record.json assembly and schema validation, and the run outcome's exit-code classification."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferlab import exit_codes, record, report, runner
+
+RUN = {
+    "id": "20261130T100000Z-verify", "playbook": "playbooks/verify.yml", "inventory": "inventory/lab/hosts.yml",
+    "started": "2026-11-30T10:00:00Z", "finished": "2026-11-30T10:00:07Z", "status": "successful",
+    "ansible_rc": 0, "exit_code": 0, "exit_meaning": "success", "extravars": {}, "stats": {},
+}
+LAYERS = {"process_manager": "process", "driver_layer": "emulated", "tbnet_sysfs_root": "/lab/a/sysfs",
+          "nvml_snapshot": "/lab/a/nvml.json", "state_dir": "/lab/a/state"}
+
+
+def verify_fragment(host, ok=True):
+    return {
+        "host": host, "time": "2026-11-30T10:00:05Z", "ok": ok, "kernel_release": "6.1.0-57-amd64",
+        "layers": LAYERS,
+        "link": {"interface": "thunderbolt0", "address": "169.254.177.1", "peer_address": "169.254.177.2",
+                 "operstate": "up", "mtu": 1500, "peer_present": True, "rx_speed_gbps": 20.0, "tx_speed_gbps": 20.0,
+                 "rx_lanes": 1, "tx_lanes": 1, "ping_to_peer": {"received": 3}},
+        "tbnet_module": {"loaded": True, "parameters": {"e2e": "Y"}},
+        "nvml_source": "snapshot", "driver_version": "580.95.05",
+        "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 5090", "uuid": "GPU-1", "memory_total_bytes": 34190917632,
+                  "memory_free_bytes": 33000000000}],
+        "storage": {"model_path": "/lab/a/models/lab-model", "model_path_exists": True, "disk_free_gb": 40.0},
+        "services": [{"name": "original-a", "url": "http://169.254.77.2:8000/v1", "model": "lab-qwen-small",
+                      "ok": ok, "status": 200, "completion_tokens": 12, "text_sample": "Verified."}],
+        "checks": [{"name": "link speed", "ok": ok, "expected": ">= 20.0", "found": "20.0", "variable": "v",
+                    "message": ""}],
+    }
+
+
+def write_fragment(run_dir: Path, stage: str, host: str, fragment) -> None:
+    target = run_dir / "fragments" / stage / f"{host}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(fragment))
+
+
+def test_record_from_fragments_validates_and_renders(tmp_path):
+    for host in ("lab-a", "lab-b"):
+        write_fragment(tmp_path, "verify", host, verify_fragment(host))
+    write_fragment(tmp_path, "link_test", "lab-a", {"verdict": "symmetric"})
+    path = record.write(tmp_path, RUN)
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 1
+    assert sorted(data["verification"]) == ["lab-a", "lab-b"]
+    assert data["hosts"]["lab-a"] == {"kernel_release": "6.1.0-57-amd64", "layers": LAYERS}
+    assert data["stages"] == {"link_test": {"lab-a": {"verdict": "symmetric"}}}
+    text = report.render(data)
+    assert "### lab-a: passed" in text and "| link speed | ok |" in text
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda f: f.pop("link"), "'link' is a required property"),
+        (lambda f: f["layers"].update(driver_layer="fake"), "'fake' is not one of ['kernel', 'emulated']"),
+        (lambda f: f.update(time="yesterday"), "does not match"),
+        (lambda f: f["gpus"][0].update(memory_free_bytes="lots"), "'lots' is not of type 'integer'"),
+    ],
+)
+def test_invalid_fragment_is_refused_with_its_path(tmp_path, mutate, message):
+    fragment = verify_fragment("lab-a")
+    mutate(fragment)
+    write_fragment(tmp_path, "verify", "lab-a", fragment)
+    with pytest.raises(record.RecordError) as err:
+        record.write(tmp_path, RUN)
+    assert message in str(err.value)
+    assert "verification/lab-a" in str(err.value)
+    assert not (tmp_path / "record.json").exists()
+
+
+def test_malformed_fragment_json_names_the_file(tmp_path):
+    target = tmp_path / "fragments" / "verify" / "lab-a.json"
+    target.parent.mkdir(parents=True)
+    target.write_text("{not json")
+    with pytest.raises(record.RecordError, match=r"fragments/verify/lab-a.json is not valid JSON"):
+        record.write(tmp_path, RUN)
+
+
+def outcome(tmp_path, status="failed", rc=2, changed=None):
+    return runner.RunOutcome(run_dir=tmp_path, playbook=Path("p.yml"), inventory=Path("i"), status=status, rc=rc,
+                             stats={"changed": changed or {}})
+
+
+def test_classify(tmp_path):
+    assert runner.classify(outcome(tmp_path, "successful", 0)) == exit_codes.SUCCESS
+    assert runner.classify(outcome(tmp_path)) == exit_codes.PRECONDITION_FAILED
+    assert runner.classify(outcome(tmp_path, changed={"lab-a": 2})) == exit_codes.RESTORE_UNVERIFIED
+    write_fragment(tmp_path, "restore", "lab-a", {"verified": True})
+    assert runner.classify(outcome(tmp_path, changed={"lab-a": 2})) == exit_codes.EXPERIMENT_FAILED_RESTORED
+    write_fragment(tmp_path, "restore", "lab-b", {"verified": False})
+    assert runner.classify(outcome(tmp_path, changed={"lab-a": 2})) == exit_codes.RESTORE_UNVERIFIED
+
+
+def test_new_run_dir_names_and_never_reuses(tmp_path):
+    first = runner.new_run_dir(Path("playbooks/verify.yml"), tmp_path)
+    assert first.name.endswith("Z-verify") and len(first.name) == len("20261130T100000Z-verify")
+    first.mkdir()
+    second = runner.new_run_dir(Path("playbooks/verify.yml"), tmp_path)
+    assert second != first
