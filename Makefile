@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-DEB_PACKAGES := openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv
+DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
 .PHONY: all bootstrap deb venv collection demo test lint sanity unit molecule bench lab-up lab-down clean

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage; our contract says 13
-        return exit_codes.USAGE if exc.code else exit_codes.SUCCESS
+        return exit_codes.SUCCESS if exc.code in (0, None) else exit_codes.USAGE
     try:
         return args.func(args)
     except UsageError as exc:

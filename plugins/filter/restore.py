@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Compare a host's state after the restore with its known-good snapshot."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: restore_differences
+short_description: List how a host's re-verified state differs from its known-good snapshot
+version_added: 0.1.0
+author: inferlab developers (@inferlab)
+description:
+  - Compares the fields a restore must bring back (link state, speed and lanes, the thunderbolt_net module's
+    parameters and srcversion, GPUs, each original service answering) and every failing check.
+  - Returns an empty list when the host is back to its known-good state.
+options:
+  _input:
+    description: The host_verify state measured after the restore.
+    type: dict
+    required: true
+  known_good:
+    description: The host_verify state recorded before any change, or null when none was recorded.
+    type: dict
+"""
+
+EXAMPLES = r"""
+- name: Compare
+  ansible.builtin.set_fact:
+    differences: "{{ host_verify_state | inferlab.distributed.restore_differences(known_good) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: Human-readable differences, one string each; empty when restored.
+  type: list
+  elements: str
+"""
+
+from ansible.errors import AnsibleFilterError
+
+# (label, path) pairs compared between the known-good snapshot and the state after the restore.
+COMPARED = [
+    ("link operstate", ("link", "operstate")),
+    ("link MTU", ("link", "mtu")),
+    ("link peer present", ("link", "peer_present")),
+    ("link rx speed (Gb/s per lane)", ("link", "rx_speed_gbps")),
+    ("link tx speed (Gb/s per lane)", ("link", "tx_speed_gbps")),
+    ("link rx lanes", ("link", "rx_lanes")),
+    ("link tx lanes", ("link", "tx_lanes")),
+    ("thunderbolt_net loaded", ("tbnet_module", "loaded")),
+    ("thunderbolt_net parameters", ("tbnet_module", "parameters")),
+    ("thunderbolt_net srcversion", ("tbnet_module", "srcversion")),
+    ("kernel release", ("kernel_release",)),
+]
+
+
+def _get(state, path):
+    for key in path:
+        state = (state or {}).get(key)
+    return state
+
+
+def restore_differences(current, known_good=None):
+    if not isinstance(current, dict) or not (known_good is None or isinstance(known_good, dict)):
+        raise AnsibleFilterError("restore_differences expects a dict and a dict or null")
+    differences = ["check failed: %s" % (c.get("message") or c.get("name"))
+                   for c in current.get("checks") or [] if not c.get("ok")]
+    if not known_good:
+        return differences
+    for label, path in COMPARED:
+        before, after = _get(known_good, path), _get(current, path)
+        if before != after:
+            differences.append("%s: known-good %r, now %r" % (label, before, after))
+    gpus_before = [(g.get("uuid"), g.get("name")) for g in known_good.get("gpus") or []]
+    gpus_after = [(g.get("uuid"), g.get("name")) for g in current.get("gpus") or []]
+    if gpus_before != gpus_after:
+        differences.append("GPUs: known-good %r, now %r" % (gpus_before, gpus_after))
+    answering_after = set(s.get("name") for s in current.get("services") or [] if s.get("ok"))
+    for service in known_good.get("services") or []:
+        if service.get("ok") and service.get("name") not in answering_after:
+            differences.append("service %s answered before the change and does not now" % service.get("name"))
+    return differences
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"restore_differences": restore_differences}

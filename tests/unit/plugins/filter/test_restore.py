@@ -1,0 +1,57 @@
+import copy
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.filter.restore import restore_differences
+
+KNOWN_GOOD = {
+    "kernel_release": "6.1.0-57-amd64",
+    "link": {"operstate": "up", "mtu": 1500, "peer_present": True, "rx_speed_gbps": 20.0, "tx_speed_gbps": 20.0,
+             "rx_lanes": 1, "tx_lanes": 1},
+    "tbnet_module": {"loaded": True, "parameters": {"e2e": "Y"}, "srcversion": "A1B2"},
+    "gpus": [{"uuid": "GPU-1", "name": "NVIDIA GeForce RTX 5090"}],
+    "services": [{"name": "original-a", "ok": True}],
+    "checks": [{"name": "link speed", "ok": True}],
+}
+
+
+def test_identical_state_has_no_differences():
+    assert restore_differences(copy.deepcopy(KNOWN_GOOD), KNOWN_GOOD) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (("tbnet_module", "parameters"), {"e2e": "Y", "tx_e2e": "Y"},
+         "thunderbolt_net parameters: known-good {'e2e': 'Y'}, now {'e2e': 'Y', 'tx_e2e': 'Y'}"),
+        (("tbnet_module", "srcversion"), "FFFF", "thunderbolt_net srcversion: known-good 'A1B2', now 'FFFF'"),
+        (("link", "rx_speed_gbps"), 10.0, "link rx speed (Gb/s per lane): known-good 20.0, now 10.0"),
+        (("link", "operstate"), "down", "link operstate: known-good 'up', now 'down'"),
+    ],
+)
+def test_changed_fields_are_named(path, value, expected):
+    current = copy.deepcopy(KNOWN_GOOD)
+    current[path[0]][path[1]] = value
+    assert restore_differences(current, KNOWN_GOOD) == [expected]
+
+
+def test_service_that_stopped_answering_and_failed_checks():
+    current = copy.deepcopy(KNOWN_GOOD)
+    current["services"][0]["ok"] = False
+    current["checks"][0] = {"name": "link speed", "ok": False, "message": "Stop if slow"}
+    assert restore_differences(current, KNOWN_GOOD) == [
+        "check failed: Stop if slow",
+        "service original-a answered before the change and does not now",
+    ]
+
+
+def test_without_known_good_only_checks_count():
+    current = copy.deepcopy(KNOWN_GOOD)
+    current["link"]["mtu"] = 9000
+    assert restore_differences(current, None) == []
+
+
+def test_bad_input():
+    with pytest.raises(AnsibleFilterError):
+        restore_differences("x", None)
