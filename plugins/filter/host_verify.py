@@ -2,7 +2,7 @@
 # Copyright (c) 2026, inferlab developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Turn what host_verify observed into checks, each saying what was expected, what was found and which variable sets it."""
+"""Turn what host_verify observed into checks: each says what was expected, what was found, which variable sets it."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,7 +20,7 @@ description:
     kubespray-style "Stop if ..." C(message).
 options:
   _input:
-    description: What the role observed (tbnet_info, net_counters, nvml_info results, ping, addresses, storage, services).
+    description: What the role observed (tbnet_info, net_counters, nvml_info, ping, addresses, storage, services).
     type: dict
     required: true
   expected:
@@ -133,12 +133,12 @@ def host_verify_state(observed, expected):
                "no Thunderbolt peer answers on the direct link")
     rx, tx = (peer or {}).get("rx_speed_gbps"), (peer or {}).get("tx_speed_gbps")
     min_speed = float(expected["min_speed_gbps"])
-    checks.add("link speed", peer is not None and rx >= min_speed and tx >= min_speed,
+    checks.add("link speed", None not in (rx, tx) and rx >= min_speed and tx >= min_speed,
                ">= %s Gb/s per lane both ways" % min_speed, "rx %s Gb/s, tx %s Gb/s" % (rx, tx),
                "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed")
     rx_lanes, tx_lanes = (peer or {}).get("rx_lanes"), (peer or {}).get("tx_lanes")
     min_lanes = int(expected["min_lanes"])
-    checks.add("link lanes", peer is not None and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
+    checks.add("link lanes", None not in (rx_lanes, tx_lanes) and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
                ">= %d lane(s) both ways" % min_lanes, "rx %s, tx %s" % (rx_lanes, tx_lanes),
                "inferlab_link_min_lanes", "the direct link has fewer lanes than expected")
     ping = observed.get("ping") or {}
@@ -148,7 +148,8 @@ def host_verify_state(observed, expected):
         ping_result = {"received": 0, "transmitted": None, "loss_pct": 100.0, "rtt_ms": None, "replies_ms": []}
     ping_ok = ping.get("rc") == 0 and ping_result["received"] > 0
     checks.add("link ping to peer", ping_ok, "replies from %s over %s" % (expected["peer_address"], interface),
-               "%s%% loss (%s)" % (ping_result["loss_pct"], (ping.get("stderr") or "").strip() or "rc %s" % ping.get("rc")),
+               "%s%% loss (%s)" % (ping_result["loss_pct"],
+                                   (ping.get("stderr") or "").strip() or "rc %s" % ping.get("rc")),
                "inferlab_link_peer_address", "the peer's link address does not answer")
 
     # GPUs.

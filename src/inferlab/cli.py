@@ -31,7 +31,8 @@ def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: di
     code = runner.classify(outcome)
     run_meta = {
         "id": run_dir.name,
-        "playbook": str(playbook.relative_to(paths.REPO_ROOT) if playbook.is_relative_to(paths.REPO_ROOT) else playbook),
+        "playbook": str(playbook.relative_to(paths.REPO_ROOT)) if playbook.is_relative_to(paths.REPO_ROOT)
+        else str(playbook),
         "inventory": str(inventory),
         "started": outcome.started,
         "finished": outcome.finished,

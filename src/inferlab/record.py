@@ -26,7 +26,7 @@ def load_schema() -> dict:
 
 
 def read_fragments(run_dir: Path) -> dict[str, dict[str, dict]]:
-    """`fragments/<stage>/<host>.json` -> {stage: {host: fragment}}; a fragment that is not a JSON object is an error."""
+    """`fragments/<stage>/<host>.json` -> {stage: {host: fragment}}; a fragment must be a JSON object."""
     stages: dict[str, dict[str, dict]] = {}
     for path in sorted((run_dir / "fragments").glob("*/*.json")):
         try:

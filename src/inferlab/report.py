@@ -57,7 +57,8 @@ def render(record: dict) -> str:
         for host, state in sorted(record["verification"].items()):
             lines += _verification(host, state)
     if record["restore"]:
-        lines += ["## Restore", "", "| host | verified | undone | differences from known-good |", "| --- | --- | --- | --- |"]
+        lines += ["## Restore", "", "| host | verified | undone | differences from known-good |",
+                  "| --- | --- | --- | --- |"]
         for host, restore in sorted(record["restore"].items()):
             undone = len(restore["undo"].get("undone", []))
             diffs = "; ".join(restore["differences"]) or "none"
