@@ -70,6 +70,8 @@ def _set(path, value):
 CASES = [
     ("speed below expectation", None, {"min_speed_gbps": "25.0"}, "link speed", "inferlab_link_min_speed_gbps",
      "expected >= 25.0 Gb/s per lane both ways, found rx 20.0 Gb/s, tx 20.0 Gb/s"),
+    ("speed not reported", _set(["tbnet", "peers", 0, "rx_speed_gbps"], None), {}, "link speed",
+     "inferlab_link_min_speed_gbps", "found rx None Gb/s, tx 20.0 Gb/s"),
     ("wrong interface name", None, {"link_interface": "thunderbolt9"}, "link interface exists",
      "inferlab_link_interface", "expected interface thunderbolt9, found interfaces ['thunderbolt0']"),
     ("interface down", _set(["net", "interfaces", "thunderbolt0", "operstate"], "down"), {}, "link interface up",
