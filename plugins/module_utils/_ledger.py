@@ -1,0 +1,950 @@
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The change ledger of inferlab: its format, the per-host lock and the undo of every kind.
+
+This file is the single implementation. The ``change_ledger`` module imports it; the ``ledger`` role copies it alone
+to a host as ``<inferlab_state_dir>/bin/inferlab_ledger.py``, where the restore playbook and the host-side watchdog run
+it without a controller::
+
+    python3 inferlab_ledger.py undo   --ledger-dir DIR --host NAME [--id ID ...] [--run-id RUN] [--check] [--json]
+    python3 inferlab_ledger.py status --ledger-dir DIR --host NAME [--json]
+    python3 inferlab_ledger.py unlock --ledger-dir DIR --host NAME (--run-id RUN | --force) [--json]
+
+Exit codes: 0 success; 1 at least one undo failed; 2 usage error; 3 the ledger or its lock refused the request
+(locked by another run, unknown id, unreadable file); 4 an unexpected error (a bug: the traceback is in the output).
+With ``--json`` stdout is one JSON object for 0, 1, 3 and 4.
+
+It must stay standard library only, free of any ``ansible`` import, and compile on Python 3.8 (the oldest target
+Python of ansible-core 2.19).
+
+Format
+------
+``<ledger_dir>/<host>.jsonl`` is append-only, one JSON object per line::
+
+    {"id": ..., "time": "2026-11-30T10:15:00Z", "kind": "process", "params": {...}, "state": "pending"}
+
+plus optional ``run_id`` and ``error``. The current state of an id is its last line; every line carries the full
+kind and params, so the last line alone describes the entry. ``pending`` is written (and fsynced) BEFORE the change,
+``applied`` after it, then ``undone`` or ``undo_failed`` (with ``error``). A line cut short by a killed writer is
+reported in ``problems`` and otherwise ignored: since ``pending`` is on disk before any change starts, a cut line
+never hides a change.
+
+Kinds are a closed registry, ``KINDS``: kind name -> ``Kind(check, undo)``. ``check(params)`` validates (and may
+normalise) the params at record time and raises ``LedgerError``; ``undo(params, ctx)`` reverts the change, returns a
+one-line description and raises ``UndoError`` when it cannot. An undo must be safe when the change was never made
+(a ``pending`` entry whose run was killed before the change). Adding a kind is two functions and one entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+
+FORMAT = 'inferlab.ledger/1'
+STATES = ('pending', 'applied', 'undone', 'undo_failed')
+OPEN_STATES = ('pending', 'applied', 'undo_failed')
+# state -> the states a ``mark`` may move it to (marking to the current state is a no-op, handled apart)
+MARK_TRANSITIONS = {
+    'pending': ('applied', 'undone'),
+    'applied': ('undone',),
+    'undo_failed': ('undone',),
+    'undone': (),
+}
+
+EXIT_OK = 0
+EXIT_UNDO_FAILED = 1
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+EXIT_CRASHED = 4
+
+Kind = collections.namedtuple('Kind', ['check', 'undo'])
+
+
+class LedgerError(Exception):
+    """The ledger refused a request: bad params, unknown kind or id, unreadable file."""
+
+
+class LockError(LedgerError):
+    """The lock is held by another run (or could not be taken or released)."""
+
+
+class UndoError(LedgerError):
+    """One entry could not be undone; the message says why and what to do."""
+
+
+class UndoContext:
+    """What an undo function may need from its surroundings; injectable for tests."""
+
+    def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0):
+        self.procfs_root = procfs_root
+        self.poll_interval = poll_interval
+        self.kill_wait = kill_wait
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# time, ids, paths
+
+
+def utc_now():
+    """UTC time as ISO 8601 with a Z, to the second."""
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+
+
+def _utc_stamp():
+    return time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
+
+
+def new_id(kind, taken=()):
+    """A fresh entry id ``<UTC stamp>-<kind>-<4 hex>``, not in ``taken``."""
+    while True:
+        candidate = f'{_utc_stamp()}-{kind}-{os.urandom(2).hex()}'
+        if candidate not in taken:
+            return candidate
+
+
+def _check_host(host):
+    if not isinstance(host, str) or not host or host.startswith('.') or '/' in host or '\0' in host:
+        raise LedgerError(f'invalid ledger host name {host!r}: it names a file in the ledger directory, so it must '
+                          'be non-empty, without "/" and not start with "."')
+
+
+def ledger_path(ledger_dir, host):
+    _check_host(host)
+    return os.path.join(ledger_dir, host + '.jsonl')
+
+
+def lock_path(ledger_dir, host):
+    _check_host(host)
+    return os.path.join(ledger_dir, host + '.lock')
+
+
+def _ensure_dir(ledger_dir):
+    if not os.path.isdir(ledger_dir):
+        # 0700: entries can hold the command line and environment needed to restart a paused service
+        os.makedirs(ledger_dir, mode=0o700, exist_ok=True)
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reading and writing the ledger
+
+
+def read_ledger(ledger_dir, host):
+    """Read ``<host>.jsonl``. Returns ``(entries, problems)``: the well-formed lines in file order (each dict gets
+    ``_line``, its 1-based line number) and human-readable problems with the lines that were skipped."""
+    path = ledger_path(ledger_dir, host)
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        raise LedgerError(f'cannot read ledger {path}: {exc}') from exc
+    entries = []
+    problems = []
+    complete = data.endswith(b'\n')
+    lines = data.split(b'\n')
+    if complete:
+        lines = lines[:-1]
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        unterminated = number == len(lines) and not complete
+        try:
+            entry = json.loads(raw.decode('utf-8'))
+        except ValueError as exc:
+            if unterminated:
+                problems.append(f'{path} line {number}: truncated last line (a writer was killed mid-write), '
+                                f'ignored: {raw[:80]!r}')
+            else:
+                problems.append(f'{path} line {number}: not valid JSON (a write was cut short?), ignored: {exc}')
+            continue
+        problem = _line_problem(entry)
+        if problem:
+            problems.append(f'{path} line {number}: {problem}, ignored')
+            continue
+        if unterminated:
+            problems.append(f'{path} line {number}: the last line has no newline (a writer was killed before '
+                            'finishing it); it parses, so it is used')
+        entry['_line'] = number
+        entries.append(entry)
+    return entries, problems
+
+
+def _line_problem(entry):
+    if not isinstance(entry, dict):
+        return 'not a JSON object'
+    for key in ('id', 'time', 'kind', 'state'):
+        if not isinstance(entry.get(key), str) or not entry.get(key):
+            return f'missing or empty "{key}"'
+    if entry['state'] not in STATES:
+        return f'unknown state {entry["state"]!r}'
+    if not isinstance(entry.get('params'), dict):
+        return '"params" is not an object'
+    return None
+
+
+def current_entries(entries):
+    """Fold the lines into the current view: an ordered dict id -> its last line (plus ``first_line``, the line
+    where the id first appeared), in the order of first appearance."""
+    view = collections.OrderedDict()
+    for entry in entries:
+        current = dict(entry)
+        first = view.get(entry['id'])
+        current['first_line'] = first['first_line'] if first else entry.get('_line', 0)
+        view[entry['id']] = current
+    return view
+
+
+def _public(entry):
+    """An entry as returned to callers: without the internal line numbers."""
+    return {k: v for k, v in entry.items() if not k.startswith('_') and k != 'first_line'}
+
+
+def _make_line(entry_id, kind, params, state, run_id=None, error=None):
+    line = {'id': entry_id, 'time': utc_now(), 'kind': kind, 'params': params, 'state': state}
+    if run_id:
+        line['run_id'] = run_id
+    if error:
+        line['error'] = error
+    return line
+
+
+def append_line(ledger_dir, host, line):
+    """Append one line with O_APPEND and fsync it. A previous line left without its newline by a killed writer is
+    closed first, so the new line never merges into it."""
+    if line.get('state') not in STATES:
+        raise LedgerError(f'refusing to write unknown state {line.get("state")!r}')
+    _ensure_dir(ledger_dir)
+    path = ledger_path(ledger_dir, host)
+    created = not os.path.exists(path)
+    payload = (json.dumps(line, sort_keys=True, separators=(',', ':')) + '\n').encode('utf-8')
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b'\n':
+            payload = b'\n' + payload
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_dir(ledger_dir)
+    return line
+
+
+def check_kind(kind, params):
+    """Validate ``params`` for ``kind``; returns the normalised params. Raises LedgerError."""
+    if kind not in KINDS:
+        raise LedgerError(f'unknown ledger kind {kind!r}: known kinds are {", ".join(sorted(KINDS))}')
+    if not isinstance(params, dict):
+        raise LedgerError(f'params of a {kind} entry must be a mapping, got {type(params).__name__}')
+    params = KINDS[kind].check(dict(params))
+    try:
+        json.dumps(params)
+    except (TypeError, ValueError) as exc:
+        raise LedgerError(f'params of a {kind} entry must be JSON-serialisable: {exc}') from exc
+    return params
+
+
+def record(ledger_dir, host, kind, params, run_id=None, check_mode=False):
+    """Record a ``pending`` entry BEFORE making a change. Returns the line written (with its new ``id``)."""
+    params = check_kind(kind, params)
+    _check_lock_owner(ledger_dir, host, run_id)
+    entries, _problems = read_ledger(ledger_dir, host)
+    line = _make_line(new_id(kind, {e['id'] for e in entries}), kind, params, 'pending', run_id=run_id)
+    if not check_mode:
+        append_line(ledger_dir, host, line)
+    return line
+
+
+def mark(ledger_dir, host, entry_id, state, params=None, run_id=None, check_mode=False):
+    """Move entry ``entry_id`` to ``state`` (``applied`` or ``undone``). ``params``, when given, are merged into the
+    entry's params (e.g. the pid and start time of a process, known only once it runs). Returns
+    ``(changed, line, previous_state)``; marking to the current state with no new params writes nothing."""
+    if state not in ('applied', 'undone'):
+        raise LedgerError(f'an entry can be marked applied or undone, not {state!r}')
+    _check_lock_owner(ledger_dir, host, run_id)
+    entries, _problems = read_ledger(ledger_dir, host)
+    view = current_entries(entries)
+    if entry_id not in view:
+        raise LedgerError(f'no entry {entry_id!r} in the ledger of {host} ({ledger_path(ledger_dir, host)})')
+    current = view[entry_id]
+    previous = current['state']
+    merged = dict(current['params'])
+    if params:
+        merged.update(params)
+        merged = check_kind(current['kind'], merged)
+    if previous == state and merged == current['params']:
+        return False, _public(current), previous
+    if previous != state and state not in MARK_TRANSITIONS.get(previous, ()):
+        raise LedgerError(f'entry {entry_id} is {previous} and cannot be marked {state}; record a new entry for a '
+                          'new change')
+    line = _make_line(entry_id, current['kind'], merged, state, run_id=run_id or current.get('run_id'))
+    if not check_mode:
+        append_line(ledger_dir, host, line)
+    return True, line, previous
+
+
+def status(ledger_dir, host):
+    """The current view of a host's ledger and lock: ``{ledger, entries, open, lock, problems}``."""
+    entries, problems = read_ledger(ledger_dir, host)
+    view = current_entries(entries)
+    holder, lock_problem = read_lock(ledger_dir, host)
+    if lock_problem:
+        problems.append(lock_problem)
+    current = [_public(e) for e in view.values()]
+    return {
+        'ledger': ledger_path(ledger_dir, host),
+        'entries': current,
+        'open': [e['id'] for e in current if e['state'] in OPEN_STATES],
+        'lock': holder,
+        'problems': problems,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the per-host lock
+
+
+class _DirGuard:
+    """flock on the ledger directory. It serialises, among processes on this machine, lock acquire/break/release
+    and undo, so two runs breaking the same stale lock cannot both win and two undos cannot interleave."""
+
+    def __init__(self, ledger_dir):
+        self.ledger_dir = ledger_dir
+        self.fd = None
+
+    def __enter__(self):
+        _ensure_dir(self.ledger_dir)
+        self.fd = os.open(self.ledger_dir, os.O_RDONLY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc_info):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        return False
+
+
+def read_lock(ledger_dir, host):
+    """Returns ``(holder, problem)``: holder is the lock's JSON (None when unlocked); problem describes a lock file
+    that exists but cannot be read (holder is then ``{}``)."""
+    path = lock_path(ledger_dir, host)
+    try:
+        with open(path, 'rb') as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return {}, f'lock file {path} cannot be read: {exc}'
+    try:
+        holder = json.loads(raw.decode('utf-8'))
+    except ValueError:
+        holder = None
+    if not isinstance(holder, dict) or not isinstance(holder.get('run_id'), str):
+        return {}, (f'lock file {path} is empty or malformed ({len(raw)} bytes): a run was probably killed while '
+                    'taking it')
+    return holder, None
+
+
+def describe_holder(holder):
+    return (f'run {holder.get("run_id", "?")} (controller {holder.get("controller", "?")}, '
+            f'pid {holder.get("pid", "?")}, since {holder.get("time", "?")})')
+
+
+def _locked_message(host, holder, problem=None):
+    if problem:
+        head = f'ledger for {host} is locked, but {problem}'
+    else:
+        head = f'ledger for {host} is locked by {describe_holder(holder)}'
+    return f'{head}; wait for it, or if that run is dead, run playbooks/restore.yml with ledger_break_stale_lock=true'
+
+
+def pid_alive(pid, procfs_root='/proc'):
+    """Whether ``pid`` names a live (non-zombie) process on this machine."""
+    try:
+        pid = int(pid)
+    except (TypeError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    info = read_proc_stat(pid, procfs_root)
+    return not (info is not None and info['state'] in ('Z', 'X'))
+
+
+def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stale=False, holder_alive=None,
+                 check_mode=False):
+    """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, message}``.
+
+    Re-acquiring by the same run_id is a no-op. A lock held by another run raises LockError naming the holder,
+    unless ``break_stale`` and the holder is known dead: it must have taken the lock from the same ``controller``
+    and its pid must not be alive there. ``holder_alive`` is that liveness as checked on the controller by the
+    caller; when None it is checked here, which is only valid when this machine is that controller (same
+    hostname). An empty or malformed lock file (a run killed while taking it) is taken over by ``break_stale``."""
+    if not run_id:
+        raise LockError(f'a run_id is needed to take the ledger lock of {host}')
+    controller = controller or socket.gethostname()
+    pid = int(pid) if pid is not None else os.getpid()
+    path = lock_path(ledger_dir, host)
+    mine = {'run_id': run_id, 'controller': controller, 'pid': pid, 'time': utc_now()}
+    with _DirGuard(ledger_dir):
+        holder, problem = read_lock(ledger_dir, host)
+        if holder and holder.get('run_id') == run_id:
+            return {'changed': False, 'lock': holder, 'took_over': None,
+                    'message': f'the ledger of {host} is already locked by this run {run_id}'}
+        if holder is None:
+            if not check_mode:
+                _write_new_file(path, mine)
+                _fsync_dir(ledger_dir)
+            return {'changed': True, 'lock': mine, 'took_over': None,
+                    'message': f'locked the ledger of {host} for run {run_id}'}
+        if not break_stale:
+            raise LockError(_locked_message(host, holder, problem))
+        if problem:
+            took_over = {'problem': problem}
+            what = problem
+        else:
+            _check_stale(host, holder, controller, holder_alive, path)
+            took_over = dict(holder)
+            what = describe_holder(holder)
+        if not check_mode:
+            tmp = f'{path}.{os.getpid()}.tmp'
+            _write_new_file(tmp, mine)
+            os.replace(tmp, path)
+            _fsync_dir(ledger_dir)
+        return {'changed': True, 'lock': mine, 'took_over': took_over,
+                'message': f'took over the stale ledger lock of {host} from {what}'}
+
+
+def _check_stale(host, holder, controller, holder_alive, path):
+    """Raise LockError unless ``holder`` is known dead on ``controller``."""
+    locked = _locked_message(host, holder)
+    if holder.get('controller') != controller:
+        raise LockError(f'{locked}; it was taken from controller {holder.get("controller")}, not from this '
+                        f'controller {controller}, so its pid cannot be checked from here: break it from '
+                        f'{holder.get("controller")}, or remove {path} by hand once you know that run is dead')
+    if holder_alive is None:
+        if socket.gethostname() != controller:
+            raise LockError(f'{locked}; breaking it needs the liveness of pid {holder.get("pid")} on controller '
+                            f'{controller}, which cannot be checked on {socket.gethostname()}')
+        holder_alive = pid_alive(holder.get('pid'))
+    if holder_alive:
+        raise LockError(f'{locked}; not breaking it: pid {holder.get("pid")} is still alive on controller '
+                        f'{controller}')
+
+
+def _write_new_file(path, data):
+    """Create ``path`` atomically (O_CREAT|O_EXCL) holding ``data`` as JSON, fsynced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, (json.dumps(data, sort_keys=True) + '\n').encode('utf-8'))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def release_lock(ledger_dir, host, run_id=None, force=False, check_mode=False):
+    """Release the lock; only its holder's ``run_id`` may, unless ``force``. Returns ``{changed, lock, message}``
+    where ``lock`` is the holder that was released (None when there was no lock)."""
+    if not run_id and not force:
+        raise LockError(f'releasing the ledger lock of {host} needs the run_id of its holder (or force)')
+    path = lock_path(ledger_dir, host)
+    free = {'changed': False, 'lock': None, 'message': f'the ledger of {host} is not locked'}
+    if not os.path.isdir(ledger_dir):
+        return free
+    with _DirGuard(ledger_dir):
+        holder, problem = read_lock(ledger_dir, host)
+        if holder is None:
+            return free
+        if not force and holder.get('run_id') != run_id:
+            if problem:
+                raise LockError(f'not releasing the ledger lock of {host} for run {run_id}: {problem}')
+            raise LockError(f'not releasing the ledger lock of {host}: it is held by {describe_holder(holder)}, '
+                            f'not by run {run_id}')
+        if not check_mode:
+            os.unlink(path)
+            _fsync_dir(ledger_dir)
+        return {'changed': True, 'lock': holder,
+                'message': f'released the ledger lock of {host} held by {problem or describe_holder(holder)}'}
+
+
+def _check_lock_owner(ledger_dir, host, run_id):
+    """A run that names itself may only write when the lock is free or its own."""
+    if not run_id:
+        return
+    holder, problem = read_lock(ledger_dir, host)
+    if holder is not None and holder.get('run_id') != run_id:
+        raise LockError(_locked_message(host, holder, problem))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# undo
+
+
+def undo(ledger_dir, host, ids=None, run_id=None, ctx=None, check_mode=False):
+    """Undo every open entry (pending, applied, undo_failed) in reverse order of first appearance, or only
+    ``ids``. Appends ``undone`` or ``undo_failed`` for each; one failure does not stop the others. Returns
+    ``{changed, undone, failed, skipped, details, problems, message}``; an empty or fully undone ledger is a
+    no-op with ``changed: false``."""
+    ctx = ctx or UndoContext()
+    if check_mode or not os.path.isdir(ledger_dir):
+        return _undo(ledger_dir, host, ids, run_id, ctx, check_mode)
+    with _DirGuard(ledger_dir):
+        return _undo(ledger_dir, host, ids, run_id, ctx, check_mode)
+
+
+def _undo(ledger_dir, host, ids, run_id, ctx, check_mode):
+    _check_lock_owner(ledger_dir, host, run_id)
+    entries, problems = read_ledger(ledger_dir, host)
+    view = current_entries(entries)
+    if ids:
+        missing = [i for i in ids if i not in view]
+        if missing:
+            raise LedgerError(f'no entry {", ".join(missing)} in the ledger of {host}')
+    selected = [e for e in view.values() if not ids or e['id'] in ids]
+    skipped = [e['id'] for e in selected if e['state'] not in OPEN_STATES]
+    todo = sorted((e for e in selected if e['state'] in OPEN_STATES), key=lambda e: e['first_line'], reverse=True)
+    undone, failed, details = [], [], []
+    for entry in todo:
+        detail = {'id': entry['id'], 'kind': entry['kind'], 'state': entry['state']}
+        details.append(detail)
+        if check_mode:
+            undone.append(entry['id'])
+            detail.update(result='would undo', message='')
+            continue
+        error = None
+        try:
+            kind = KINDS.get(entry['kind'])
+            if kind is None:
+                raise UndoError(f'unknown kind {entry["kind"]!r}: this ledger tool ({FORMAT}) cannot undo it')
+            message = kind.undo(dict(entry['params']), ctx)
+        except UndoError as exc:
+            error = str(exc)
+        except Exception as exc:  # recorded as undo_failed and reported: never swallowed
+            error = f'undo of the {entry["kind"]} entry failed: {type(exc).__name__}: {exc}'
+        new_state = 'undo_failed' if error else 'undone'
+        append_line(ledger_dir, host, _make_line(entry['id'], entry['kind'], entry['params'], new_state,
+                                                 run_id=run_id or entry.get('run_id'), error=error))
+        if error:
+            failed.append({'id': entry['id'], 'kind': entry['kind'], 'error': error})
+            detail.update(result='undo_failed', message=error)
+        else:
+            undone.append(entry['id'])
+            detail.update(result='undone', message=message)
+    if not todo:
+        message = (f'nothing to undo on {host} ({len(selected)} entries, all undone)' if selected
+                   else f'nothing to undo on {host} (empty ledger)')
+    else:
+        message = f'{"would undo" if check_mode else "undid"} {len(undone)} of {len(todo)} open changes on {host}'
+        if failed:
+            message += f'; {len(failed)} failed: ' + '; '.join(f'{f["id"]}: {f["error"]}' for f in failed)
+    if problems:
+        message += ' (ledger problems: ' + '; '.join(problems) + ')'
+    return {'changed': bool(todo), 'undone': undone, 'failed': failed, 'skipped': skipped, 'details': details,
+            'problems': problems, 'message': message}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kind: process
+
+
+def read_proc_stat(pid, procfs_root='/proc'):
+    """Parse ``<procfs_root>/<pid>/stat``: ``{state, pgrp, start_time}`` (start_time = field 22, clock ticks after
+    boot), or None when there is no such process."""
+    try:
+        with open(os.path.join(procfs_root, str(int(pid)), 'stat'), 'rb') as handle:
+            raw = handle.read().decode('utf-8', 'replace')
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return None
+    # field 2 (comm) is in parentheses and may itself contain ") ": split after the LAST ')'
+    rest = raw[raw.rindex(')') + 2:].split()
+    # rest[0] is field 3 (state), so field N is rest[N - 3]
+    return {'state': rest[0], 'pgrp': int(rest[2]), 'start_time': int(rest[19])}
+
+
+def read_proc_cmdline(pid, procfs_root='/proc'):
+    """The argv of ``pid`` as a list, or None when there is no such process."""
+    try:
+        with open(os.path.join(procfs_root, str(int(pid)), 'cmdline'), 'rb') as handle:
+            raw = handle.read()
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return None
+    return [part.decode('utf-8', 'replace') for part in raw.split(b'\0')[:-1]] if raw else []
+
+
+def process_identity(pid, procfs_root='/proc'):
+    """What a ``process`` entry records about a running process: ``{pid, start_time, cmdline}``; None if gone."""
+    info = read_proc_stat(pid, procfs_root)
+    if info is None:
+        return None
+    return {'pid': int(pid), 'start_time': info['start_time'], 'cmdline': read_proc_cmdline(pid, procfs_root)}
+
+
+def _check_process(params):
+    _no_unknown('process', params, {'pid', 'start_time', 'cmdline', 'pidfile', 'stop_timeout', 'process_group'})
+    if params.get('pid') is None and not params.get('pidfile'):
+        raise LedgerError('a process entry needs "pid" (with "start_time") or, when recorded before the process '
+                          'starts, "pidfile" (with "cmdline")')
+    if params.get('pid') is not None:
+        params['pid'] = _as_int(params['pid'], 'pid', minimum=1)
+        if params.get('start_time') is None:
+            raise LedgerError(f'a process entry with pid {params["pid"]} needs "start_time" (field 22 of '
+                              '/proc/PID/stat), so that undo never signals a process that reused the pid')
+    if params.get('start_time') is not None:
+        params['start_time'] = _as_int(params['start_time'], 'start_time', minimum=0)
+    cmdline = params.get('cmdline')
+    if params.get('pid') is None and not cmdline:
+        raise LedgerError('a process entry known only by its pidfile needs "cmdline", to check that the process '
+                          'the pidfile names is the one that was started')
+    if cmdline is not None and not isinstance(cmdline, str) and not (
+            isinstance(cmdline, list) and all(isinstance(a, str) for a in cmdline)):
+        raise LedgerError('"cmdline" of a process entry must be a string or a list of strings')
+    pidfile = params.get('pidfile')
+    if pidfile is not None and (not isinstance(pidfile, str) or not os.path.isabs(pidfile)):
+        raise LedgerError(f'"pidfile" of a process entry must be an absolute path, got {pidfile!r}')
+    params['stop_timeout'] = _as_float(params.get('stop_timeout', 10), 'stop_timeout')
+    params['process_group'] = _as_bool(params.get('process_group', False), 'process_group')
+    return params
+
+
+def _no_unknown(kind, params, known):
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise LedgerError(f'unknown params for a {kind} entry: {", ".join(unknown)} (known: '
+                          f'{", ".join(sorted(known))})')
+
+
+def _as_int(value, name, minimum=None):
+    if isinstance(value, bool):
+        raise LedgerError(f'"{name}" must be an integer, got {value!r}')
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise LedgerError(f'"{name}" must be an integer, got {value!r}') from None
+    if minimum is not None and number < minimum:
+        raise LedgerError(f'"{name}" must be at least {minimum}, got {number}')
+    return number
+
+
+def _as_float(value, name):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise LedgerError(f'"{name}" must be a number of seconds, got {value!r}') from None
+    if number < 0:
+        raise LedgerError(f'"{name}" must not be negative, got {value!r}')
+    return number
+
+
+def _as_bool(value, name):
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ('true', 'yes', '1'):
+        return True
+    if str(value).lower() in ('false', 'no', '0'):
+        return False
+    raise LedgerError(f'"{name}" must be a boolean, got {value!r}')
+
+
+def _cmdline_text(cmdline):
+    if cmdline is None:
+        return ''
+    return cmdline if isinstance(cmdline, str) else ' '.join(cmdline)
+
+
+def _cmdline_matches(recorded, actual):
+    if actual is None or recorded is None:
+        return False
+    if isinstance(recorded, list):
+        return recorded == actual
+    return recorded.split() == ' '.join(actual).split()
+
+
+def _group_members(pgid, procfs_root):
+    """Live pids whose process group is ``pgid``."""
+    members = []
+    for name in os.listdir(procfs_root):
+        if name.isdigit():
+            info = read_proc_stat(name, procfs_root)
+            if info and info['pgrp'] == pgid and info['state'] not in ('Z', 'X'):
+                members.append(int(name))
+    return members
+
+
+def _undo_process(params, ctx):
+    label = _cmdline_text(params.get('cmdline')) or 'process'
+    pidfile = params.get('pidfile')
+    pid = params.get('pid')
+    start_time = params.get('start_time')
+    source = 'recorded pid'
+    if pid is None:
+        pid = _read_pidfile(pidfile)
+        source = f'from pidfile {pidfile}'
+        if pid is None:
+            return f'no process to stop for "{label}": pidfile {pidfile} is absent or empty (it was never started)'
+    info = read_proc_stat(pid, ctx.procfs_root)
+    leader_alive = info is not None and info['state'] not in ('Z', 'X')
+    group = bool(params.get('process_group'))
+    note = ''
+    if group and leader_alive and info['pgrp'] != pid:
+        group = False
+        note = f' (pid {pid} does not lead its own process group, so only it was signalled)'
+    if leader_alive and start_time is not None and info['start_time'] != start_time:
+        return (f'pid {pid} ({source}) now belongs to another process (start time {info["start_time"]}, recorded '
+                f'{start_time}): nothing to kill' + _remove_pidfile(pidfile, pid, ctx, reused=True))
+    if leader_alive and start_time is None:
+        actual = read_proc_cmdline(pid, ctx.procfs_root)
+        if not _cmdline_matches(params.get('cmdline'), actual):
+            return (f'pid {pid} ({source}) runs "{_cmdline_text(actual)}", not "{label}": nothing to kill'
+                    + _remove_pidfile(pidfile, pid, ctx, reused=True))
+
+    def alive():
+        if group:
+            return bool(_group_members(pid, ctx.procfs_root))
+        current = read_proc_stat(pid, ctx.procfs_root)
+        return current is not None and current['state'] not in ('Z', 'X')
+
+    # a dead leader's pid is not reused while its process group exists, so live members of that group are ours
+    if not (leader_alive or (group and alive())):
+        return f'process {pid} ("{label}") had already exited: nothing to kill' + _remove_pidfile(pidfile, pid, ctx)
+    what = f'process group {pid}' if group else f'pid {pid}'
+    stop_timeout = params.get('stop_timeout', 10)
+    if not _signal(pid, group, signal.SIGTERM):
+        return f'{what} ("{label}") exited before it was signalled' + _remove_pidfile(pidfile, pid, ctx)
+    if _wait_gone(alive, stop_timeout, ctx):
+        return f'stopped {what} ("{label}") with SIGTERM{note}' + _remove_pidfile(pidfile, pid, ctx)
+    _signal(pid, group, signal.SIGKILL)
+    if _wait_gone(alive, ctx.kill_wait, ctx):
+        return (f'stopped {what} ("{label}") with SIGKILL: still running {stop_timeout}s after SIGTERM{note}'
+                + _remove_pidfile(pidfile, pid, ctx))
+    raise UndoError(f'{what} ("{label}") is still alive after SIGTERM and SIGKILL (stuck in the kernel, state D?); '
+                    'stop it by hand')
+
+
+def _signal(pid, group, signum):
+    try:
+        if group:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError as exc:
+        raise UndoError(f'not allowed to signal pid {pid}: {exc} (run the undo as the user that started it, or as '
+                        'root)') from exc
+    return True
+
+
+def _wait_gone(alive, timeout, ctx):
+    deadline = time.monotonic() + float(timeout)
+    while alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(ctx.poll_interval)
+    return True
+
+
+def _read_pidfile(pidfile):
+    if not pidfile:
+        return None
+    try:
+        with open(pidfile) as handle:
+            text = handle.read().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UndoError(f'cannot read pidfile {pidfile}: {exc}') from exc
+    if not text:
+        return None
+    try:
+        return int(text.split()[0])
+    except ValueError:
+        raise UndoError(f'pidfile {pidfile} does not hold a pid: {text[:40]!r}') from None
+
+
+def _remove_pidfile(pidfile, pid, ctx, reused=False):
+    """Remove our pidfile, unless it names another live process (or ``reused``: ``pid`` now belongs to another
+    process that the pidfile may describe)."""
+    if not pidfile or not os.path.lexists(pidfile):
+        return ''
+    try:
+        named = _read_pidfile(pidfile)
+    except UndoError:
+        named = None
+    if named is not None and named != pid and pid_alive(named, ctx.procfs_root):
+        return f'; left pidfile {pidfile}: it names another live process {named}'
+    if reused and named == pid:
+        return f'; left pidfile {pidfile}: its pid now belongs to another process'
+    os.unlink(pidfile)
+    return f'; removed pidfile {pidfile}'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kind: file
+
+
+def _check_file(params):
+    _no_unknown('file', params, {'path', 'backup', 'existed'})
+    path = params.get('path')
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise LedgerError(f'"path" of a file entry must be an absolute path, got {path!r}')
+    if 'existed' in params:
+        params['existed'] = _as_bool(params['existed'], 'existed')
+    backup = params.get('backup')
+    if backup is not None:
+        if not isinstance(backup, str) or not os.path.isabs(backup):
+            raise LedgerError(f'"backup" of a file entry must be an absolute path, got {backup!r}')
+        if params.get('existed') is False:
+            raise LedgerError('a file entry has either "backup" (the file existed) or "existed: false", not both')
+        if os.path.normpath(backup) == os.path.normpath(path):
+            raise LedgerError(f'the backup of {path} cannot be the file itself')
+        params['existed'] = True
+    elif params.get('existed') is not False:
+        raise LedgerError(f'a file entry for {path} needs "backup" (a copy taken before the change) or '
+                          '"existed: false" (the change creates it)')
+    return params
+
+
+def _undo_file(params, ctx):
+    path = params['path']
+    if params.get('existed') is False:
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise UndoError(f'{path} is a directory now; a file entry only removes files: remove it by hand')
+        if not os.path.lexists(path):
+            return f'removed nothing: {path} is absent (it was never written)'
+        os.unlink(path)
+        return f'removed {path} (it did not exist before the change)'
+    backup = params['backup']
+    if not os.path.isfile(backup):
+        raise UndoError(f'backup {backup} of {path} is missing, so the file cannot be restored; restore {path} by '
+                        'hand')
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise UndoError(f'{path} is a directory now; cannot restore the file from {backup}')
+    tmp = os.path.join(os.path.dirname(path), f'.{os.path.basename(path)}.inferlab-restore.{os.getpid()}')
+    try:
+        shutil.copy2(backup, tmp)  # content, mode and times
+        st = os.stat(backup)
+        if os.geteuid() == 0:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return f'restored {path} from {backup} (mode {st.st_mode & 0o7777:04o}); the backup is kept'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the registry of kinds: kind name -> Kind(check, undo). Add a kind here.
+
+KINDS = {
+    'process': Kind(_check_process, _undo_process),
+    'file': Kind(_check_file, _undo_file),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# command line
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='inferlab_ledger.py',
+        description='The inferlab change ledger on this host: undo recorded changes, show the ledger, release its '
+                    'lock. Exit codes: 0 success, 1 an undo failed, 2 usage error, 3 refused (lock held by another '
+                    'run, unknown id, unreadable ledger), 4 unexpected error.')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND')
+    sub.required = True
+
+    def common(p):
+        p.add_argument('--ledger-dir', required=True, help='the ledger directory (<inferlab_state_dir>/ledger)')
+        p.add_argument('--host', required=True, help='whose ledger: <ledger-dir>/<host>.jsonl')
+        p.add_argument('--json', action='store_true', help='print one JSON object instead of text')
+
+    p_undo = sub.add_parser('undo', help='undo every open entry, newest first')
+    common(p_undo)
+    p_undo.add_argument('--id', action='append', dest='ids', metavar='ID', help='undo only this entry (repeatable)')
+    p_undo.add_argument('--run-id', help='the run doing the undo: refuse if another run holds the lock')
+    p_undo.add_argument('--check', action='store_true', help='only say what would be undone')
+    p_undo.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
+    p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
+    common(p_status)
+    p_unlock = sub.add_parser('unlock', help='release the lock')
+    common(p_unlock)
+    holder = p_unlock.add_mutually_exclusive_group(required=True)
+    holder.add_argument('--run-id', help='the run that holds the lock')
+    holder.add_argument('--force', action='store_true', help='release it whoever holds it (the holder must be dead)')
+    return parser
+
+
+def _status_text(result):
+    lines = [f'ledger {result["ledger"]}: {len(result["entries"])} entries, {len(result["open"])} open']
+    lines += [f'{e["state"]} {e["id"]} {json.dumps(e["params"], sort_keys=True)}' for e in result['entries']]
+    if result['lock']:
+        lines.append(f'lock: held by {describe_holder(result["lock"])}')
+    else:
+        lines.append('lock: malformed' if result['lock'] == {} else 'lock: free')
+    lines += [f'problem: {p}' for p in result['problems']]
+    return lines
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == 'undo':
+            result = undo(args.ledger_dir, args.host, ids=args.ids, run_id=args.run_id,
+                          ctx=UndoContext(procfs_root=args.procfs_root), check_mode=args.check)
+            rc = EXIT_UNDO_FAILED if result['failed'] else EXIT_OK
+            text = [result['message']] + [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['details']]
+        elif args.command == 'status':
+            result = status(args.ledger_dir, args.host)
+            text = _status_text(result)
+            result.update(changed=False, message=text[0])
+            rc = EXIT_OK
+        else:
+            result = release_lock(args.ledger_dir, args.host, run_id=args.run_id, force=args.force)
+            text = [result['message']]
+            rc = EXIT_OK
+    except LedgerError as exc:
+        result = {'changed': False, 'error': type(exc).__name__, 'message': str(exc)}
+        text = [f'error: {exc}']
+        rc = EXIT_REFUSED
+    except Exception as exc:  # a bug: report it whole, with a code of its own, so it never reads as a result
+        trace = traceback.format_exc()
+        result = {'changed': False, 'error': type(exc).__name__, 'message': f'{args.command} crashed: {exc}',
+                  'traceback': trace}
+        text = [f'error: {args.command} crashed: {exc}', trace]
+        rc = EXIT_CRASHED
+    sys.stdout.write((json.dumps(result, sort_keys=True) if args.json else '\n'.join(text)) + '\n')
+    sys.stdout.flush()
+    return rc
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,407 @@
+#!/usr/bin/python
+
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: change_ledger
+short_description: Record temporary changes in the host's change ledger, lock it, and undo them
+version_added: 0.1.0
+description:
+  - Every temporary change inferlab makes on a host (a process started, a file written, later a paused service, a
+    link profile, a swapped driver) goes into that host's change ledger BEFORE it is made, so that the restore
+    playbook, or the host-side watchdog without a controller, can undo it.
+  - The ledger is C(<ledger_dir>/<host>.jsonl), append-only, one JSON object per line
+    C({id, time, kind, params, state}); the current state of an entry is its last line. V(pending) is written and
+    fsynced before the change, V(applied) after it, then V(undone) or V(undo_failed).
+  - A per-host lock C(<ledger_dir>/<host>.lock) stops two runs from interleaving their ledgers; a second run fails
+    fast and names the holder.
+  - The format, the lock and the undo of every kind live once, in the standard-library script
+    C(plugins/module_utils/_ledger.py), which this module imports and the C(inferlab.distributed.ledger) role
+    installs on the host as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
+  - Known kinds are V(process) and V(file). An unknown kind, or params a kind does not accept, fail at record time.
+author:
+  - inferlab developers (@inferlab)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written or undone; C(changed) says whether it would be. A lock held by another run
+      still fails, so a check run finds the conflict.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  ledger_dir:
+    description:
+      - The ledger directory, C(<inferlab_state_dir>/ledger). Created (mode C(0700)) when something is written.
+    type: path
+    required: true
+  host:
+    description:
+      - Whose ledger, the file C(<ledger_dir>/<host>.jsonl). Usually C(inventory_hostname); changes made on the
+        controller go into the ledger of V(localhost).
+    type: str
+    required: true
+  action:
+    description:
+      - V(lock) takes the host's lock for O(run_id); taking it again with the same O(run_id) changes nothing.
+      - V(unlock) releases it; only the holder's O(run_id) may.
+      - V(record) appends a V(pending) entry of O(kind) with O(params) and returns its RV(id). Call it BEFORE the
+        change; it always writes a new entry.
+      - V(mark) moves entry O(id) to O(state); marking to the state it already has changes nothing.
+      - V(undo) undoes every open entry (V(pending), V(applied), V(undo_failed)) newest first, or only O(id), and
+        fails when any undo failed.
+      - V(status) reads the ledger and the lock and changes nothing.
+    type: str
+    required: true
+    choices: [lock, unlock, record, mark, undo, status]
+  run_id:
+    description:
+      - The run, for example C(20261130T101500Z-experiment). Required for O(action=lock) and O(action=unlock).
+      - For O(action=record), O(action=mark) and O(action=undo) it is stamped into the lines written, and the action
+        fails when another run holds the lock.
+    type: str
+  controller:
+    description:
+      - Hostname of the controller taking the lock (C(lookup('ansible.builtin.pipe', 'hostname'))). Required for
+        O(action=lock).
+    type: str
+  controller_pid:
+    description:
+      - PID on the controller of the process that lives as long as the run (the C(inferlab run) process or
+        C(ansible-playbook)). Required for O(action=lock); O(break_stale) uses it to tell a dead holder.
+    type: int
+  break_stale:
+    description:
+      - With O(action=lock), take over a lock whose holder is dead - it took the lock from the same O(controller)
+        and its pid is no longer alive there - and return the old holder in RV(took_over). A lock file left empty
+        or malformed by a killed run is taken over too.
+      - A live holder, or one from another controller, still fails.
+    type: bool
+    default: false
+  holder_alive:
+    description:
+      - With O(break_stale), whether the holder's pid is alive on the controller, as the caller checked it there
+        (the module runs on the host and cannot see the controller's processes).
+      - When omitted, the module checks the pid itself, which is only valid when it runs on that controller.
+    type: bool
+  kind:
+    description:
+      - The kind of change, for O(action=record). One of V(process), V(file).
+    type: str
+  params:
+    description:
+      - What undo needs, for O(action=record); for O(action=mark) the keys given are merged into the entry's
+        params (for example the pid of a process recorded by its pidfile before it started).
+      - 'V(process): C(pid) with C(start_time) (field 22 of C(/proc/PID/stat); filled in from O(procfs_root) when
+        only C(pid) is given), or, when recorded before the start, C(pidfile) with C(cmdline); C(cmdline) (string
+        or list); C(pidfile) (removed on undo); C(stop_timeout) (seconds between SIGTERM and SIGKILL, default 10);
+        C(process_group) (signal the whole group of a group leader, default false). Undo never signals a pid that
+        now belongs to another process.'
+      - 'V(file): C(path) and either C(backup) (a copy taken before the change; undo copies it back with its mode)
+        or C(existed=false) (undo removes the file).'
+    type: dict
+  id:
+    description:
+      - The entry, for O(action=mark) (required) and O(action=undo) (undo only this entry).
+    type: str
+  state:
+    description:
+      - The state O(action=mark) moves the entry to.
+    type: str
+    choices: [applied, undone]
+  procfs_root:
+    description:
+      - Where procfs is mounted; process start times are read below it.
+    type: path
+    default: /proc
+"""
+
+EXAMPLES = r"""
+- name: Take the ledger lock of this host for the run
+  inferlab.distributed.change_ledger:
+    ledger_dir: /var/lib/inferlab/ledger
+    host: "{{ inventory_hostname }}"
+    action: lock
+    run_id: "{{ inferlab_run_dir | basename }}"
+    controller: "{{ lookup('ansible.builtin.pipe', 'hostname') }}"
+    controller_pid: "{{ inferlab_controller_pid }}"
+
+- name: Record the config file before it is changed
+  inferlab.distributed.change_ledger:
+    ledger_dir: /var/lib/inferlab/ledger
+    host: "{{ inventory_hostname }}"
+    action: record
+    run_id: "{{ inferlab_run_dir | basename }}"
+    kind: file
+    params:
+      path: /etc/inferlab/gateway.yaml
+      backup: /var/lib/inferlab/backup/gateway.yaml
+  register: gateway_entry
+
+- name: Mark it applied once written
+  inferlab.distributed.change_ledger:
+    ledger_dir: /var/lib/inferlab/ledger
+    host: "{{ inventory_hostname }}"
+    action: mark
+    id: "{{ gateway_entry.id }}"
+    state: applied
+
+- name: Record a server before starting it (its pid is not known yet)
+  inferlab.distributed.change_ledger:
+    ledger_dir: /var/lib/inferlab/ledger
+    host: "{{ inventory_hostname }}"
+    action: record
+    kind: process
+    params:
+      pidfile: /var/lib/inferlab/run/server.pid
+      cmdline: [/opt/venv/bin/python, -m, sglang.launch_server, --tp, "2"]
+  register: server_entry
+
+- name: Mark it applied with its pid (the start time is read from /proc)
+  inferlab.distributed.change_ledger:
+    ledger_dir: /var/lib/inferlab/ledger
+    host: "{{ inventory_hostname }}"
+    action: mark
+    id: "{{ server_entry.id }}"
+    state: applied
+    params:
+      pid: "{{ server_pid }}"
+
+- name: Undo everything this host's ledger holds
+  inferlab.distributed.change_ledger:
+    ledger_dir: /var/lib/inferlab/ledger
+    host: "{{ inventory_hostname }}"
+    action: undo
+"""
+
+RETURN = r"""
+ledger:
+  description: Path of the ledger file.
+  returned: always
+  type: str
+  sample: /var/lib/inferlab/ledger/lab-a.jsonl
+id:
+  description: The entry recorded or marked.
+  returned: success, when O(action=record) or O(action=mark)
+  type: str
+  sample: 20261130T101502Z-process-3fa9
+entry:
+  description: The line written (or, when nothing changed or in check mode, the line that is current or would be
+    written).
+  returned: success, when O(action=record) or O(action=mark)
+  type: dict
+  sample: {id: 20261130T101502Z-process-3fa9, time: "2026-11-30T10:15:02Z", kind: process, state: pending,
+           run_id: 20261130T101500Z-experiment,
+           params: {pid: 4242, start_time: 81234, cmdline: "sleep 300", stop_timeout: 10.0, process_group: false}}
+previous_state:
+  description: The state of the entry before O(action=mark).
+  returned: success, when O(action=mark)
+  type: str
+  sample: pending
+lock:
+  description:
+    - The lock holder C({run_id, controller, pid, time}) after O(action=lock); the holder released by
+      O(action=unlock) (null when there was no lock); the current holder for O(action=status) (null when free,
+      an empty dict when the lock file is malformed).
+  returned: success, when O(action=lock), O(action=unlock) or O(action=status)
+  type: dict
+  sample: {run_id: 20261130T101500Z-experiment, controller: ctl1, pid: 4242, time: "2026-11-30T10:15:00Z"}
+took_over:
+  description: The dead holder whose lock O(break_stale) took over (C({problem}) for a malformed lock file), or
+    null.
+  returned: success, when O(action=lock)
+  type: dict
+  sample: {run_id: 20261129T220000Z-experiment, controller: ctl1, pid: 3999, time: "2026-11-29T22:00:00Z"}
+undone:
+  description: Ids undone (or that would be, in check mode), newest first.
+  returned: when O(action=undo)
+  type: list
+  elements: str
+  sample: [20261130T101502Z-process-3fa9, 20261130T101501Z-file-0c1d]
+failures:
+  description: The entries whose undo failed, each C({id, kind, error}); the script calls this C(failed).
+  returned: when O(action=undo)
+  type: list
+  elements: dict
+  sample: [{id: 20261130T101501Z-file-0c1d, kind: file,
+            error: "backup /var/lib/inferlab/backup/gateway.yaml of /etc/inferlab/gateway.yaml is missing, ..."}]
+skipped:
+  description: Selected ids that were already undone.
+  returned: when O(action=undo)
+  type: list
+  elements: str
+  sample: [20261129T220000Z-file-77aa]
+details:
+  description: One C({id, kind, state, result, message}) per entry undone or tried, newest first; C(message) says
+    what the undo did (for example that a reused pid was not killed).
+  returned: when O(action=undo)
+  type: list
+  elements: dict
+  sample: [{id: 20261130T101502Z-process-3fa9, kind: process, state: applied, result: undone,
+            message: 'stopped pid 4242 ("sleep 300") with SIGTERM'}]
+entries:
+  description: The current line of every entry, in order of first appearance.
+  returned: success, when O(action=status)
+  type: list
+  elements: dict
+  sample: [{id: 20261130T101501Z-file-0c1d, time: "2026-11-30T10:15:01Z", kind: file, state: applied,
+            params: {path: /etc/inferlab/gateway.yaml, backup: /var/lib/inferlab/backup/gateway.yaml,
+                     existed: true}}]
+open:
+  description: Ids of the entries not undone yet (V(pending), V(applied) or V(undo_failed)).
+  returned: success, when O(action=status)
+  type: list
+  elements: str
+  sample: [20261130T101501Z-file-0c1d]
+problems:
+  description: Lines of the ledger that were skipped (a line cut short by a killed writer) and a malformed lock
+    file.
+  returned: when O(action=undo) or O(action=status)
+  type: list
+  elements: str
+  sample: ["/var/lib/inferlab/ledger/lab-a.jsonl line 7: truncated last line (a writer was killed mid-write),
+           ignored: b'{\"id\": \"2026'"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger  # noqa: E402
+
+
+class ChangeLedger:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.check_mode = module.check_mode
+        self.ledger_dir = self.params['ledger_dir']
+        self.host = self.params['host']
+
+    def run(self):
+        action = self.params['action']
+        try:
+            result = getattr(self, 'do_' + action)()
+        except _ledger.LedgerError as err:
+            self.module.fail_json(msg=str(err), ledger=self._ledger_path())
+        result['ledger'] = self._ledger_path()
+        self.module.exit_json(**result)
+
+    def _ledger_path(self):
+        try:
+            return _ledger.ledger_path(self.ledger_dir, self.host)
+        except _ledger.LedgerError:
+            return None
+
+    def do_lock(self):
+        result = _ledger.acquire_lock(self.ledger_dir, self.host, self.params['run_id'],
+                                      controller=self.params['controller'], pid=self.params['controller_pid'],
+                                      break_stale=self.params['break_stale'],
+                                      holder_alive=self.params['holder_alive'], check_mode=self.check_mode)
+        return dict(changed=result['changed'], lock=result['lock'], took_over=result['took_over'],
+                    msg=result['message'])
+
+    def do_unlock(self):
+        result = _ledger.release_lock(self.ledger_dir, self.host, run_id=self.params['run_id'],
+                                      check_mode=self.check_mode)
+        return dict(changed=result['changed'], lock=result['lock'], msg=result['message'])
+
+    def do_record(self):
+        kind = self.params['kind']
+        params = self._with_start_time(kind, dict(self.params['params']))
+        line = _ledger.record(self.ledger_dir, self.host, kind, params, run_id=self.params['run_id'],
+                              check_mode=self.check_mode)
+        return dict(changed=True, id=line['id'], entry=line, msg=f'recorded {kind} entry {line["id"]} as pending')
+
+    def do_mark(self):
+        entry_id = self.params['id']
+        params = self.params['params']
+        if params:
+            current = {e['id']: e for e in _ledger.status(self.ledger_dir, self.host)['entries']}
+            if entry_id in current:
+                params = self._with_start_time(current[entry_id]['kind'], dict(params),
+                                               recorded=current[entry_id]['params'])
+        changed, line, previous = _ledger.mark(self.ledger_dir, self.host, entry_id, self.params['state'],
+                                               params=params, run_id=self.params['run_id'],
+                                               check_mode=self.check_mode)
+        msg = (f'marked {entry_id} {self.params["state"]} (was {previous})' if changed
+               else f'{entry_id} is already {previous}')
+        return dict(changed=changed, id=entry_id, entry=line, previous_state=previous, msg=msg)
+
+    def do_undo(self):
+        ids = [self.params['id']] if self.params['id'] else None
+        result = _ledger.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'],
+                              ctx=_ledger.UndoContext(procfs_root=self.params['procfs_root']),
+                              check_mode=self.check_mode)
+        out = dict(changed=result['changed'], undone=result['undone'], failures=result['failed'],
+                   skipped=result['skipped'], details=result['details'], problems=result['problems'],
+                   msg=result['message'])
+        if result['failed']:
+            self.module.fail_json(ledger=self._ledger_path(), **out)
+        return out
+
+    def do_status(self):
+        result = _ledger.status(self.ledger_dir, self.host)
+        return dict(changed=False, entries=result['entries'], open=result['open'], lock=result['lock'],
+                    problems=result['problems'],
+                    msg=f'{len(result["entries"])} entries, {len(result["open"])} open')
+
+    def _with_start_time(self, kind, params, recorded=None):
+        """A process given by pid alone gets its start time (and, unless recorded, its cmdline) read now, while it
+        runs."""
+        if kind != 'process' or params.get('pid') in (None, '') or params.get('start_time') not in (None, ''):
+            return params
+        try:
+            pid = int(params['pid'])
+        except (TypeError, ValueError):
+            return params  # the kind's check names the bad pid
+        identity = _ledger.process_identity(pid, self.params['procfs_root'])
+        if identity is None:
+            raise _ledger.LedgerError(f'process {pid} is not running (no {self.params["procfs_root"]}/{pid}/stat), '
+                                      'so its start time cannot be recorded; record it while it runs, or give '
+                                      'start_time')
+        params['start_time'] = identity['start_time']
+        if not params.get('cmdline') and not (recorded or {}).get('cmdline') and identity['cmdline']:
+            params['cmdline'] = identity['cmdline']
+        return params
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            ledger_dir=dict(type='path', required=True),
+            host=dict(type='str', required=True),
+            action=dict(type='str', required=True, choices=['lock', 'unlock', 'record', 'mark', 'undo', 'status']),
+            run_id=dict(type='str'),
+            controller=dict(type='str'),
+            controller_pid=dict(type='int'),
+            break_stale=dict(type='bool', default=False),
+            holder_alive=dict(type='bool'),
+            kind=dict(type='str'),
+            params=dict(type='dict'),
+            id=dict(type='str'),
+            state=dict(type='str', choices=['applied', 'undone']),
+            procfs_root=dict(type='path', default='/proc'),
+        ),
+        required_if=[
+            ('action', 'lock', ['run_id', 'controller', 'controller_pid']),
+            ('action', 'unlock', ['run_id']),
+            ('action', 'record', ['kind', 'params']),
+            ('action', 'mark', ['id', 'state']),
+        ],
+        supports_check_mode=True,
+    )
+
+
+def main():
+    ChangeLedger(build_module()).run()
+
+
+if __name__ == '__main__':
+    main()

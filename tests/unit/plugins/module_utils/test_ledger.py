@@ -1,0 +1,620 @@
+"""Tests of the change ledger: format, lock, undo of every kind, and the script entry point on real processes."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+SCRIPT = REPO_ROOT / "plugins" / "module_utils" / "_ledger.py"
+HOST = "lab-a"
+ID_RE = re.compile(r"^\d{8}T\d{6}Z-(process|file)-[0-9a-f]{4}$")
+TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+@pytest.fixture
+def ledger_dir(tmp_path):
+    return str(tmp_path / "ledger")
+
+
+@pytest.fixture
+def procs():
+    """Processes a test starts; whatever is still running at the end is killed by its PID and reaped."""
+    started = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL) if getattr(proc, "own_group", False) else proc.kill()
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
+
+
+def lines_of(ledger_dir, host=HOST):
+    return [json.loads(line) for line in Path(_ledger.ledger_path(ledger_dir, host)).read_text().splitlines()]
+
+
+def run_script(*args):
+    """Run _ledger.py as a standalone script, as the restore playbook does on a host."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def start(procs, argv, **kwargs):
+    proc = subprocess.Popen(argv, **kwargs)
+    proc.own_group = bool(kwargs.get("start_new_session"))
+    procs.append(proc)
+    # wait until the child has exec'd, so /proc/PID/cmdline and start_time describe it and not the forked parent
+    deadline = time.monotonic() + 10
+    while _ledger.read_proc_cmdline(proc.pid) != list(argv):
+        assert time.monotonic() < deadline, f"{argv} did not start"
+        time.sleep(0.01)
+    return proc
+
+
+def file_change(tmp_path, ledger_dir, name, content, run_id=None):
+    """Make a recorded change of file `name` the way a role does: back up, record pending, write, mark applied."""
+    path = tmp_path / name
+    backup = tmp_path / "backup" / f"{name}.{os.urandom(3).hex()}"
+    if path.exists():
+        backup.parent.mkdir(exist_ok=True)
+        shutil.copy2(path, backup)
+        params = {"path": str(path), "backup": str(backup)}
+    else:
+        params = {"path": str(path), "existed": False}
+    line = _ledger.record(ledger_dir, HOST, "file", params, run_id=run_id)
+    path.write_text(content)
+    _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id=run_id)
+    return line["id"]
+
+
+# --- format -------------------------------------------------------------------------------------------------------
+
+
+def test_record_mark_round_trip(tmp_path, ledger_dir):
+    target = tmp_path / "conf"
+    line = _ledger.record(ledger_dir, HOST, "file", {"path": str(target), "existed": False}, run_id="run1")
+    assert ID_RE.match(line["id"])
+    changed, marked, previous = _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
+    assert (changed, previous) == (True, "pending")
+
+    written = lines_of(ledger_dir)
+    assert [entry["state"] for entry in written] == ["pending", "applied"]
+    for entry in written:
+        assert set(entry) == {"id", "time", "kind", "params", "state", "run_id"}
+        assert entry["id"] == line["id"]
+        assert entry["kind"] == "file"
+        assert entry["params"] == {"path": str(target), "existed": False}
+        assert TIME_RE.match(entry["time"])
+        assert entry["run_id"] == "run1"
+
+    current = _ledger.status(ledger_dir, HOST)
+    assert [e["state"] for e in current["entries"]] == ["applied"]
+    assert current["open"] == [line["id"]]
+    assert current["problems"] == []
+    assert stat.S_IMODE(os.stat(_ledger.ledger_path(ledger_dir, HOST)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(ledger_dir).st_mode) == 0o700
+
+
+def test_ids_are_unique(tmp_path, ledger_dir):
+    ids = {_ledger.record(ledger_dir, HOST, "file", {"path": f"/tmp/x{i}", "existed": False})["id"] for i in range(50)}
+    assert len(ids) == 50
+
+
+def test_truncated_last_line_is_reported_and_the_next_write_is_not_merged(tmp_path, ledger_dir):
+    file_change(tmp_path, ledger_dir, "a", "new")
+    path = _ledger.ledger_path(ledger_dir, HOST)
+    with open(path, "a") as handle:
+        handle.write('{"id": "20261130T101500Z-file-dead", "time": "2026-11-30T1')  # writer killed mid-line
+
+    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    assert len(entries) == 2
+    assert len(problems) == 1 and "line 3: truncated last line" in problems[0]
+
+    second = _ledger.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "b"), "existed": False})
+    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    assert [e["id"] for e in entries][-1] == second["id"]
+    assert len(problems) == 1 and "line 3: not valid JSON" in problems[0]
+
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"] == []
+    assert len(result["undone"]) == 2
+    assert "ledger problems" in result["message"]
+
+
+def test_malformed_lines_are_skipped(ledger_dir):
+    os.makedirs(ledger_dir)
+    Path(_ledger.ledger_path(ledger_dir, HOST)).write_text(
+        '[1, 2]\n{"id": "x", "time": "t", "kind": "file", "params": {}, "state": "bogus"}\n\n'
+        '{"id": "y", "time": "t", "kind": "file", "params": {"path": "/nonexistent/y", "existed": false}, '
+        '"state": "applied"}\n'
+    )
+    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    assert [e["id"] for e in entries] == ["y"]
+    assert any("not a JSON object" in p for p in problems)
+    assert any("unknown state 'bogus'" in p for p in problems)
+
+
+def test_unknown_kind_fails_at_record_time(ledger_dir):
+    with pytest.raises(_ledger.LedgerError, match=r"unknown ledger kind 'tc_profil': known kinds are file, process"):
+        _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
+    assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "message"),
+    [
+        ("process", {"pid": 42}, "needs \"start_time\""),
+        ("process", {"cmdline": "sleep 1"}, "needs \"pid\""),
+        ("process", {"pidfile": "/run/x.pid"}, "needs \"cmdline\""),
+        ("process", {"pidfile": "rel.pid", "cmdline": "x"}, "absolute path"),
+        ("process", {"pid": "abc", "start_time": 1}, "\"pid\" must be an integer"),
+        ("process", {"pid": 42, "start_time": 1, "signal": 9}, "unknown params for a process entry: signal"),
+        ("file", {"path": "/etc/x"}, "needs \"backup\""),
+        ("file", {"path": "/etc/x", "backup": "/b", "existed": False}, "not both"),
+        ("file", {"path": "etc/x", "existed": False}, "absolute path"),
+        ("file", {"path": "/etc/x", "backup": "/etc/x"}, "cannot be the file itself"),
+    ],
+)
+def test_bad_params_fail_at_record_time(ledger_dir, kind, params, message):
+    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
+        _ledger.record(ledger_dir, HOST, kind, params)
+
+
+def test_bad_host_name(ledger_dir):
+    with pytest.raises(_ledger.LedgerError, match="invalid ledger host name"):
+        _ledger.ledger_path(ledger_dir, "../etc/passwd")
+
+
+def test_mark_transitions(tmp_path, ledger_dir):
+    entry_id = file_change(tmp_path, ledger_dir, "a", "x")
+    assert _ledger.mark(ledger_dir, HOST, entry_id, "applied")[0] is False  # already applied: no line written
+    assert len(lines_of(ledger_dir)) == 2
+    assert _ledger.mark(ledger_dir, HOST, entry_id, "undone")[0] is True
+    with pytest.raises(_ledger.LedgerError, match="is undone and cannot be marked applied"):
+        _ledger.mark(ledger_dir, HOST, entry_id, "applied")
+    with pytest.raises(_ledger.LedgerError, match="no entry 'nope'"):
+        _ledger.mark(ledger_dir, HOST, "nope", "applied")
+
+
+def test_mark_merges_params(ledger_dir):
+    line = _ledger.record(ledger_dir, HOST, "process", {"pidfile": "/run/s.pid", "cmdline": ["s"]})
+    changed, marked, _previous = _ledger.mark(ledger_dir, HOST, line["id"], "applied",
+                                              params={"pid": 123, "start_time": 9})
+    assert changed
+    assert marked["params"]["pid"] == 123 and marked["params"]["pidfile"] == "/run/s.pid"
+    assert lines_of(ledger_dir)[-1]["params"] == marked["params"]
+
+
+def test_check_mode_writes_nothing(tmp_path, ledger_dir):
+    line = _ledger.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "a"), "existed": False}, check_mode=True)
+    assert ID_RE.match(line["id"])
+    assert not os.path.exists(ledger_dir)
+    entry_id = file_change(tmp_path, ledger_dir, "b", "x")
+    result = _ledger.undo(ledger_dir, HOST, check_mode=True)
+    assert result["changed"] and result["undone"] == [entry_id]
+    assert (tmp_path / "b").exists()
+    assert len(lines_of(ledger_dir)) == 2
+
+
+# --- lock ---------------------------------------------------------------------------------------------------------
+
+
+def test_lock_acquire_reacquire_release(ledger_dir):
+    first = _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
+    assert first["changed"] and first["lock"]["run_id"] == "run1"
+    holder = json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())
+    assert set(holder) == {"run_id", "controller", "pid", "time"}
+    assert (holder["controller"], holder["pid"]) == ("ctl1", 4242)
+
+    again = _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=9999)
+    assert again["changed"] is False and again["lock"]["pid"] == 4242
+
+    with pytest.raises(_ledger.LockError, match="held by run run1"):
+        _ledger.release_lock(ledger_dir, HOST, run_id="run2")
+    assert _ledger.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is True
+    assert not os.path.exists(_ledger.lock_path(ledger_dir, HOST))
+    assert _ledger.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is False
+
+
+def test_lock_conflict_names_the_holder(ledger_dir):
+    _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
+    since = json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["time"]
+    with pytest.raises(_ledger.LockError) as err:
+        _ledger.acquire_lock(ledger_dir, HOST, "20261130T110000Z-restore", controller="ctl1", pid=5555)
+    assert str(err.value) == (
+        f"ledger for lab-a is locked by run 20261130T101500Z-experiment (controller ctl1, pid 4242, since {since}); "
+        "wait for it, or if that run is dead, run playbooks/restore.yml with ledger_break_stale_lock=true"
+    )
+    # another run may not write into the ledger either
+    with pytest.raises(_ledger.LockError, match="locked by run 20261130T101500Z-experiment"):
+        _ledger.record(ledger_dir, HOST, "file", {"path": "/x", "existed": False}, run_id="20261130T110000Z-restore")
+    with pytest.raises(_ledger.LockError, match="locked by run 20261130T101500Z-experiment"):
+        _ledger.undo(ledger_dir, HOST, run_id="20261130T110000Z-restore")
+
+
+def dead_pid():
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_break_stale_lock_of_a_dead_holder(ledger_dir):
+    me = socket.gethostname()
+    _ledger.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=dead_pid())
+    result = _ledger.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=os.getpid(), break_stale=True)
+    assert result["changed"]
+    assert result["took_over"]["run_id"] == "old"
+    assert "took over the stale ledger lock of lab-a from run old" in result["message"]
+    assert json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["run_id"] == "new"
+    assert os.listdir(ledger_dir) == ["lab-a.lock"]  # no temporary file left
+
+
+def test_break_stale_refuses_a_live_holder(ledger_dir):
+    me = socket.gethostname()
+    _ledger.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=os.getpid())
+    with pytest.raises(_ledger.LockError, match=f"not breaking it: pid {os.getpid()} is still alive"):
+        _ledger.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=1, break_stale=True)
+
+
+def test_break_stale_refuses_another_controller(ledger_dir):
+    _ledger.acquire_lock(ledger_dir, HOST, "old", controller="ctl-elsewhere", pid=dead_pid())
+    with pytest.raises(_ledger.LockError, match="taken from controller ctl-elsewhere, not from this controller ctl1"):
+        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
+
+
+def test_break_stale_with_liveness_checked_by_the_caller(ledger_dir):
+    # the module runs on the host; the role checks the pid on the controller and passes holder_alive
+    _ledger.acquire_lock(ledger_dir, HOST, "old", controller="ctl-remote", pid=4242)
+    with pytest.raises(_ledger.LockError, match="cannot be checked on"):
+        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True)
+    with pytest.raises(_ledger.LockError, match="still alive"):
+        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True,
+                             holder_alive=True)
+    result = _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True,
+                                  holder_alive=False)
+    assert result["took_over"]["pid"] == 4242
+
+
+def test_malformed_lock_file(ledger_dir):
+    os.makedirs(ledger_dir)
+    Path(_ledger.lock_path(ledger_dir, HOST)).write_text("")  # killed between O_EXCL create and write
+    with pytest.raises(_ledger.LockError, match="empty or malformed .*ledger_break_stale_lock=true"):
+        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1)
+    result = _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
+    assert "empty or malformed" in result["took_over"]["problem"]
+
+
+# --- undo ---------------------------------------------------------------------------------------------------------
+
+
+def test_undo_runs_in_reverse_order(tmp_path, ledger_dir):
+    conf = tmp_path / "conf"
+    conf.write_text("original")
+    first = file_change(tmp_path, ledger_dir, "conf", "first change")
+    second = file_change(tmp_path, ledger_dir, "conf", "second change")
+    created = file_change(tmp_path, ledger_dir, "new", "made by the run")
+
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["undone"] == [created, second, first]
+    assert result["failed"] == [] and result["changed"] is True
+    # forward order would leave "first change"
+    assert conf.read_text() == "original"
+    assert not (tmp_path / "new").exists()
+    assert [e["state"] for e in lines_of(ledger_dir)[-3:]] == ["undone"] * 3
+
+
+def test_undo_is_idempotent(tmp_path, ledger_dir):
+    empty = _ledger.undo(ledger_dir, HOST)
+    assert (empty["changed"], empty["undone"], empty["failed"]) == (False, [], [])
+    assert "empty ledger" in empty["message"]
+    assert not os.path.exists(ledger_dir)
+
+    entry_id = file_change(tmp_path, ledger_dir, "a", "x")
+    assert _ledger.undo(ledger_dir, HOST)["undone"] == [entry_id]
+    count = len(lines_of(ledger_dir))
+    again = _ledger.undo(ledger_dir, HOST)
+    assert (again["changed"], again["undone"], again["skipped"]) == (False, [], [entry_id])
+    assert len(lines_of(ledger_dir)) == count
+
+
+def test_undo_only_selected_ids(tmp_path, ledger_dir):
+    one = file_change(tmp_path, ledger_dir, "one", "x")
+    two = file_change(tmp_path, ledger_dir, "two", "x")
+    assert _ledger.undo(ledger_dir, HOST, ids=[one])["undone"] == [one]
+    assert (tmp_path / "two").exists() and not (tmp_path / "one").exists()
+    assert _ledger.status(ledger_dir, HOST)["open"] == [two]
+    with pytest.raises(_ledger.LedgerError, match="no entry nope"):
+        _ledger.undo(ledger_dir, HOST, ids=["nope"])
+
+
+def test_file_undo_restores_content_and_mode(tmp_path, ledger_dir):
+    conf = tmp_path / "conf"
+    conf.write_text("original\n")
+    conf.chmod(0o640)
+    entry_id = file_change(tmp_path, ledger_dir, "conf", "changed\n")
+    conf.chmod(0o666)
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["undone"] == [entry_id]
+    assert conf.read_text() == "original\n"
+    assert stat.S_IMODE(conf.stat().st_mode) == 0o640
+    assert "restored" in result["details"][0]["message"]
+    assert [p.name for p in tmp_path.iterdir() if "inferlab-restore" in p.name] == []
+
+
+def test_file_undo_of_a_created_file(tmp_path, ledger_dir):
+    entry_id = file_change(tmp_path, ledger_dir, "made", "x")
+    assert (tmp_path / "made").exists()
+    assert _ledger.undo(ledger_dir, HOST)["undone"] == [entry_id]
+    assert not (tmp_path / "made").exists()
+
+
+def test_pending_file_entry_whose_change_never_happened(tmp_path, ledger_dir):
+    # the run was killed between "pending" and the write
+    _ledger.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "never"), "existed": False})
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"] == [] and len(result["undone"]) == 1
+    assert "it was never written" in result["details"][0]["message"]
+
+
+def test_missing_backup_is_an_undo_failure(tmp_path, ledger_dir):
+    conf = tmp_path / "conf"
+    conf.write_text("original")
+    good = file_change(tmp_path, ledger_dir, "other", "x")
+    bad = file_change(tmp_path, ledger_dir, "conf", "changed")
+    backup = lines_of(ledger_dir)[-1]["params"]["backup"]
+    os.unlink(backup)
+
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["undone"] == [good]  # one failure does not stop the others
+    assert result["failed"] == [{"id": bad, "kind": "file", "error": (
+        f"backup {backup} of {conf} is missing, so the file cannot be restored; restore {conf} by hand")}]
+    assert "1 failed" in result["message"]
+    last = [e for e in lines_of(ledger_dir) if e["id"] == bad][-1]
+    assert last["state"] == "undo_failed" and "is missing" in last["error"]
+    assert conf.read_text() == "changed"
+
+    # undo_failed stays open: a later undo tries again
+    retry = _ledger.undo(ledger_dir, HOST)
+    assert [f["id"] for f in retry["failed"]] == [bad]
+    Path(backup).write_text("original")
+    assert _ledger.undo(ledger_dir, HOST)["undone"] == [bad]
+    assert conf.read_text() == "original"
+
+
+def test_unknown_kind_in_the_ledger_is_an_undo_failure(ledger_dir):
+    _ledger.append_line(ledger_dir, HOST, {"id": "x1", "time": "2026-11-30T10:00:00Z", "kind": "from_the_future",
+                                           "params": {}, "state": "applied"})
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"][0]["error"].startswith("unknown kind 'from_the_future'")
+
+
+def test_registry_entries_are_complete():
+    for name, kind in _ledger.KINDS.items():
+        assert callable(kind.check) and callable(kind.undo), name
+
+
+# --- process kind -------------------------------------------------------------------------------------------------
+
+
+def test_read_proc_stat_with_odd_comm(tmp_path):
+    (tmp_path / "77").mkdir()
+    fields = ["S", "1", "77", "77"] + ["0"] * 15 + ["123456"] + ["0"] * 30
+    (tmp_path / "77" / "stat").write_text("77 (a) b) c) " + " ".join(fields) + "\n")
+    (tmp_path / "77" / "cmdline").write_bytes(b"python3\0-m\0server\0")
+    assert _ledger.read_proc_stat(77, str(tmp_path)) == {"state": "S", "pgrp": 77, "start_time": 123456}
+    assert _ledger.process_identity(77, str(tmp_path)) == {
+        "pid": 77, "start_time": 123456, "cmdline": ["python3", "-m", "server"]}
+    assert _ledger.read_proc_stat(78, str(tmp_path)) is None
+
+
+def test_process_undo_via_the_script(procs, ledger_dir):
+    proc = start(procs, ["sleep", "300"])
+    identity = _ledger.process_identity(proc.pid)
+    line = _ledger.record(ledger_dir, HOST, "process", identity, run_id="run1")
+    _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
+
+    rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["undone"] == [line["id"]] and result["failed"] == []
+    assert f"stopped pid {proc.pid} (\"sleep 300\") with SIGTERM" in result["details"][0]["message"]
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+    assert lines_of(ledger_dir)[-1]["state"] == "undone"
+
+    rc, out, _err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0 and json.loads(out)["changed"] is False
+
+
+def test_process_undo_never_kills_a_reused_pid(procs, ledger_dir):
+    proc = start(procs, ["sleep", "300"])
+    identity = _ledger.process_identity(proc.pid)
+    identity["start_time"] -= 1  # the recorded process was an earlier one with this pid
+    line = _ledger.record(ledger_dir, HOST, "process", identity)
+
+    rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["undone"] == [line["id"]]
+    assert "now belongs to another process" in result["details"][0]["message"]
+    time.sleep(0.2)
+    assert proc.poll() is None, "undo killed a process that merely reused the pid"
+
+
+def test_pending_process_of_a_killed_run_is_undone(procs, ledger_dir):
+    # the run recorded "pending", started the process, and died before marking it applied
+    proc = start(procs, ["sleep", "300"])
+    line = _ledger.record(ledger_dir, HOST, "process", _ledger.process_identity(proc.pid), run_id="dead-run")
+    assert lines_of(ledger_dir)[-1]["state"] == "pending"
+
+    rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0, err
+    assert json.loads(out)["undone"] == [line["id"]]
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+
+
+def test_pending_process_known_by_its_pidfile(procs, tmp_path, ledger_dir):
+    pidfile = tmp_path / "server.pid"
+    argv = ["sleep", "300"]
+    line = _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": argv})
+    proc = start(procs, argv)
+    pidfile.write_text(f"{proc.pid}\n")  # started and wrote its pidfile; the run died before "applied"
+
+    rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["undone"] == [line["id"]]
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+    assert not pidfile.exists()
+
+
+def test_pending_process_known_by_its_pidfile_that_names_another_program(procs, tmp_path, ledger_dir):
+    pidfile = tmp_path / "server.pid"
+    _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": ["my-server", "--port", "1"]})
+    other = start(procs, ["sleep", "301"])
+    pidfile.write_text(str(other.pid))
+    result = _ledger.undo(ledger_dir, HOST)
+    assert "not \"my-server --port 1\": nothing to kill" in result["details"][0]["message"]
+    assert other.poll() is None
+
+
+def test_pending_process_that_never_started(tmp_path, ledger_dir):
+    _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "never.pid"), "cmdline": "server"})
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"] == []
+    assert "it was never started" in result["details"][0]["message"]
+
+
+def test_process_that_already_exited(ledger_dir):
+    proc = subprocess.Popen(["sleep", "0"])
+    identity = {"pid": proc.pid, "start_time": _ledger.read_proc_stat(proc.pid)["start_time"], "cmdline": "sleep 0"}
+    proc.wait()
+    _ledger.record(ledger_dir, HOST, "process", identity)
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"] == [] and "had already exited" in result["details"][0]["message"]
+
+
+def test_process_ignoring_sigterm_gets_sigkill(procs, ledger_dir):
+    argv = [sys.executable, "-c",
+            "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+            "time.sleep(300)"]
+    proc = start(procs, argv, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    params = dict(_ledger.process_identity(proc.pid), stop_timeout=0.3)
+    _ledger.record(ledger_dir, HOST, "process", params)
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"] == []
+    assert "with SIGKILL" in result["details"][0]["message"]
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+
+
+def test_process_group_undo_stops_the_children(procs, ledger_dir):
+    argv = ["sh", "-c", "sleep 300 & sleep 300 & wait"]
+    proc = start(procs, argv, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(_ledger._group_members(proc.pid, "/proc")) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    children = [p for p in _ledger._group_members(proc.pid, "/proc") if p != proc.pid]
+    params = dict(_ledger.process_identity(proc.pid), process_group=True)
+    _ledger.record(ledger_dir, HOST, "process", params)
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"] == []
+    assert f"stopped process group {proc.pid}" in result["details"][0]["message"]
+    proc.wait(timeout=10)
+    assert [c for c in children if _ledger.pid_alive(c)] == []
+
+
+# --- the script ---------------------------------------------------------------------------------------------------
+
+
+def test_script_exit_codes_and_text(tmp_path, ledger_dir):
+    conf = tmp_path / "conf"
+    conf.write_text("original")
+    entry_id = file_change(tmp_path, ledger_dir, "conf", "changed")
+    os.unlink(lines_of(ledger_dir)[-1]["params"]["backup"])
+
+    rc, out, _err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 1
+    result = json.loads(out)
+    assert set(result) >= {"changed", "undone", "failed", "skipped", "message"}
+    assert result["failed"][0]["id"] == entry_id
+
+    rc, out, _err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST)
+    assert rc == 1 and out.startswith("undid 0 of 1 open changes on lab-a; 1 failed")
+
+    rc, out, _err = run_script("status", "--ledger-dir", ledger_dir, "--host", HOST)
+    assert rc == 0 and f"undo_failed {entry_id}" in out and "lock: free" in out
+
+    _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
+    rc, out, _err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--run-id", "run2", "--json")
+    assert rc == 3 and "locked by run run1 (controller ctl1, pid 4242" in json.loads(out)["message"]
+    rc, out, _err = run_script("status", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0 and json.loads(out)["lock"]["run_id"] == "run1"
+    rc, out, _err = run_script("unlock", "--ledger-dir", ledger_dir, "--host", HOST, "--run-id", "run2")
+    assert rc == 3 and out.startswith("error: not releasing")
+    rc, out, _err = run_script("unlock", "--ledger-dir", ledger_dir, "--host", HOST, "--run-id", "run1", "--json")
+    assert rc == 0 and json.loads(out)["changed"] is True
+
+    rc, _out, err = run_script("undo", "--host", HOST)
+    assert rc == 2 and "--ledger-dir" in err
+
+
+def test_script_reports_a_crash_with_its_own_exit_code(monkeypatch, capsys, ledger_dir):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_ledger, "status", broken)
+    assert _ledger.main(["status", "--ledger-dir", ledger_dir, "--host", HOST, "--json"]) == _ledger.EXIT_CRASHED
+    result = json.loads(capsys.readouterr().out)
+    assert result["message"] == "status crashed: boom" and "RuntimeError: boom" in result["traceback"]
+
+
+def find_python(version):
+    """A working interpreter of `version` (the PATH, /usr/bin, pyenv's versions), or None."""
+    candidates = [shutil.which(f"python{version}"), f"/usr/bin/python{version}"]
+    candidates += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob(f"{version}.*/bin/python"))
+    for candidate in filter(None, candidates):
+        try:
+            probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                   capture_output=True, text=True, timeout=30, check=False)
+        except OSError:
+            continue
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.8", "3.9"])
+def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
+    """The host copy is the file alone, run by whatever Python the host has (3.8 is ansible-core 2.19's oldest)."""
+    python = find_python(version)
+    if python is None:
+        pytest.skip(f"no Python {version} on this machine")
+    alone = tmp_path / "bin" / "inferlab_ledger.py"
+    alone.parent.mkdir()
+    shutil.copy(SCRIPT, alone)
+    proc = start(procs, ["sleep", "300"])
+    line = _ledger.record(ledger_dir, HOST, "process", _ledger.process_identity(proc.pid))
+    out = subprocess.run([python, "-I", str(alone), "undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json"],
+                         capture_output=True, text=True, timeout=60, cwd=str(tmp_path), check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["undone"] == [line["id"]]
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+
+
+def test_script_imports_nothing_from_ansible():
+    source = SCRIPT.read_text()
+    assert not re.search(r"^\s*(from|import)\s+ansible", source, re.MULTILINE)

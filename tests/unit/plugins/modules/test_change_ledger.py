@@ -1,0 +1,223 @@
+"""Tests of the change_ledger module through main(), with patched module args."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.modules import change_ledger
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
+
+HOST = "lab-a"
+
+
+@pytest.fixture
+def ledger_dir(tmp_path):
+    return str(tmp_path / "ledger")
+
+
+def run(ledger_dir, check_mode=False, **args):
+    args = dict(ledger_dir=ledger_dir, host=HOST, **args)
+    if check_mode:
+        args["_ansible_check_mode"] = True
+    return run_module(change_ledger.main, args)
+
+
+def lines_of(ledger_dir):
+    path = Path(ledger_dir) / f"{HOST}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_record_and_mark(tmp_path, ledger_dir):
+    params = {"path": str(tmp_path / "gateway.yaml"), "existed": False}
+    failed, result = run(ledger_dir, action="record", kind="file", params=params, run_id="run1")
+    assert not failed, result
+    assert result["changed"] is True
+    assert result["ledger"] == f"{ledger_dir}/{HOST}.jsonl"
+    assert result["entry"]["state"] == "pending" and result["entry"]["params"] == params
+    entry_id = result["id"]
+    assert [(e["id"], e["state"], e["run_id"]) for e in lines_of(ledger_dir)] == [(entry_id, "pending", "run1")]
+
+    failed, result = run(ledger_dir, action="mark", id=entry_id, state="applied", run_id="run1")
+    assert not failed and result["changed"] is True and result["previous_state"] == "pending"
+    failed, result = run(ledger_dir, action="mark", id=entry_id, state="applied", run_id="run1")
+    assert not failed and result["changed"] is False
+    assert [e["state"] for e in lines_of(ledger_dir)] == ["pending", "applied"]
+
+
+def test_record_in_check_mode_writes_nothing(tmp_path, ledger_dir):
+    failed, result = run(ledger_dir, check_mode=True, action="record", kind="file",
+                         params={"path": str(tmp_path / "x"), "existed": False})
+    assert not failed and result["changed"] is True and result["id"]
+    assert not os.path.exists(ledger_dir)
+
+
+def test_mark_in_check_mode_writes_nothing(tmp_path, ledger_dir):
+    _failed, recorded = run(ledger_dir, action="record", kind="file",
+                            params={"path": str(tmp_path / "x"), "existed": False})
+    failed, result = run(ledger_dir, check_mode=True, action="mark", id=recorded["id"], state="applied")
+    assert not failed and result["changed"] is True
+    assert [e["state"] for e in lines_of(ledger_dir)] == ["pending"]
+
+
+def test_record_unknown_kind_fails(ledger_dir):
+    failed, result = run(ledger_dir, action="record", kind="tc_profil", params={"dev": "thunderbolt0"})
+    assert failed
+    assert result["msg"] == "unknown ledger kind 'tc_profil': known kinds are file, process"
+    assert not os.path.exists(ledger_dir)
+
+
+def test_record_process_by_pid_fills_in_its_start_time(ledger_dir):
+    proc = subprocess.Popen(["sleep", "300"])
+    try:
+        deadline = time.monotonic() + 10
+        while _ledger.read_proc_cmdline(proc.pid) != ["sleep", "300"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        failed, result = run(ledger_dir, action="record", kind="process", params={"pid": str(proc.pid)})
+        assert not failed, result
+        params = result["entry"]["params"]
+        assert params["pid"] == proc.pid
+        assert params["start_time"] == _ledger.read_proc_stat(proc.pid)["start_time"]
+        assert params["cmdline"] == ["sleep", "300"]
+
+        failed, result = run(ledger_dir, action="undo")
+        assert not failed and result["undone"] == [lines_of(ledger_dir)[0]["id"]]
+        assert proc.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_mark_process_with_its_pid_once_started(ledger_dir, tmp_path):
+    pidfile = tmp_path / "s.pid"
+    _failed, recorded = run(ledger_dir, action="record", kind="process",
+                            params={"pidfile": str(pidfile), "cmdline": "sleep 300"})
+    failed, result = run(ledger_dir, action="mark", id=recorded["id"], state="applied",
+                         params={"pid": os.getpid()})
+    assert not failed, result
+    assert result["entry"]["params"]["start_time"] == _ledger.read_proc_stat(os.getpid())["start_time"]
+    assert result["entry"]["params"]["cmdline"] == "sleep 300"  # the recorded cmdline is kept
+
+
+def test_record_process_that_is_not_running_fails(ledger_dir):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    failed, result = run(ledger_dir, action="record", kind="process", params={"pid": dead.pid})
+    assert failed and f"process {dead.pid} is not running" in result["msg"]
+
+
+def test_lock_is_idempotent_and_conflicts_name_the_holder(ledger_dir):
+    lock = dict(action="lock", controller="ctl1", controller_pid=4242)
+    failed, result = run(ledger_dir, run_id="run1", **lock)
+    assert not failed and result["changed"] is True
+    assert result["lock"]["run_id"] == "run1" and result["took_over"] is None
+    failed, result = run(ledger_dir, run_id="run1", **lock)
+    assert not failed and result["changed"] is False
+
+    failed, result = run(ledger_dir, run_id="run2", **lock)
+    assert failed
+    assert result["msg"].startswith("ledger for lab-a is locked by run run1 (controller ctl1, pid 4242, since ")
+    assert result["msg"].endswith("run playbooks/restore.yml with ledger_break_stale_lock=true")
+
+    failed, result = run(ledger_dir, action="record", kind="file", params={"path": "/x", "existed": False},
+                         run_id="run2")
+    assert failed and "locked by run run1" in result["msg"]
+
+
+def test_lock_in_check_mode(ledger_dir):
+    failed, result = run(ledger_dir, check_mode=True, action="lock", run_id="run1", controller="c", controller_pid=1)
+    assert not failed and result["changed"] is True
+    assert not os.path.exists(os.path.join(ledger_dir, f"{HOST}.lock"))
+
+
+def test_break_stale_with_the_controllers_answer(ledger_dir):
+    run(ledger_dir, action="lock", run_id="old", controller="ctl1", controller_pid=4242)
+    failed, result = run(ledger_dir, action="lock", run_id="new", controller="ctl1", controller_pid=5555,
+                         break_stale=True, holder_alive=True)
+    assert failed and "still alive" in result["msg"]
+    failed, result = run(ledger_dir, action="lock", run_id="new", controller="ctl1", controller_pid=5555,
+                         break_stale=True, holder_alive=False)
+    assert not failed and result["changed"] is True
+    assert result["took_over"]["run_id"] == "old" and result["lock"]["run_id"] == "new"
+
+
+def test_unlock_only_by_the_holder(ledger_dir):
+    run(ledger_dir, action="lock", run_id="run1", controller="ctl1", controller_pid=4242)
+    failed, result = run(ledger_dir, action="unlock", run_id="run2")
+    assert failed and "held by run run1" in result["msg"]
+    failed, result = run(ledger_dir, action="unlock", run_id="run1")
+    assert not failed and result["changed"] is True and result["lock"]["run_id"] == "run1"
+    failed, result = run(ledger_dir, action="unlock", run_id="run1")
+    assert not failed and result["changed"] is False
+
+
+def test_undo_status_and_failure(tmp_path, ledger_dir):
+    conf = tmp_path / "conf"
+    conf.write_text("original")
+    backup = tmp_path / "conf.bak"
+    backup.write_text("original")
+    _failed, first = run(ledger_dir, action="record", kind="file", params={"path": str(conf), "backup": str(backup)})
+    conf.write_text("changed")
+    _failed, second = run(ledger_dir, action="record", kind="file",
+                          params={"path": str(tmp_path / "new"), "existed": False})
+    (tmp_path / "new").write_text("x")
+
+    failed, result = run(ledger_dir, action="status")
+    assert not failed and result["changed"] is False
+    assert result["open"] == [first["id"], second["id"]] and result["lock"] is None
+
+    failed, result = run(ledger_dir, check_mode=True, action="undo")
+    assert not failed and result["changed"] is True and result["undone"] == [second["id"], first["id"]]
+    assert conf.read_text() == "changed"
+
+    backup.unlink()
+    failed, result = run(ledger_dir, action="undo")
+    assert failed
+    assert result["undone"] == [second["id"]]
+    assert result["failures"][0]["id"] == first["id"] and "is missing" in result["failures"][0]["error"]
+    assert "1 failed" in result["msg"]
+
+    backup.write_text("original")
+    failed, result = run(ledger_dir, action="undo", id=first["id"])
+    assert not failed and result["undone"] == [first["id"]] and conf.read_text() == "original"
+    failed, result = run(ledger_dir, action="undo")
+    assert not failed and result["changed"] is False and result["skipped"] == [first["id"], second["id"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [
+        ({"action": "lock", "run_id": "r"}, "controller, controller_pid"),
+        ({"action": "unlock"}, "run_id"),
+        ({"action": "record", "kind": "file"}, "params"),
+        ({"action": "mark", "id": "x"}, "state"),
+    ],
+)
+def test_required_options(ledger_dir, args, missing):
+    failed, result = run(ledger_dir, **args)
+    assert failed and missing in result["msg"]
+
+
+def test_docs_match_the_argument_spec_and_the_kinds():
+    docs = yaml.safe_load(change_ledger.DOCUMENTATION)
+    with set_module_args({"ledger_dir": "/x", "host": "h", "action": "status"}):
+        spec = change_ledger.build_module().argument_spec
+    assert set(docs["options"]) == set(spec)
+    for name, option in docs["options"].items():
+        assert option["type"] == spec[name]["type"], name
+        assert option.get("default") == spec[name].get("default"), name
+        assert option.get("choices") == spec[name].get("choices"), name
+    kinds_doc = " ".join(docs["options"]["kind"]["description"])
+    for kind in _ledger.KINDS:
+        assert f"V({kind})" in kinds_doc, f"kind {kind} is not documented"
+    yaml.safe_load(change_ledger.EXAMPLES)
+    returns = yaml.safe_load(change_ledger.RETURN)
+    assert all("returned" in value for value in returns.values())
