@@ -151,11 +151,17 @@ def route_clashes(routes: Iterable[dict], name: str, octet) -> list[dict]:
     return clashes
 
 
-def describe_clash(clash: dict, mgmt: IPv4Network) -> str:
-    where = f"dev {clash['dev']}" if clash.get("dev") else "no device"
+def describe_clash(clash: dict) -> str:
+    where = f" dev {clash['dev']}" if clash.get("dev") else ""
+    return f"{clash['type']} {clash['dst']}{where} (table {clash['table']})"
+
+
+def clash_problem(clashes: list[dict], mgmt: IPv4Network) -> str:
+    """One operator-facing sentence for all clashes: what clashed and which variable to change."""
     return (
-        f"route {clash['type']} {clash['dst']} ({where}, table {clash['table']}) overlaps the lab's management subnet "
-        f"{mgmt} and is as specific or more: set inferlab_lab_octet (in the lab's hosts file) to an unused octet"
+        f"existing routes overlap the lab's management subnet {mgmt} and are as specific or more: "
+        f"{'; '.join(describe_clash(c) for c in clashes)}. Set inferlab_lab_octet (all.vars in the lab's hosts "
+        f"file) to an octet no route uses ({OCTET_MIN}-{OCTET_MAX}, not 69)"
     )
 
 
@@ -211,7 +217,8 @@ def preflight(name: str, octet, routes: list[dict] | None = None, which_fn: Call
         routes = read_routes() if which_fn("ip") else []
     clashes = route_clashes(routes, name, octet)
     result["clashes"] = clashes
-    problems.extend(describe_clash(c, subnets["management"]) for c in clashes)
+    if clashes:
+        problems.append(clash_problem(clashes, subnets["management"]))
     result["ok"] = not problems
     return result
 
@@ -278,31 +285,34 @@ def signal_pids(pids: Iterable[int], sig: int) -> None:
 
 
 def stop_pid(pidfile: Path, expect: str, timeout: float = 5.0) -> dict:
-    """Stop the process named in ``pidfile`` if its command line contains ``expect``; SIGTERM, then SIGKILL.
+    """Stop the process named in ``pidfile`` if its command line contains ``expect`` (SIGTERM, then SIGKILL), and
+    remove the pidfile, so that a later start never mistakes a stale PID for a fresh one.
 
     ``state``: ``stopped``/``killed`` (it ran and is gone now), ``not_running`` (stale pidfile), ``mismatch`` (the
     PID now belongs to something else: left alone), ``invalid`` (no PID in the file).
     """
     pid = read_pidfile(pidfile)
     result = {"pidfile": str(pidfile), "pid": pid, "state": "invalid", "changed": False}
+    cmdline = proc_cmdline(pid) if pid is not None else None
     if pid is None:
-        return result
-    cmdline = proc_cmdline(pid)
-    if cmdline is None or not proc_running(pid):
+        pass
+    elif cmdline is None or not proc_running(pid):
         result["state"] = "not_running"
-        return result
-    result["cmdline"] = cmdline
-    if expect not in cmdline:
-        result["state"] = "mismatch"
-        return result
-    signal_pids([pid], signal.SIGTERM)
-    result["changed"] = True
-    result["state"] = "stopped"
-    if wait_gone([pid], timeout):
-        signal_pids([pid], signal.SIGKILL)
-        result["state"] = "killed"
-        if wait_gone([pid], 2.0):
-            raise LabError(f"PID {pid} from {pidfile} survived SIGKILL")
+    elif expect not in cmdline:
+        result.update(state="mismatch", cmdline=cmdline)
+    else:
+        result.update(state="stopped", cmdline=cmdline)
+        signal_pids([pid], signal.SIGTERM)
+        if wait_gone([pid], timeout):
+            signal_pids([pid], signal.SIGKILL)
+            result["state"] = "killed"
+            if wait_gone([pid], 2.0):
+                raise LabError(f"PID {pid} from {pidfile} survived SIGKILL")
+    try:
+        Path(pidfile).unlink()
+        result["changed"] = True
+    except FileNotFoundError:  # daemons remove their own pidfile on SIGTERM
+        result["changed"] = result["state"] in ("stopped", "killed")
     return result
 
 
@@ -353,10 +363,12 @@ def kill_netns_pids(name: str, timeout: float = 3.0) -> dict:
 
 
 def write_tree(root: Path, spec: dict, check: bool = False) -> dict:
-    """Converge ``root`` to ``spec``: ``{"dirs": {REL: MODE}, "files": {REL: CONTENT}, "links": {REL: TARGET}}``.
+    """Converge ``root`` to ``spec`` and say what changed (``changes``: ``"file REL"``, ``"dir REL"`` ...).
 
-    Files are written when their content differs (mode 0644), links are (re)made when their target differs, dirs
-    are created with MODE (an octal string). Nothing else under ``root`` is touched: later roles may add files.
+    ``spec``: ``{"mode": ROOT_MODE, "dirs": {REL: MODE}, "files": {REL: CONTENT | {"content": C, "mode": M}},
+    "links": {REL: TARGET}}``; modes are octal strings, files default to ``0644``. Files are rewritten only when
+    their content differs, links only when their target differs. Nothing else under ``root`` is touched: later roles
+    may add files there.
     """
     root = Path(root)
     changes: list[str] = []
@@ -367,21 +379,24 @@ def write_tree(root: Path, spec: dict, check: bool = False) -> dict:
             raise LabError(f"write-tree: {path!r} is not a plain relative path under {root}")
         return root / path
 
-    for path, mode in sorted(spec.get("dirs", {}).items()):
-        target = rel(path)
-        mode = int(str(mode), 8)
+    def ensure_dir(target: Path, mode: int, label: str) -> None:
         if not target.is_dir():
-            changes.append(f"dir {path}")
+            changes.append(f"dir {label}")
             if not check:
                 target.mkdir(parents=True, exist_ok=True)
                 target.chmod(mode)
         elif (target.stat().st_mode & 0o7777) != mode:
-            changes.append(f"mode {path}")
+            changes.append(f"mode {label}")
             if not check:
                 target.chmod(mode)
-    for path, content in sorted(spec.get("files", {}).items()):
+
+    ensure_dir(root, int(str(spec.get("mode", "0755")), 8), ".")
+    for path, mode in sorted(spec.get("dirs", {}).items()):
+        ensure_dir(rel(path), int(str(mode), 8), path)
+    for path, value in sorted(spec.get("files", {}).items()):
         target = rel(path)
-        data = content.encode()
+        content, mode = (value["content"], value.get("mode", "0644")) if isinstance(value, dict) else (value, "0644")
+        data, mode = content.encode(), int(str(mode), 8)
         try:
             same = not target.is_symlink() and target.read_bytes() == data
         except OSError:
@@ -394,8 +409,12 @@ def write_tree(root: Path, spec: dict, check: bool = False) -> dict:
                     target.unlink()
                 tmp = target.with_name(f".{target.name}.tmp")
                 tmp.write_bytes(data)
-                tmp.chmod(0o644)
+                tmp.chmod(mode)
                 tmp.replace(target)
+        elif (target.stat().st_mode & 0o7777) != mode:
+            changes.append(f"mode {path}")
+            if not check:
+                target.chmod(mode)
     for path, link_target in sorted(spec.get("links", {}).items()):
         target = rel(path)
         if target.is_symlink() and os.readlink(target) == link_target:
@@ -753,8 +772,8 @@ def main(argv: list[str] | None = None) -> int:
             clashes = route_clashes(routes, args.name, args.octet)
             if args.json:
                 _print({"subnets": {k: str(v) for k, v in subnets.items()}, "clashes": clashes})
-            for clash in clashes:
-                print(describe_clash(clash, subnets["management"]), file=sys.stderr)
+            if clashes:
+                print(clash_problem(clashes, subnets["management"]), file=sys.stderr)
             return 1 if clashes else 0
         elif args.command == "status":
             st = status(args.lab_dir or args.inventory)

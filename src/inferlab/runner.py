@@ -71,7 +71,8 @@ def run_playbook(
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`."""
     run_dir.mkdir(parents=True, exist_ok=True)
     started = utc_iso()
-    all_vars = {"inferlab_run_dir": str(run_dir), **(extravars or {})}
+    # The ledger lock names this process as the run's holder, so a lock left by a killed run is seen as stale.
+    all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_controller_pid": os.getpid(), **(extravars or {})}
     envvars = {
         "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
         "ANSIBLE_FORCE_COLOR": "0",

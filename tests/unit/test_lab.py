@@ -1,0 +1,529 @@
+"""inferlab.lab: addressing, the route-clash check, preflight, pidfile stops, file trees, lab.json and status."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from inferlab import lab
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# `ip -j -4 route show table all` on a plain cloud VM (no lab)
+ROUTES_PLAIN = [
+    {"dst": "default", "gateway": "192.0.2.1", "dev": "eth0", "flags": []},
+    {"dst": "192.0.2.0/24", "dev": "eth0", "protocol": "kernel", "scope": "link", "prefsrc": "192.0.2.2", "flags": []},
+    {"type": "local", "dst": "127.0.0.0/8", "dev": "lo", "table": "local", "protocol": "kernel", "scope": "host",
+     "prefsrc": "127.0.0.1", "flags": []},
+    {"type": "local", "dst": "192.0.2.2", "dev": "eth0", "table": "local", "protocol": "kernel", "scope": "host",
+     "prefsrc": "192.0.2.2", "flags": []},
+    {"type": "broadcast", "dst": "192.0.2.255", "dev": "eth0", "table": "local", "protocol": "kernel",
+     "scope": "link", "prefsrc": "192.0.2.2", "flags": []},
+]
+
+# the same machine with lab ilab (octet 77) up: its own veths' routes
+ROUTES_ILAB = ROUTES_PLAIN + [
+    {"dst": "169.254.77.0/30", "dev": "ilab-a-m", "protocol": "kernel", "scope": "link", "prefsrc": "169.254.77.1",
+     "flags": []},
+    {"dst": "169.254.77.4/30", "dev": "ilab-b-m", "protocol": "kernel", "scope": "link", "prefsrc": "169.254.77.5",
+     "flags": []},
+    {"type": "local", "dst": "169.254.77.1", "dev": "ilab-a-m", "table": "local", "protocol": "kernel",
+     "scope": "host", "prefsrc": "169.254.77.1", "flags": []},
+    {"type": "broadcast", "dst": "169.254.77.3", "dev": "ilab-a-m", "table": "local", "protocol": "kernel",
+     "scope": "link", "prefsrc": "169.254.77.1", "flags": []},
+    {"type": "local", "dst": "169.254.77.5", "dev": "ilab-b-m", "table": "local", "protocol": "kernel",
+     "scope": "host", "prefsrc": "169.254.77.5", "flags": []},
+]
+
+# a workstation with avahi-style link-local on its NIC: 169.254.0.0/16 is broader than the lab's /30s
+ROUTES_LINK_LOCAL = ROUTES_PLAIN + [
+    {"dst": "169.254.0.0/16", "dev": "enp5s0", "scope": "link", "metric": 1000, "flags": []},
+]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# addressing
+
+
+def test_lab_subnets():
+    subnets = lab.lab_subnets(77)
+    assert str(subnets["management"]) == "169.254.77.0/24"
+    assert str(subnets["link"]) == "169.254.177.0/24"
+    assert str(lab.lab_subnets("154")["link"]) == "169.254.254.0/24"
+
+
+@pytest.mark.parametrize("octet, words", [
+    (69, "metadata"),  # the link subnet would be 169.254.169.0/24
+    (0, "out of range"),
+    (155, "out of range"),
+    ("x", "not an integer"),
+    (None, "not an integer"),
+])
+def test_lab_subnets_refused(octet, words):
+    with pytest.raises(lab.LabError, match=words) as exc:
+        lab.lab_subnets(octet)
+    assert "inferlab_lab_octet" in str(exc.value)
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("ilab", True), ("imol", True), ("a", True), ("lab2", True), ("abcdefghij", True),
+    ("abcdefghijk", False), ("i-lab", False), ("i_lab", False), ("Lab", False), ("2lab", False), ("", False),
+])
+def test_check_name(name, ok):
+    if ok:
+        assert lab.check_name(name) == name
+    else:
+        with pytest.raises(lab.LabError, match="inferlab_lab_name"):
+            lab.check_name(name)
+
+
+def test_name_patterns_do_not_cross_labs():
+    assert lab.netns_re("ilab").match("ilab-a")
+    assert not lab.netns_re("ilab").match("ilab-a-m")
+    assert not lab.netns_re("ila").match("ilab-a")
+    assert not lab.netns_re("ilab").match("imol-a")
+    assert lab.veth_re("ilab").match("ilab-b-m")
+    assert not lab.veth_re("ilab").match("ilab-b")
+    assert not lab.veth_re("ila").match("ilab-b-m")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# route clashes
+
+
+@pytest.mark.parametrize("routes", [ROUTES_PLAIN, ROUTES_ILAB, ROUTES_LINK_LOCAL, []], ids=[
+    "plain", "own-veths", "link-local-16", "empty"])
+def test_no_clash(routes):
+    assert lab.route_clashes(routes, "ilab", 77) == []
+
+
+def test_other_octet_is_independent():
+    assert lab.route_clashes(ROUTES_ILAB, "imol", 78) == []
+
+
+def test_another_lab_on_the_same_octet_clashes():
+    clashes = lab.route_clashes(ROUTES_ILAB, "imol", 77)
+    assert {c["dev"] for c in clashes} == {"ilab-a-m", "ilab-b-m"}
+    assert {"169.254.77.0/30", "169.254.77.4/30", "169.254.77.1/32"} <= {c["dst"] for c in clashes}
+    assert {c["table"] for c in clashes} == {"main", "local"}
+
+
+@pytest.mark.parametrize("route", [
+    {"dst": "169.254.77.0/24", "dev": "eth0", "flags": []},
+    {"dst": "169.254.77.128/25", "dev": "wg0", "flags": []},
+    {"dst": "169.254.77.9", "gateway": "192.0.2.1", "dev": "eth0", "flags": []},
+    {"type": "blackhole", "dst": "169.254.77.0/24", "flags": []},
+    {"type": "local", "dst": "169.254.77.10", "dev": "eth0", "table": "local", "flags": []},
+    {"dst": "169.254.77.0/24", "dev": "ilab-a", "flags": []},  # looks like ours but is not a -m veth
+])
+def test_clash(route):
+    clashes = lab.route_clashes([*ROUTES_PLAIN, route], "ilab", 77)
+    assert len(clashes) == 1
+    assert clashes[0]["dev"] == route.get("dev")
+    assert clashes[0]["type"] == route.get("type", "unicast")
+
+
+@pytest.mark.parametrize("route", [
+    {"dst": "169.254.76.0/23", "dev": "eth0", "flags": []},  # broader than the /24: the lab's /30s win
+    {"dst": "169.254.78.0/24", "dev": "eth0", "flags": []},  # next door
+    {"dst": "169.254.169.254", "dev": "eth0", "flags": []},  # metadata host route: not the lab's subnet
+    {"dst": "fe80::/64", "dev": "eth0", "flags": []},
+    {"dst": "default", "dev": "ilab-a-m", "flags": []},
+    {"dst": "not-an-address", "dev": "eth0", "flags": []},
+])
+def test_not_a_clash(route):
+    assert lab.route_clashes([*ROUTES_PLAIN, route], "ilab", 77) == []
+
+
+def test_clash_message_names_the_route_and_the_variable():
+    clashes = lab.route_clashes([{"dst": "169.254.77.0/24", "dev": "eth0"}], "ilab", 77)
+    text = lab.clash_problem(clashes, lab.lab_subnets(77)["management"])
+    assert "unicast 169.254.77.0/24 dev eth0 (table main)" in text
+    assert "inferlab_lab_octet" in text
+    assert "169.254.77.0/24" in text
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# preflight
+
+
+def _which_all(_tool):
+    return "/usr/bin/x"
+
+
+def test_preflight_ok():
+    result = lab.preflight("ilab", 77, routes=ROUTES_ILAB, which_fn=_which_all, euid=0)
+    assert result["ok"] is True
+    assert result["problems"] == []
+    assert result["subnets"] == {"management": "169.254.77.0/24", "link": "169.254.177.0/24"}
+
+
+def test_preflight_collects_every_problem():
+    result = lab.preflight("ilab", 77, routes=[*ROUTES_PLAIN, {"dst": "169.254.77.0/24", "dev": "eth0"}],
+                           which_fn=lambda tool: None if tool in ("iperf3", "sshd") else "/x", euid=1000)
+    assert result["ok"] is False
+    assert result["is_root"] is False
+    assert {m["tool"] for m in result["missing_tools"]} == {"iperf3", "sshd"}
+    text = " | ".join(result["problems"])
+    assert "root" in text
+    assert "apt-get install iperf3 openssh-server" in text
+    assert "inferlab_lab_octet" in text
+
+
+def test_preflight_bad_octet_stops_before_routes():
+    result = lab.preflight("ilab", 69, routes=None, which_fn=_which_all, euid=0)
+    assert result["ok"] is False
+    assert any("metadata" in p for p in result["problems"])
+    assert result["clashes"] == []
+
+
+def test_main_check_routes(tmp_path, capsys):
+    routes = tmp_path / "routes.json"
+    routes.write_text(json.dumps(ROUTES_ILAB))
+    assert lab.main(["check-routes", "--name", "ilab", "--octet", "77", "--routes", str(routes)]) == 0
+    assert lab.main(["check-routes", "--name", "imol", "--octet", "77", "--routes", str(routes), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["clashes"]
+    assert "inferlab_lab_octet" in err
+    assert lab.main(["check-routes", "--name", "imol", "--octet", "69", "--routes", str(routes)]) == 2
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# processes
+
+
+@pytest.fixture
+def sleeper(tmp_path):
+    """A process whose command line mentions a lab host dir, and its pidfile."""
+    host_dir = tmp_path / "lab" / "hosts" / "a"
+    (host_dir / "run").mkdir(parents=True)
+    code = "import time; print('ready', flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code, f"{host_dir}/marker"], stdout=subprocess.PIPE, text=True)
+    pidfile = host_dir / "run" / "daemon.pid"
+    pidfile.write_text(f"{proc.pid}\n")
+    try:
+        # /proc/PID/cmdline can read empty for a moment after Popen returns: wait until the child runs
+        assert proc.stdout.readline().strip() == "ready"
+        yield proc, pidfile, host_dir
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_stop_pid_checks_the_command_line(sleeper):
+    proc, pidfile, _host_dir = sleeper
+    result = lab.stop_pid(pidfile, "/some/other/lab/")
+    assert result["state"] == "mismatch"
+    assert proc.poll() is None  # not ours: left alone
+    assert not pidfile.exists()  # but the stale pidfile goes
+
+
+def test_stop_pid_stops(sleeper):
+    proc, pidfile, host_dir = sleeper
+    result = lab.stop_pid(pidfile, f"{host_dir}/")
+    assert result["state"] == "stopped"
+    assert result["changed"] is True
+    assert proc.wait(timeout=5) == -signal.SIGTERM
+    assert not pidfile.exists()
+    pidfile.write_text(f"{proc.pid}\n")  # a stale pidfile, e.g. after a reboot
+    assert lab.stop_pid(pidfile, f"{host_dir}/") == {"pidfile": str(pidfile), "pid": proc.pid,
+                                                     "state": "not_running", "changed": True}
+    assert not pidfile.exists()
+    assert lab.stop_pid(pidfile, f"{host_dir}/")["changed"] is False
+
+
+def test_stop_pid_kills_what_ignores_sigterm(tmp_path):
+    host_dir = tmp_path / "hosts" / "a"
+    (host_dir / "run").mkdir(parents=True)
+    code = "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); " \
+           "time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code, f"{host_dir}/"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        pidfile = host_dir / "run" / "stubborn.pid"
+        pidfile.write_text(f"{proc.pid}\n")
+        assert lab.stop_pid(pidfile, f"{host_dir}/", timeout=0.3)["state"] == "killed"
+        assert proc.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_stop_pidfiles_walks_the_lab(sleeper):
+    proc, _pidfile, host_dir = sleeper
+    lab_dir = host_dir.parent.parent
+    (host_dir / "run" / "garbage.pid").write_text("not a pid\n")
+    result = lab.stop_pidfiles(lab_dir)
+    assert result["changed"] is True
+    assert sorted(r["state"] for r in result["results"]) == ["invalid", "stopped"]
+    proc.wait(timeout=5)
+    assert lab.stop_pidfiles(lab_dir)["changed"] is False
+
+
+def test_proc_running_sees_zombies_as_gone(sleeper):
+    proc, _pidfile, _host_dir = sleeper
+    assert lab.proc_running(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while lab.proc_running(proc.pid) and time.monotonic() < deadline:  # a zombie until proc.wait()
+        time.sleep(0.02)
+    assert not lab.proc_running(proc.pid)
+
+
+def test_read_pidfile(tmp_path):
+    assert lab.read_pidfile(tmp_path / "missing") is None
+    (tmp_path / "p").write_text(" 123\n")
+    assert lab.read_pidfile(tmp_path / "p") == 123
+    (tmp_path / "p").write_text("-1\n")
+    assert lab.read_pidfile(tmp_path / "p") is None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# write-tree
+
+
+TREE = {
+    "mode": "0755",
+    "dirs": {"run": "0755", "cp": "0700"},
+    "files": {
+        "sysfs/devices/domain0/security": "none\n",
+        "sysfs/module/thunderbolt_net/taint": "\n",
+        "bin/tool.py": {"content": "print('hi')\n", "mode": "0755"},
+    },
+    "links": {"sysfs/bus/thunderbolt/devices/domain0": "../../../devices/domain0"},
+}
+
+
+def test_write_tree_converges(tmp_path):
+    root = tmp_path / "host"
+    first = lab.write_tree(root, TREE)
+    assert first["changed"] is True
+    assert (root / "sysfs/devices/domain0/security").read_text() == "none\n"
+    assert (root / "sysfs/module/thunderbolt_net/taint").read_text() == "\n"
+    assert (root / "bin/tool.py").stat().st_mode & 0o777 == 0o755
+    assert (root / "sysfs/devices/domain0/security").stat().st_mode & 0o777 == 0o644
+    assert (root / "cp").stat().st_mode & 0o777 == 0o700
+    assert (root / "sysfs/bus/thunderbolt/devices/domain0/security").read_text() == "none\n"
+    assert lab.write_tree(root, TREE) == {"changed": False, "changes": []}
+
+    (root / "sysfs/devices/domain0/security").write_text("user\n")
+    (root / "cp").chmod(0o755)
+    (root / "extra").write_text("left alone\n")
+    again = lab.write_tree(root, TREE)
+    assert again["changes"] == ["mode cp", "file sysfs/devices/domain0/security"]
+    assert (root / "extra").read_text() == "left alone\n"
+
+
+def test_write_tree_check_mode_writes_nothing(tmp_path):
+    root = tmp_path / "host"
+    result = lab.write_tree(root, TREE, check=True)
+    assert result["changed"] is True
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("path", ["../escape", "/etc/passwd", "a/../../b", ""])
+def test_write_tree_refuses_paths_outside(tmp_path, path):
+    with pytest.raises(lab.LabError, match="relative path"):
+        lab.write_tree(tmp_path, {"files": {path: "x"}})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# lab.json and status
+
+
+def make_spec(lab_dir: Path) -> dict:
+    hosts = []
+    for index, hid in enumerate("ab"):
+        host_dir = lab_dir / "hosts" / hid
+        (host_dir / "run").mkdir(parents=True, exist_ok=True)
+        hosts.append({
+            "name": f"lab-{hid}", "id": hid, "index": index, "netns": f"ilab-{hid}", "dir": str(host_dir),
+            "management": {"interface": "mgmt0", "address": f"169.254.77.{4 * index + 2}", "prefix": 30,
+                           "controller_interface": f"ilab-{hid}-m",
+                           "controller_address": f"169.254.77.{4 * index + 1}"},
+            "link": {"interface": "thunderbolt0", "address": f"169.254.177.{index + 1}", "prefix": 30,
+                     "peer_address": f"169.254.177.{2 - index}", "mtu": 1500, "profile": "clean"},
+            "ssh": {"address": f"169.254.77.{4 * index + 2}", "port": 22, "user": "root",
+                    "private_key": str(lab_dir / "ssh/id_ed25519"), "pidfile": str(host_dir / "run/sshd.pid")},
+            "services": [{"name": f"original-{hid}", "url": f"http://169.254.77.{4 * index + 2}:8000/v1",
+                          "model": "lab-qwen-small", "port": 8000,
+                          "health_url": f"http://169.254.77.{4 * index + 2}:8000/health",
+                          "pidfile": str(host_dir / f"run/original-{hid}.pid")}],
+            "state_dir": str(host_dir / "state"), "sysfs_root": str(host_dir / "sysfs"),
+            "nvml_snapshot": str(host_dir / "nvml.json"), "model_path": str(host_dir / "models/lab-model"),
+        })
+    return {"name": "ilab", "octet": 77, "lab_dir": str(lab_dir),
+            "ssh": {"private_key": str(lab_dir / "ssh/id_ed25519"), "known_hosts": str(lab_dir / "ssh/known_hosts")},
+            "hosts": hosts}
+
+
+def write_pids(spec: dict, base: int = 1000) -> None:
+    for n, host in enumerate(spec["hosts"]):
+        Path(host["ssh"]["pidfile"]).write_text(f"{base + 10 * n}\n")
+        for m, svc in enumerate(host["services"]):
+            Path(svc["pidfile"]).write_text(f"{base + 10 * n + m + 1}\n")
+
+
+def test_write_record(tmp_path):
+    spec = make_spec(tmp_path)
+    payload = {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"}
+    with pytest.raises(lab.LabError, match="no PID"):
+        lab.write_record(tmp_path, payload)
+    write_pids(spec)
+    assert lab.write_record(tmp_path, payload)["changed"] is True
+    assert lab.write_record(tmp_path, payload)["changed"] is False
+    record = json.loads((tmp_path / "lab.json").read_text())
+    assert record["format"] == "inferlab.lab/1"
+    assert record["status"] == "up"
+    assert record["hosts"][1]["ssh"]["pid"] == 1010
+    assert record["hosts"][1]["services"][0]["pid"] == 1011
+    assert "pid" not in spec["hosts"][0]["ssh"]  # the spec itself is left alone
+
+
+def link(operstate="UP", addresses=(), mtu=1500):
+    flags = ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if operstate == "UP" else ["BROADCAST", "MULTICAST"]
+    return {"operstate": operstate, "flags": flags, "mtu": mtu,
+            "addr_info": [{"family": "inet", "local": a, "prefixlen": p} for a, p in addresses]}
+
+
+class FakeProbe:
+    """A healthy lab unless told otherwise."""
+
+    def __init__(self, spec, dead_pids=(), missing_netns=(), down_links=(), bad_health=()):
+        self.spec, self.dead_pids, self.missing_netns = spec, set(dead_pids), set(missing_netns)
+        self.down_links, self.bad_health = set(down_links), set(bad_health)
+
+    def _host(self, netns):
+        return next(h for h in self.spec["hosts"] if h["netns"] == netns)
+
+    def netns_exists(self, netns):
+        return netns not in self.missing_netns
+
+    def root_link(self, ifname):
+        host = next(h for h in self.spec["hosts"] if h["management"]["controller_interface"] == ifname)
+        return link(addresses=[(host["management"]["controller_address"], 30)])
+
+    def netns_link(self, netns, ifname):
+        if netns in self.missing_netns:
+            return None
+        host = self._host(netns)
+        if ifname == "thunderbolt0":
+            state = "DOWN" if netns in self.down_links else "UP"
+            return link(state, [(host["link"]["address"], 30)])
+        return link(addresses=[(host["management"]["address"], 30)])
+
+    def process(self, pid, expect, netns):
+        return bool(pid) and pid not in self.dead_pids and netns not in self.missing_netns
+
+    def ssh_banner(self, address, port):
+        return True
+
+    def http_ok(self, url):
+        return url not in self.bad_health
+
+
+@pytest.fixture
+def built_lab(tmp_path, monkeypatch):
+    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")  # no stray namespaces from this machine
+    lab_dir = tmp_path / "ilab"
+    spec = make_spec(lab_dir)
+    write_pids(spec)
+    lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
+    return lab_dir, spec
+
+
+def test_status_up(built_lab):
+    lab_dir, spec = built_lab
+    st = lab.status(lab_dir, probe=FakeProbe(spec))
+    assert st["state"] == "up"
+    assert st["healthy"] is True
+    assert st["spec_digest"] == "d1"
+    host = st["hosts"][0]
+    assert host["name"] == "lab-a"
+    assert host["management_address"] == "169.254.77.2"
+    assert host["link_interface"] == "thunderbolt0"
+    assert host["link_address"] == "169.254.177.1"
+    assert host["ssh_port"] == 22
+    assert host["ssh_key"].endswith("ssh/id_ed25519")
+    assert host["link_profile"] == "clean"
+    assert host["services"][0]["url"] == "http://169.254.77.2:8000/v1"
+    assert all(host["checks"].values())
+    text = lab.render_status_text(st)
+    assert "lab ilab: up" in text
+    assert "lab-b" in text and "original-b http://169.254.77.6:8000/v1 ok" in text
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"dead_pids": {1011}}, "service original-b (pid 1011) is not running"),
+    ({"dead_pids": {1000}}, "sshd (pid 1000) is not running in ilab-a"),
+    ({"missing_netns": {"ilab-b"}}, "network namespace ilab-b is missing"),
+    ({"down_links": {"ilab-a"}}, "ilab-a:thunderbolt0 is missing or down"),
+    ({"bad_health": {"http://169.254.77.2:8000/health"}}, "does not answer 200"),
+])
+def test_status_degraded(built_lab, kwargs, words):
+    lab_dir, spec = built_lab
+    st = lab.status(lab_dir, probe=FakeProbe(spec, **kwargs))
+    assert st["state"] == "degraded"
+    assert st["healthy"] is False
+    assert any(words in p for p in st["problems"]), st["problems"]
+    assert "problem:" in lab.render_status_text(st)
+
+
+def test_status_not_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
+    st = lab.status(tmp_path / "nothing")
+    assert st["state"] == "down"
+    assert st["built"] is False
+    assert "not built" in lab.render_status_text(st)
+
+
+def test_status_leftovers_without_lab_json(tmp_path, monkeypatch):
+    netns = tmp_path / "netns"
+    netns.mkdir()
+    for name in ("ilab-a", "imol-a", "other"):
+        (netns / name).touch()
+    monkeypatch.setattr(lab, "NETNS_DIR", netns)
+    inventory = tmp_path / "inv"
+    inventory.mkdir()
+    (inventory / "hosts.yml").write_text("all:\n  vars:\n    inferlab_lab_name: ilab\n    inferlab_lab_octet: 77\n")
+    monkeypatch.setattr(lab, "LAB_ROOT", tmp_path / "labs")
+    st = lab.status(inventory / "hosts.yml")
+    assert st["lab"] == "ilab"
+    assert st["state"] == "degraded"
+    assert st["stray_netns"] == ["ilab-a"]
+
+
+def test_status_rejects_unknown_format(built_lab):
+    lab_dir, _spec = built_lab
+    (lab_dir / "lab.json").write_text(json.dumps({"format": "something/9"}))
+    with pytest.raises(lab.LabError, match="format"):
+        lab.status(lab_dir)
+
+
+def test_lab_dir_from_the_repo_inventory():
+    name, lab_dir = lab.resolve_lab(REPO_ROOT / "inventory" / "lab" / "hosts.yml")
+    assert (name, lab_dir) == ("ilab", Path("/var/lib/inferlab-lab/ilab"))
+    assert lab.resolve_lab(REPO_ROOT / "inventory" / "lab") == (name, lab_dir)
+
+
+def test_lab_dir_from_a_second_lab_sharing_group_vars(tmp_path):
+    (tmp_path / "group_vars").symlink_to(REPO_ROOT / "inventory" / "lab" / "group_vars")
+    (tmp_path / "hosts.yml").write_text("all:\n  vars:\n    inferlab_lab_name: imol\n    inferlab_lab_octet: 78\n")
+    assert lab.resolve_lab(tmp_path / "hosts.yml") == ("imol", Path("/var/lib/inferlab-lab/imol"))
+
+
+def test_lab_dir_from_an_inventory_without_a_lab(tmp_path):
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    gpu1: {}\n")
+    with pytest.raises(lab.LabError, match="inferlab_lab_name"):
+        lab.resolve_lab(tmp_path / "hosts.yml")
