@@ -128,6 +128,7 @@ def host_verify_state(observed, expected):
                "%s does not carry the expected address" % interface)
     peer = _link_peer(tbnet, interface)
     checks.add("link peer present", peer is not None, "a Thunderbolt XDomain peer bound to %s" % interface,
+               "peer %s (%s)" % (peer.get("device_name"), peer.get("device")) if peer else
                "; ".join(tbnet.get("notes") or []) or "no service bound to %s" % interface,
                "inferlab_link_interface (and inferlab_tbnet_sysfs_root)",
                "no Thunderbolt peer answers on the direct link")

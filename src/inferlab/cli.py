@@ -25,9 +25,9 @@ def parse_extravars(pairs: list[str]) -> dict[str, str]:
     return extravars
 
 
-def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: dict) -> int:
+def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: dict, check: bool = False) -> int:
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
-    outcome = runner.run_playbook(playbook, inventory, run_dir, extravars)
+    outcome = runner.run_playbook(playbook, inventory, run_dir, extravars, check=check)
     code = runner.classify(outcome)
     run_meta = {
         "id": run_dir.name,
@@ -45,7 +45,10 @@ def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: di
     }
     try:
         record_path = record.write(run_dir, run_meta)
-        report.write(run_dir, json.loads(record_path.read_text()))
+        data = json.loads(record_path.read_text())
+        report.write(run_dir, data)
+        for line in report.summary(data):
+            print(f"inferlab: {line}", file=sys.stderr)
     except record.RecordError as exc:
         print(f"inferlab: {exc}", file=sys.stderr)
         code = exit_codes.RESTORE_UNVERIFIED
@@ -69,7 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     extravars = parse_extravars(args.extravars)
     inventory = resolve_inventory(args.inventory)
     run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook)
-    return run_and_record(playbook, inventory, run_dir, extravars)
+    return run_and_record(playbook, inventory, run_dir, extravars, check=args.check)
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
@@ -104,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-i", "--inventory", help=f"inventory (default {paths.DEFAULT_INVENTORY})")
     run.add_argument("-e", "--extra-var", dest="extravars", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--run-dir", help="run directory (default runs/<UTC stamp>-<playbook>/)")
+    run.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     run.set_defaults(func=cmd_run)
 
     lab = sub.add_parser("lab", help="the embedded two-host lab")

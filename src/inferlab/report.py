@@ -67,6 +67,20 @@ def render(record: dict) -> str:
     return "\n".join(lines)
 
 
+def summary(record: dict) -> list[str]:
+    """One line per verified or restored host, for the terminal."""
+    lines = []
+    for host, state in sorted(record["verification"].items()):
+        failed = [c["name"] for c in state["checks"] if not c["ok"]]
+        verdict = "passed" if state["ok"] else "FAILED: " + ", ".join(failed)
+        lines.append(f"{host}: verification {verdict} ({len(state['checks']) - len(failed)}/{len(state['checks'])} "
+                     "checks)")
+    for host, restore in sorted(record["restore"].items()):
+        verdict = "verified" if restore["verified"] else "NOT verified: " + "; ".join(restore["differences"])
+        lines.append(f"{host}: restore {verdict}")
+    return lines
+
+
 def write(run_dir: Path, record: dict) -> Path:
     target = run_dir / "report.md"
     target.write_text(render(record))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +68,7 @@ def run_playbook(
     run_dir: Path,
     extravars: dict | None = None,
     quiet: bool = False,
+    check: bool = False,
 ) -> RunOutcome:
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -75,8 +77,9 @@ def run_playbook(
     all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_controller_pid": os.getpid(), **(extravars or {})}
     envvars = {
         "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
-        "ANSIBLE_FORCE_COLOR": "0",
-        "PATH": os.environ.get("PATH", ""),
+        "ANSIBLE_NOCOLOR": "0" if sys.stdout.isatty() else "1",
+        # ansible-playbook lives beside this interpreter (the venv), which need not be on the caller's PATH.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
     result = ansible_runner.run(
         private_data_dir=str(run_dir),
@@ -87,6 +90,7 @@ def run_playbook(
         quiet=quiet,
         ident="ansible",
         rotate_artifacts=0,
+        cmdline="--check --diff" if check else None,
     )
     outcome = RunOutcome(
         run_dir=run_dir,
