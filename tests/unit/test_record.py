@@ -53,7 +53,10 @@ def test_record_from_fragments_validates_and_renders(tmp_path):
     assert data["stages"] == {"link_test": {"lab-a": {"verdict": "symmetric"}}}
     text = report.render(data)
     assert "### lab-a: passed" in text and "| link speed | ok |" in text
-    assert report.summary(data) == ["lab-a: verification passed (1/1 checks)", "lab-b: verification passed (1/1 checks)"]
+    assert report.summary(data) == [
+        "lab-a: verification passed (1/1 checks)",
+        "lab-b: verification passed (1/1 checks)",
+    ]
 
 
 @pytest.mark.parametrize(

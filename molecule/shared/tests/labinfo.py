@@ -1,0 +1,33 @@
+"""What the testinfra verifiers know about the molecule lab: its lab.json, and the run directory molecule used."""
+
+import json
+import os
+from pathlib import Path
+
+import testinfra.utils.ansible_runner
+
+INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
+RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
+LAB_DIR = Path("/var/lib/inferlab-lab/imol")
+# testinfra's ansible backend does not template inventory variables (the lab's are derived in group_vars), so the
+# tests reach the ring hosts over plain ssh with the ssh_config that `lab up` writes.
+RING = [f"ssh://{name}?ssh_config={LAB_DIR}/ssh/config"
+        for name in testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("ring")]
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def lab_host(host) -> dict:
+    """This host's entry in lab.json (addresses, services, log paths), read on the controller."""
+    name = host.backend.get_hostname()
+    lab = json.loads((LAB_DIR / "lab.json").read_text())
+    return next(h for h in lab["hosts"] if h["name"] == name)
+
+
+def log_tails(entry: dict, lines: int = 30) -> str:
+    """The ends of the host's sshd and service logs, printed when a check fails (prometheus.prometheus style)."""
+    paths = [entry["ssh"]["log"]] + [s["log"] for s in entry["services"]]
+    out = []
+    for path in paths:
+        text = Path(path).read_text(errors="replace").splitlines()[-lines:] if Path(path).exists() else ["(missing)"]
+        out.append(f"--- {path}\n" + "\n".join(text))
+    return "\n".join(out)
