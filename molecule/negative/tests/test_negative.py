@@ -1,0 +1,52 @@
+"""After the negative cases: each failure was recorded, nothing was changed, and the lab is whole again."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
+
+from labinfo import RING, RUN_DIR, lab_host  # noqa: E402
+
+testinfra_hosts = RING
+
+
+@pytest.mark.parametrize(
+    ("stage", "host_name", "failed_check"),
+    [
+        ("negative_link_speed", "lab-a", "link speed"),
+        ("negative_interface_name", "lab-a", "link interface exists"),
+        ("negative_gpu_count", "lab-a", "GPU count"),
+        ("negative_stopped_service", "lab-b", "service original-b answers"),
+    ],
+)
+def test_failed_verification_was_recorded(host, stage, host_name, failed_check):
+    if host.backend.get_hostname() != host_name:
+        pytest.skip(f"{stage} ran on {host_name}")
+    fragment = json.loads((RUN_DIR / "fragments" / stage / f"{host_name}.json").read_text())
+    assert fragment["ok"] is False
+    assert failed_check in [c["name"] for c in fragment["checks"] if not c["ok"]]
+
+
+def test_refused_inputs_wrote_nothing(host):
+    for stage in ("negative_bad_type", "negative_malformed_rx_speed"):
+        assert not (RUN_DIR / "fragments" / stage).exists(), f"{stage} must stop before writing anything"
+    assert not (RUN_DIR / "known_good").exists(), "negative cases must not overwrite the known-good snapshot"
+
+
+def test_no_lock_and_no_ledger_entry_left(host):
+    ledger = Path(lab_host(host)["state_dir"]) / "ledger"
+    name = host.backend.get_hostname()
+    assert not host.file(f"{ledger}/{name}.lock").exists
+    entries = host.file(f"{ledger}/{name}.jsonl")
+    assert not entries.exists or entries.content_string.strip() == "", "a refused run must record no change"
+
+
+def test_original_services_answer_again(host):
+    for service in lab_host(host)["services"]:
+        probe = f"import urllib.request; urllib.request.urlopen('{service['health_url']}', timeout=5)"
+        assert host.run(f'python3 -c "{probe}"').rc == 0
+    temporary = Path(lab_host(host)["dir"]).parent.parent / "negative-sysfs-a"
+    assert not temporary.exists(), "the malformed copy of the fixture root must be removed"
