@@ -735,7 +735,7 @@ def _print(obj) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inferlab.lab", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m inferlab.lab", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("preflight", help="root, tools and route clashes, as JSON")
     p.add_argument("--name", required=True)

@@ -160,13 +160,13 @@ def test_health_and_models(server):
     status, headers, body = server.request("GET", "/health")
     assert status == 200
     assert json.loads(body) == {"status": "ok", "model": MODEL}
-    status, _, body = server.request("GET", "/v1/models")
+    status, _headers, body = server.request("GET", "/v1/models")
     assert status == 200
     models = json.loads(body)
     assert models["object"] == "list"
     assert [m["id"] for m in models["data"]] == [MODEL]
     assert server.request("GET", f"/v1/models/{MODEL}")[0] == 200
-    status, _, body = server.request("GET", "/v1/models/other")
+    status, _headers, body = server.request("GET", "/v1/models/other")
     assert status == 404
     assert json.loads(body)["error"]["code"] == "model_not_found"
     assert server.request("GET", "/nope")[0] == 404
@@ -244,15 +244,15 @@ def test_streaming_without_usage_and_with_max_tokens(server):
 
 
 def test_errors_are_openai_shaped(server):
-    status, _, body = server.request("POST", "/v1/chat/completions", raw=b"{not json")
+    status, _headers, body = server.request("POST", "/v1/chat/completions", raw=b"{not json")
     assert status == 400
     error = json.loads(body)["error"]
     assert error["type"] == "invalid_request_error"
     assert "JSON" in error["message"]
-    status, _, body = server.request("POST", "/v1/chat/completions", {"model": MODEL})
+    status, _headers, body = server.request("POST", "/v1/chat/completions", {"model": MODEL})
     assert status == 400
     assert json.loads(body)["error"]["param"] == "messages"
-    status, _, body = server.request("POST", "/v1/chat/completions", {"model": "gpt-4o", "messages": [
+    status, _headers, body = server.request("POST", "/v1/chat/completions", {"model": "gpt-4o", "messages": [
         {"role": "user", "content": "x"}]})
     assert status == 404
     assert json.loads(body)["error"]["code"] == "model_not_found"
@@ -262,8 +262,8 @@ def test_errors_are_openai_shaped(server):
 def test_keep_alive(server):
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
-        for _ in range(3):
-            status, _, _ = server.request("POST", "/v1/chat/completions", chat("again"), conn=conn)
+        for _attempt in range(3):
+            status, _headers, _body = server.request("POST", "/v1/chat/completions", chat("again"), conn=conn)
             assert status == 200
         assert server.request("GET", "/health", conn=conn)[0] == 200
     finally:

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -104,7 +103,7 @@ def generate(model: str, prompt: str, max_tokens: int, seed=None) -> tuple[list[
     digest = hashlib.sha256(f"{model}\0{prompt}\0{seed}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     tokens: list[str] = []
-    for _ in range(rng.randint(1, 4)):
+    for _sentence_number in range(rng.randint(1, 4)):
         tokens += _sentence(rng)
     if len(tokens) > max_tokens:
         return tokens[:max_tokens], "length"
@@ -341,7 +340,7 @@ def remove_pidfile(path: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--host", required=True, help="address to listen on")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model", required=True, help="the one model name this server answers for")
