@@ -28,7 +28,7 @@ deb: .cache/deb.stamp
 	  echo "installing Debian packages: $$missing"
 	  created_policy=0
 	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; created_policy=1; fi
-	  trap '[ $$created_policy = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+	  trap 'if [ $$created_policy = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi' EXIT
 	  apt-get update -qq
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
 	fi
@@ -71,7 +71,7 @@ molecule: bootstrap
 test: lint unit sanity molecule
 
 bench: bootstrap
-	$(PY) tests/bench/bench_lab.py
+	$(PY) tests/bench/bench_lab.py --json .cache/bench.json
 
 clean:
 	rm -rf .cache .collections tests/output

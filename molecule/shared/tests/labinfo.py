@@ -4,6 +4,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 import testinfra.utils.ansible_runner
 
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
@@ -31,3 +32,16 @@ def log_tails(entry: dict, lines: int = 30) -> str:
         text = Path(path).read_text(errors="replace").splitlines()[-lines:] if Path(path).exists() else ["(missing)"]
         out.append(f"--- {path}\n" + "\n".join(text))
     return "\n".join(out)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Print the host's service logs under a failing check, so the failure explains itself.
+
+    Each scenario's conftest.py imports this hook.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    host = item.funcargs.get("host") if hasattr(item, "funcargs") else None
+    if report.when == "call" and report.failed and host is not None:
+        report.sections.append(("lab logs", log_tails(lab_host(host))))
