@@ -865,6 +865,8 @@ def _undo_file(params, ctx):
 
 KINDS = {
     'process': Kind(_check_process, _undo_process),
+    # a background counter sampler is a process; its own kind says in the ledger what it was
+    'sampler': Kind(_check_process, _undo_process),
     'file': Kind(_check_file, _undo_file),
 }
 

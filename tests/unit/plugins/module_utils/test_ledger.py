@@ -148,7 +148,7 @@ def test_malformed_lines_are_skipped(ledger_dir):
 
 
 def test_unknown_kind_fails_at_record_time(ledger_dir):
-    with pytest.raises(_ledger.LedgerError, match=r"unknown ledger kind 'tc_profil': known kinds are file, process"):
+    with pytest.raises(_ledger.LedgerError, match=r"unknown ledger kind 'tc_profil': known kinds are file, process, sampler"):
         _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
     assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
 
@@ -420,10 +420,11 @@ def test_read_proc_stat_with_odd_comm(tmp_path):
     assert _ledger.read_proc_stat(78, str(tmp_path)) is None
 
 
-def test_process_undo_via_the_script(procs, ledger_dir):
+@pytest.mark.parametrize("kind", ["process", "sampler"])
+def test_process_undo_via_the_script(procs, ledger_dir, kind):
     proc = start(procs, ["sleep", "300"])
     identity = _ledger.process_identity(proc.pid)
-    line = _ledger.record(ledger_dir, HOST, "process", identity, run_id="run1")
+    line = _ledger.record(ledger_dir, HOST, kind, identity, run_id="run1")
     _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
 
     rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
