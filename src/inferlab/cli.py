@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from inferlab import exit_codes, paths, record, report, runner
+from inferlab import exit_codes, paths, plots, record, report, runner
 
 
 class UsageError(Exception):
@@ -47,6 +47,7 @@ def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: di
         record_path = record.write(run_dir, run_meta)
         data = json.loads(record_path.read_text())
         report.write(run_dir, data)
+        plots.render(run_dir, data)
         for line in report.summary(data):
             print(f"inferlab: {line}", file=sys.stderr)
     except record.RecordError as exc:
@@ -94,6 +95,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"{record_path} not found: is {run_dir} a run directory?")
     data = json.loads(record_path.read_text())
     record.validate(data)
+    plots.render(run_dir, data)
     print(report.write(run_dir, data))
     return exit_codes.SUCCESS
 

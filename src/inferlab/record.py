@@ -14,7 +14,7 @@ from inferlab import paths
 
 SCHEMA_VERSION = 1
 # Stages with a dedicated section in the record; every other stage lands under "stages".
-SECTIONS = {"verify": "verification", "restore": "restore"}
+SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests"}
 
 
 class RecordError(Exception):
@@ -64,6 +64,7 @@ def assemble(run_dir: Path, run: dict) -> dict:
         "hosts": {},
         "verification": {},
         "restore": {},
+        "link_tests": {},
         "stages": {},
     }
     for stage, by_host in stages.items():

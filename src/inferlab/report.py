@@ -40,6 +40,70 @@ def _verification(host: str, state: dict) -> list[str]:
     return lines
 
 
+def _gbps(bps) -> str:
+    return "—" if bps is None else f"{bps / 1e9:.2f}"
+
+
+def _link_tests(host: str, result: dict) -> list[str]:
+    pair, tests = result["pair"], result["tests"]
+    a, b = pair["a"], pair["b"]
+    lines = [
+        f"### {a} <-> {b} over {pair['interface']} (transport: {result['transport_label']})",
+        "",
+        *[f"- {name.replace('_', ' ')}: {text}" for name, text in result["verdicts"].items() if text],
+        "",
+    ]
+    if result["transport_label"] == "emulated":
+        lines += [
+            "Transport damage here is emulated by lab tc profiles: it shows as qdisc drops and TCP retransmissions. "
+            "A veth never counts receiver CRC or overrun errors, so those columns stay 0 in the lab.",
+            "",
+        ]
+    lines += [
+        f"| test | {a} -> {b} Gb/s | {b} -> {a} Gb/s | host TCP retransmitted segments {a} / {b} "
+        f"| rx errors (crc, over, missed, length) {a} / {b} |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+
+    def counters(test: dict) -> tuple[str, str]:
+        per_host = test.get("host_counters") or {}
+        retrans = " / ".join(_value((per_host.get(h) or {}).get("RetransSegs")) for h in (a, b))
+        errors = " / ".join(
+            ", ".join(_value((per_host.get(h) or {}).get(k)) for k in
+                      ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors"))
+            for h in (a, b))
+        return retrans, errors
+
+    rows = []
+    if "asymmetry" in tests:
+        rows.append(("asymmetry (bidir)", tests["asymmetry"]["a_to_b_bps"], tests["asymmetry"]["b_to_a_bps"],
+                     tests["asymmetry"]))
+    sweep = tests.get("flow_sweep")
+    if sweep:
+        for flows in sorted(sweep["a_to_b"], key=int):
+            rows.append((f"flow sweep, {flows} flow(s)", sweep["a_to_b"][flows], sweep["b_to_a"].get(flows), sweep))
+    if "window" in tests:
+        rows.append((f"window ({tests['window']['window_bytes']} B, one flow)", tests["window"]["a_to_b_bps"], None,
+                     tests["window"]))
+    load = (tests.get("loaded_probes") or {}).get("load")
+    if load:
+        rows.append(("load under the probes (bidir)", load["a_to_b_bps"], load["b_to_a_bps"], tests["loaded_probes"]))
+    for name, forward, reverse, test in rows:
+        retrans, errors = counters(test)
+        lines.append(f"| {name} | {_gbps(forward)} | {_gbps(reverse)} | {retrans} | {errors} |")
+    probes = [(t, d) for t in ("probes", "loaded_probes") for d in ("a_to_b", "b_to_a") if (tests.get(t) or {}).get(d)]
+    if probes:
+        lines += ["", "| probes | direction | loss % | mean ms | p50 ms | p99 ms |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for test, direction in probes:
+            probe = tests[test][direction]
+            label = f"{a} -> {b}" if direction == "a_to_b" else f"{b} -> {a}"
+            lines.append(f"| {'loaded' if test == 'loaded_probes' else 'unloaded'} | {label} | {probe['loss_pct']} "
+                         f"| {_value(probe['mean_ms'])} | {_value(probe['p50_ms'])} | {_value(probe['p99_ms'])} |")
+    lines.append("")
+    return lines
+
+
 def render(record: dict) -> str:
     run = record["run"]
     lines = [
@@ -56,6 +120,12 @@ def render(record: dict) -> str:
         lines += ["## Verification (known-good snapshot)", ""]
         for host, state in sorted(record["verification"].items()):
             lines += _verification(host, state)
+    if record.get("link_tests"):
+        lines += ["## Link tests", "",
+                  "Throughput is iperf3's receiver-side rate. Each test ran inside its own counter window; the "
+                  "counter columns are that window's deltas per host.", ""]
+        for host, result in sorted(record["link_tests"].items()):
+            lines += _link_tests(host, result)
     if record["restore"]:
         lines += ["## Restore", "", "| host | verified | undone | differences from known-good |",
                   "| --- | --- | --- | --- |"]

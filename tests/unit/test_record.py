@@ -44,13 +44,13 @@ def write_fragment(run_dir: Path, stage: str, host: str, fragment) -> None:
 def test_record_from_fragments_validates_and_renders(tmp_path):
     for host in ("lab-a", "lab-b"):
         write_fragment(tmp_path, "verify", host, verify_fragment(host))
-    write_fragment(tmp_path, "link_test", "lab-a", {"verdict": "symmetric"})
+    write_fragment(tmp_path, "workload", "lab-a", {"batches": []})
     path = record.write(tmp_path, RUN)
     data = json.loads(path.read_text())
     assert data["schema_version"] == 1
     assert sorted(data["verification"]) == ["lab-a", "lab-b"]
     assert data["hosts"]["lab-a"] == {"kernel_release": "6.1.0-57-amd64", "layers": LAYERS}
-    assert data["stages"] == {"link_test": {"lab-a": {"verdict": "symmetric"}}}
+    assert data["stages"] == {"workload": {"lab-a": {"batches": []}}}
     text = report.render(data)
     assert "### lab-a: passed" in text and "| link speed | ok |" in text
     assert report.summary(data) == [
