@@ -78,7 +78,7 @@ def rtt_distributions(result: dict, target: Path) -> Path:
         for key, direction in (("a_to_b", a_to_b), ("b_to_a", b_to_a)):
             probe = (result["tests"].get(test) or {}).get(key)
             if probe:
-                series.append(probe["replies"] or [0.0])
+                series.append(probe["replies_ms"] or [0.0])
                 labels.append(f"{title}\n{direction}\nloss {probe['loss_pct']}%")
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(series)), 4))
     ax.boxplot(series, showfliers=True)

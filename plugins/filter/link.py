@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Link test filters: iperf3 and ping summaries, the asymmetry and flow-sweep verdicts, the A/B condition table.
+
+Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
+after it (plugins/filter/<filter>.yml), as ansible-core does for its own filters; ansible-doc reads those. The logic
+is in plugins/module_utils/_iperf3.py and _link_verdict.py (standard library only); these wrappers turn their
+ValueErrors into AnsibleFilterError.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _iperf3, _link_verdict
+
+
+def _plain(value):
+    """Mappings and lists as plain dicts and lists (the module_utils check for dict and list)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _registered_stdout(value, name):
+    """Accept a registered command result (a dict with stdout) as well as the text itself.
+
+    iperf3's own report has no top-level stdout, so a mapping with one is a registered result.
+    """
+    if isinstance(value, Mapping) and "stdout" in value:
+        stdout = value.get("stdout")
+        if not stdout and value.get("rc"):
+            raise AnsibleFilterError("%s: the command failed with rc %s and printed nothing on stdout; stderr: %s"
+                                     % (name, value.get("rc"), (value.get("stderr") or "").strip()[-300:]))
+        return stdout
+    return value
+
+
+def _call(name, function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except ValueError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc)) from None
+
+
+def iperf3_summary(result):
+    """See plugins/filter/iperf3_summary.yml."""
+    result = _plain(_registered_stdout(result, "iperf3_summary"))
+    return _call("iperf3_summary", _iperf3.iperf3_summary, result)
+
+
+def asymmetry_verdict(a_to_b, b_to_a, host_a, host_b, threshold=_link_verdict.DEFAULT_THRESHOLD, control=None):
+    """See plugins/filter/asymmetry_verdict.yml."""
+    return _call("asymmetry_verdict", _link_verdict.asymmetry_verdict, a_to_b, b_to_a, host_a, host_b,
+                 threshold=threshold, control=_plain(control))
+
+
+def flow_limit(by_flows, threshold=_link_verdict.DEFAULT_THRESHOLD):
+    """See plugins/filter/flow_limit.yml."""
+    return _call("flow_limit", _link_verdict.flow_limit, _plain(by_flows), threshold=threshold)
+
+
+def ping_summary(stdout):
+    """See plugins/filter/ping_summary.yml."""
+    return _call("ping_summary", _link_verdict.ping_summary, _registered_stdout(stdout, "ping_summary"))
+
+
+def link_condition_table(runs, metrics=None):
+    """See plugins/filter/link_condition_table.yml."""
+    return _call("link_condition_table", _link_verdict.link_condition_table, _plain(runs), metrics=_plain(metrics))
+
+
+class FilterModule(object):
+    """inferlab link test filters."""
+
+    def filters(self):
+        return {
+            "iperf3_summary": iperf3_summary,
+            "asymmetry_verdict": asymmetry_verdict,
+            "flow_limit": flow_limit,
+            "ping_summary": ping_summary,
+            "link_condition_table": link_condition_table,
+        }

@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Assemble the link_test role's results: per-test figures, per-host window deltas side by side, and verdicts."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: link_test_result
+short_description: Assemble a link test suite's results and verdicts
+version_added: 0.1.0
+author: inferlab developers (@inferlab)
+description:
+  - Turns what the link_test role collected (iperf3 summaries, ping summaries, counter window results of both hosts)
+    into the suite's record fragment, with the asymmetry verdict, the flow sweep's characterisation of a weak
+    direction, and per-host counter deltas attached to every test.
+  - Directions are named from the first ring host (C(a), the iperf3 client) to the second (C(b), the server).
+options:
+  _input:
+    description:
+      - "A dict with C(a), C(b), C(interface), C(addresses) (C(a), C(b)), C(driver_layer), C(started), C(finished),
+        C(thresholds) (C(asymmetry), C(flow)), C(results) (per test, per run: iperf3_summary results),
+        C(pings) and C(windows) (per host, per test)."
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Judge the link tests
+  ansible.builtin.set_fact:
+    result: "{{ inputs | inferlab.distributed.link_test_result }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The fragment written under C(fragments/link_test/<a>.json); see record.schema.json C($defs/link_test).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import (
+    LinkVerdictError,
+    asymmetry_verdict,
+    flow_limit,
+)
+
+# Counters of each host's window shown beside every test: TCP retransmissions and the receiver-error family.
+TCP_COUNTERS = ("RetransSegs", "OutSegs")
+TCP_EXT_COUNTERS = ("TCPLostRetransmit", "TCPTimeouts")
+LINK_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors", "rx_errors", "tx_errors",
+                 "rx_dropped", "tx_dropped", "rx_packets", "tx_packets")
+
+
+def _host_counters(window, interface):
+    """The counters of one host's window that matter next to a test result (None when not measured)."""
+    window = window or {}
+    link = (window.get("interfaces") or {}).get(interface) or {}
+    counters = dict((k, (window.get("tcp") or {}).get(k)) for k in TCP_COUNTERS)
+    counters.update((k, (window.get("tcp_ext") or {}).get(k)) for k in TCP_EXT_COUNTERS)
+    counters.update((k, link.get(k)) for k in LINK_COUNTERS)
+    counters["resets"] = list(window.get("resets") or [])
+    counters["link_retrained"] = window.get("link_retrained")
+    return counters
+
+
+def _receiver_bps(summary, direction):
+    part = (summary or {}).get(direction) or {}
+    return part.get("receiver_bps")
+
+
+def _retransmits(summary, direction):
+    part = (summary or {}).get(direction) or {}
+    return part.get("retransmits")
+
+
+def link_test_result(inputs):
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError("link_test_result expects a dict, got %s" % type(inputs).__name__)
+    try:
+        return _assemble(inputs)
+    except LinkVerdictError as exc:
+        raise AnsibleFilterError("link_test_result: %s" % exc) from exc
+    except KeyError as exc:
+        raise AnsibleFilterError("link_test_result: missing input %s" % exc) from exc
+
+
+def _assemble(inputs):
+    a, b, interface = inputs["a"], inputs["b"], inputs["interface"]
+    results, pings, windows = inputs.get("results") or {}, inputs.get("pings") or {}, inputs.get("windows") or {}
+    thresholds = inputs["thresholds"]
+
+    def counters(test):
+        return {a: _host_counters((windows.get("a") or {}).get(test), interface),
+                b: _host_counters((windows.get("b") or {}).get(test), interface)}
+
+    tests, verdicts = {}, {}
+    weak = None
+    if "asymmetry" in results:
+        bidir = results["asymmetry"]["bidir"]
+        a_to_b, b_to_a = _receiver_bps(bidir, "forward"), _receiver_bps(bidir, "reverse")
+        verdict = asymmetry_verdict(a_to_b, b_to_a, a, b, threshold=thresholds["asymmetry"])
+        weak = verdict.get("weak_direction")
+        tests["asymmetry"] = {
+            "a_to_b_bps": a_to_b, "b_to_a_bps": b_to_a,
+            "iperf3_retransmits": {"a_to_b": _retransmits(bidir, "forward"), "b_to_a": _retransmits(bidir, "reverse")},
+            "host_counters": counters("asymmetry"),
+            "verdict": verdict,
+            "intervals": bidir.get("intervals") or [],
+        }
+        verdicts["asymmetry"] = verdict["text"]
+    if "flow_sweep" in results:
+        runs = results["flow_sweep"]
+        sweep = {"a_to_b": {}, "b_to_a": {}}
+        for name, summary in runs.items():
+            direction, _sep, flows = name.rpartition("_")
+            # -R runs measure server -> client only, which iperf3_summary reports under `reverse`.
+            sweep[direction][flows] = _receiver_bps(summary, "reverse" if direction == "b_to_a" else "forward")
+        limits = dict((d, flow_limit(sweep[d], threshold=thresholds["flow"])) for d in ("a_to_b", "b_to_a"))
+        tests["flow_sweep"] = dict(sweep, limits=limits, host_counters=counters("flow_sweep"))
+        if weak:
+            key = "a_to_b" if weak.get("from") == a else "b_to_a"
+            verdicts["flow_sweep"] = "%s -> %s (the weak direction): %s" % (
+                weak["from"], weak["to"], limits[key]["text"])
+        elif "asymmetry" in results:
+            verdicts["flow_sweep"] = "no weak direction to characterise"
+    if "window" in results:
+        summary = results["window"]["a_to_b"]
+        tests["window"] = {"window_bytes": inputs.get("window_bytes"), "a_to_b_bps": _receiver_bps(summary, "forward"),
+                           "iperf3_retransmits": _retransmits(summary, "forward"), "host_counters": counters("window")}
+    for test in ("probes", "loaded_probes"):
+        a_probe, b_probe = (pings.get("a") or {}).get(test), (pings.get("b") or {}).get(test)
+        if a_probe is None and b_probe is None:
+            continue
+        tests[test] = {"a_to_b": a_probe, "b_to_a": b_probe, "host_counters": counters(test)}
+        if test == "loaded_probes" and (results.get("loaded_probes") or {}).get("load"):
+            load = results["loaded_probes"]["load"]
+            tests[test]["load"] = {"a_to_b_bps": _receiver_bps(load, "forward"),
+                                   "b_to_a_bps": _receiver_bps(load, "reverse")}
+        verdicts[test] = "; ".join(
+            "%s -> %s: %s%% loss, p50 %s ms, p99 %s ms" % (src, dst, p["loss_pct"], p["p50_ms"], p["p99_ms"])
+            for src, dst, p in ((a, b, a_probe), (b, a, b_probe)) if p)
+
+    driver_layer = inputs.get("driver_layer") or "kernel"
+    return {
+        "pair": {"a": a, "b": b, "interface": interface,
+                 "a_address": inputs["addresses"]["a"], "b_address": inputs["addresses"]["b"]},
+        "driver_layer": driver_layer,
+        "transport_label": "emulated" if driver_layer == "emulated" else "kernel",
+        "started": inputs["started"],
+        "finished": inputs["finished"],
+        "tests": tests,
+        "verdicts": verdicts,
+    }
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"link_test_result": link_test_result}
