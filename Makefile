@@ -57,7 +57,9 @@ lab-down: bootstrap
 
 lint: bootstrap
 	$(BIN)/ruff check src plugins tests molecule
-	$(BIN)/ansible-lint --profile production --offline
+	# Its own ANSIBLE_HOME: molecule installs a copy of the collection under ~/.ansible/collections, and ansible-lint
+	# would resolve modules from that (possibly older) copy instead of this checkout.
+	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-lint-home $(BIN)/ansible-lint --profile production --offline
 
 unit: bootstrap
 	$(BIN)/pytest -q tests/unit

@@ -8,6 +8,7 @@ to a host as ``<inferlab_state_dir>/bin/inferlab_ledger.py``, where the restore 
 it without a controller::
 
     python3 inferlab_ledger.py undo   --ledger-dir DIR --host NAME [--id ID ...] [--run-id RUN] [--check] [--json]
+                                      [--procfs-root DIR] [--tc TC]
     python3 inferlab_ledger.py status --ledger-dir DIR --host NAME [--json]
     python3 inferlab_ledger.py unlock --ledger-dir DIR --host NAME (--run-id RUN | --force) [--json]
 
@@ -46,6 +47,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 import traceback
@@ -83,12 +85,16 @@ class UndoError(LedgerError):
 
 
 class UndoContext:
-    """What an undo function may need from its surroundings; injectable for tests."""
+    """What an undo function may need from its surroundings; injectable for tests.
 
-    def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0):
+    ``tc_command``: the argv prefix that runs ``tc`` (default: ``tc`` from PATH or an sbin directory); a test points
+    it into a network namespace of its own, e.g. ``['ip', 'netns', 'exec', NS, 'tc']``."""
+
+    def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0, tc_command=None):
         self.procfs_root = procfs_root
         self.poll_interval = poll_interval
         self.kill_wait = kill_wait
+        self.tc_command = list(tc_command) if tc_command else None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -861,6 +867,111 @@ def _undo_file(params, ctx):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# kind: tc_profile (a link profile: tc qdiscs on one interface's egress, made by the link_profile module)
+#
+# The module's own logic lives in _tc.py; this script is copied to hosts alone, so it keeps this small copy of the
+# test "is the root qdisc ours": a root tbf with the recorded handle (1ab:), alone or with the pfifo 1ac: under it.
+# tests/unit/plugins/module_utils/test_tc.py checks that it agrees with _tc.classify on every fixture.
+
+TC_ROOT_HANDLE = '1ab:'
+TC_CHILD_HANDLE = '1ac:'
+TC_PROFILES = ('tx_cliff', 'lossy')
+TC_INGRESS_KINDS = ('ingress', 'clsact')
+TC_SBIN = ('/usr/sbin', '/sbin', '/usr/local/sbin')
+
+
+def _check_tc_profile(params):
+    known = {'interface', 'profile', 'handle', 'rate_mbit', 'burst_kb', 'latency_ms', 'pfifo_limit'}
+    _no_unknown('tc_profile', params, known)
+    interface = params.get('interface')
+    if (not isinstance(interface, str) or not interface or len(interface) > 15 or '/' in interface
+            or any(c.isspace() for c in interface) or interface in ('.', '..')):
+        raise LedgerError(f'"interface" of a tc_profile entry must be an interface name (1-15 characters, no "/" '
+                          f'or spaces), got {interface!r}')
+    if params.get('profile') not in TC_PROFILES:
+        raise LedgerError(f'"profile" of a tc_profile entry must be one of {", ".join(TC_PROFILES)} (clean is the '
+                          f'absence of a profile, nothing to record), got {params.get("profile")!r}')
+    params['handle'] = params.get('handle') or TC_ROOT_HANDLE
+    handle = params['handle']
+    if (not isinstance(handle, str) or not handle.endswith(':') or not 1 <= len(handle) - 1 <= 4
+            or any(c not in '0123456789abcdef' for c in handle[:-1]) or handle == '0:'):
+        raise LedgerError(f'"handle" of a tc_profile entry must be a qdisc handle such as {TC_ROOT_HANDLE!r}, '
+                          f'got {handle!r}')
+    for name in ('rate_mbit', 'burst_kb', 'latency_ms', 'pfifo_limit'):
+        if params.get(name) is not None:
+            params[name] = _as_int(params[name], name, minimum=1)
+    return params
+
+
+def _tc_root(qdiscs, handle=TC_ROOT_HANDLE):
+    """``(state, description)`` of ``tc -j qdisc show`` output (parsed): ``none`` (no root qdisc, or the kernel's
+    default, handle 0:), ``ours`` (tbf ``handle`` alone or with the pfifo 1ac: under it) or ``foreign``."""
+    egress = [q for q in qdiscs if isinstance(q, dict) and q.get('kind') not in TC_INGRESS_KINDS]
+    roots = [q for q in egress if q.get('root')]
+    described = ', '.join(f'{q.get("kind")} {q.get("handle")}' + (' root' if q.get('root') else
+                                                                  f' parent {q.get("parent")}') for q in egress)
+    if not roots:
+        return 'none', 'no root qdisc'
+    root = roots[0]
+    if root.get('handle') == '0:':
+        return 'none', f'the kernel default root qdisc ({root.get("kind")} 0:)'
+    children = [q for q in egress if not q.get('root')]
+    ours = root.get('kind') == 'tbf' and root.get('handle') == handle and all(
+        q.get('kind') == 'pfifo' and q.get('handle') == TC_CHILD_HANDLE and q.get('parent') == handle + '1'
+        for q in children) and len(children) <= 1
+    return ('ours' if ours else 'foreign'), described
+
+
+def _tc_argv(ctx):
+    if ctx.tc_command:
+        return list(ctx.tc_command)
+    found = shutil.which('tc') or shutil.which('tc', path=os.pathsep.join(TC_SBIN))
+    if not found:
+        raise UndoError('tc is not installed on this host (package iproute2), so the link profile cannot be '
+                        'removed; install it and run the undo again')
+    return [found]
+
+
+def _run_tc(argv):
+    env = dict(os.environ, LC_ALL='C')
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
+    return proc.returncode, proc.stdout.decode('utf-8', 'replace'), proc.stderr.decode('utf-8', 'replace')
+
+
+def _undo_tc_profile(params, ctx):
+    interface, handle, profile = params['interface'], params.get('handle') or TC_ROOT_HANDLE, params['profile']
+    tc = _tc_argv(ctx)
+    show = tc + ['-j', 'qdisc', 'show', 'dev', interface]
+    rc, out, err = _run_tc(show)
+    if rc != 0:
+        if 'cannot find device' in err.lower():
+            return f'{interface} no longer exists, and its qdiscs went with it: nothing to remove'
+        raise UndoError(f'cannot read the qdiscs of {interface}: {" ".join(show)} exited {rc}: {err.strip()}')
+    try:
+        qdiscs = json.loads(out) if out.strip() else []
+    except ValueError:
+        raise UndoError(f'{" ".join(show)} printed something that is not JSON: {out[:120]!r}') from None
+    if not isinstance(qdiscs, list):
+        raise UndoError(f'{" ".join(show)} printed {type(qdiscs).__name__}, not a list of qdiscs')
+    state, described = _tc_root(qdiscs, handle)
+    if state == 'none':
+        return f'no {profile} profile on {interface} ({described}): nothing to remove'
+    if state == 'foreign':
+        raise UndoError(f'{interface} has a root qdisc inferlab did not make ({described}); not deleting it. Look at '
+                        f'`tc qdisc show dev {interface}`, remove it yourself if it is a leftover '
+                        f'(tc qdisc del dev {interface} root), then run the undo again')
+    delete = tc + ['qdisc', 'del', 'dev', interface, 'root']
+    rc, out, err = _run_tc(delete)
+    if rc != 0:
+        raise UndoError(f'{" ".join(delete)} exited {rc}: {err.strip() or out.strip()}')
+    return f'removed the {profile} profile from {interface} ({described})'
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the registry of kinds: kind name -> Kind(check, undo). Add a kind here.
 
 KINDS = {
@@ -868,6 +979,8 @@ KINDS = {
     # a background counter sampler is a process; its own kind says in the ledger what it was
     'sampler': Kind(_check_process, _undo_process),
     'file': Kind(_check_file, _undo_file),
+    # a link profile on an interface's egress; undo deletes our root qdisc, never a foreign one
+    'tc_profile': Kind(_check_tc_profile, _undo_tc_profile),
 }
 
 
@@ -895,6 +1008,8 @@ def _parser():
     p_undo.add_argument('--run-id', help='the run doing the undo: refuse if another run holds the lock')
     p_undo.add_argument('--check', action='store_true', help='only say what would be undone')
     p_undo.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
+    p_undo.add_argument('--tc', dest='tc_command', help='the tc binary for tc_profile entries (default: tc from '
+                        'PATH or /usr/sbin, /sbin)')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')
@@ -921,7 +1036,9 @@ def main(argv=None):
     try:
         if args.command == 'undo':
             result = undo(args.ledger_dir, args.host, ids=args.ids, run_id=args.run_id,
-                          ctx=UndoContext(procfs_root=args.procfs_root), check_mode=args.check)
+                          ctx=UndoContext(procfs_root=args.procfs_root,
+                                          tc_command=[args.tc_command] if args.tc_command else None),
+                          check_mode=args.check)
             rc = EXIT_UNDO_FAILED if result['failed'] else EXIT_OK
             text = [result['message']] + [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['details']]
         elif args.command == 'status':

@@ -94,7 +94,7 @@ options:
     type: bool
   kind:
     description:
-      - The kind of change, for O(action=record). One of V(process), V(file).
+      - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile).
     type: str
   params:
     description:
@@ -105,6 +105,10 @@ options:
         or list); C(pidfile) (removed on undo); C(stop_timeout) (seconds between SIGTERM and SIGKILL, default 10);
         C(process_group) (signal the whole group of a group leader, default false). Undo never signals a pid that
         now belongs to another process.'
+      - 'V(sampler): a background counter sampler; the same params and undo as V(process).'
+      - 'V(tc_profile): C(interface) and C(profile) (V(tx_cliff) or V(lossy)), optionally C(handle), C(rate_mbit),
+        C(burst_kb), C(latency_ms), C(pfifo_limit). Undo deletes the root qdisc inferlab made on that interface, and
+        never a foreign one.'
       - 'V(file): C(path) and either C(backup) (a copy taken before the change; undo copies it back with its mode)
         or C(existed=false) (undo removes the file).'
     type: dict

@@ -20,6 +20,8 @@ clear of ``169.254.169.0/24`` (cloud metadata) and of RFC 3927's reserved first 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import json
 import os
 import re
@@ -34,6 +36,8 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network, ip_network
 from pathlib import Path
+
+from inferlab.paths import REPO_ROOT
 
 LAB_ROOT = Path("/var/lib/inferlab-lab")
 LAB_JSON_FORMAT = "inferlab.lab/1"
@@ -472,6 +476,19 @@ def write_record(lab_dir: Path, payload: dict, check: bool = False) -> dict:
 # --------------------------------------------------------------------------------------------------------------------
 # status
 
+# The link profiles' tc logic lives once, in the collection; src/ cannot import the collection package, so it is
+# loaded by file path.
+TC_MODULE_UTILS = REPO_ROOT / "plugins" / "module_utils" / "_tc.py"
+
+
+@functools.cache
+def load_tc():
+    """``plugins/module_utils/_tc.py`` of this checkout, as a module."""
+    spec = importlib.util.spec_from_file_location("inferlab_collection_tc", TC_MODULE_UTILS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 class SystemProbe:
     """Live checks against this machine; tests pass a fake with the same methods."""
@@ -499,6 +516,20 @@ class SystemProbe:
         cmdline = proc_cmdline(pid) or ""
         inode = netns_inode(netns)
         return expect in cmdline and inode is not None and proc_netns_inode(pid) == inode
+
+    def link_profile(self, netns: str, ifname: str) -> dict | None:
+        """The link profile ``tc`` shows on ``netns``'s ``ifname`` now (``{profile, parameters, reason}``), or
+        None when it cannot be read."""
+        if not self.netns_exists(netns):
+            return None
+        tc = load_tc()
+        result = run(["ip", "netns", "exec", netns, *tc.show_argv(ifname, which("tc") or "tc")], check=False)
+        if result.returncode != 0:
+            return None
+        try:
+            return tc.classify_output(result.stdout)
+        except tc.TcError as exc:
+            return {"profile": "unknown", "parameters": {}, "reason": str(exc)}
 
     def ssh_banner(self, address: str, port: int, timeout: float = 2.0) -> bool:
         try:
@@ -643,7 +674,12 @@ def host_status(host: dict, probe) -> dict:
         "healthy": not problems,
     }
     if "profile" in link:
-        out["link_profile"] = link["profile"]
+        out["link_profile"] = link["profile"]  # what lab.json recorded at build time
+    # what tc shows now replaces it (a probe without link_profile, or a failed read, keeps the recorded one)
+    current = probe.link_profile(netns, link["interface"]) if hasattr(probe, "link_profile") else None
+    if current is not None:
+        out["link_profile"] = current["profile"]
+        out["link_profile_parameters"] = current["parameters"]
     return out
 
 

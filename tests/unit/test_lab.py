@@ -527,3 +527,72 @@ def test_lab_dir_from_an_inventory_without_a_lab(tmp_path):
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    gpu1: {}\n")
     with pytest.raises(lab.LabError, match="inferlab_lab_name"):
         lab.resolve_lab(tmp_path / "hosts.yml")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the link profile in status: read from tc now, classified by the collection's _tc.py
+
+TC_FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "tc"
+
+
+class TcProbe(FakeProbe):
+    """A healthy lab whose hosts' `tc -j qdisc show dev thunderbolt0` print the given fixtures (None: unreadable)."""
+
+    def __init__(self, spec, fixtures, **kwargs):
+        super().__init__(spec, **kwargs)
+        self.fixtures, self.asked = fixtures, []
+
+    def link_profile(self, netns, ifname):
+        self.asked.append((netns, ifname))
+        name = self.fixtures.get(netns)
+        return None if name is None else lab.load_tc().classify_output((TC_FIXTURES / f"{name}.json").read_text())
+
+
+def test_load_tc_is_the_collections_file():
+    tc = lab.load_tc()
+    assert Path(tc.__file__) == REPO_ROOT / "plugins" / "module_utils" / "_tc.py"
+    assert tc.PROFILES == ("clean", "tx_cliff", "lossy")
+
+
+def test_status_reports_the_profile_tc_shows(built_lab):
+    lab_dir, spec = built_lab
+    probe = TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "tx_cliff"})
+    st = lab.status(lab_dir, probe=probe)
+    assert probe.asked == [("ilab-a", "thunderbolt0"), ("ilab-b", "thunderbolt0")]
+    a, b = st["hosts"]
+    assert (a["link_profile"], a["link_profile_parameters"]) == ("clean", {})
+    assert b["link_profile"] == "tx_cliff"
+    assert b["link_profile_parameters"] == {"rate_mbit": 300, "burst_kb": 63.98, "latency_ms": 50}
+    assert st["state"] == "up"  # a profile is a condition of the experiment, not a fault
+    assert "169.254.177.2/30 -> 169.254.177.1 up (tx_cliff)" in lab.render_status_text(st)
+
+
+def test_status_with_a_foreign_or_unreadable_profile(built_lab):
+    lab_dir, spec = built_lab
+    st = lab.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "foreign_htb", "ilab-b": None}))
+    a, b = st["hosts"]
+    assert a["link_profile"] == "foreign"
+    assert b["link_profile"] == "clean" and "link_profile_parameters" not in b  # lab.json's, as recorded
+
+
+def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):
+    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path)
+    (tmp_path / "ilab-b").touch()
+    calls = []
+
+    def fake_run(argv, check=True):
+        calls.append(argv)
+        out = (TC_FIXTURES / "lossy.json").read_text() if argv[3] == "ilab-b" else "garbage"
+        return subprocess.CompletedProcess(argv, 0, stdout=out, stderr="")
+
+    monkeypatch.setattr(lab, "run", fake_run)
+    monkeypatch.setattr(lab, "which", lambda tool: f"/usr/sbin/{tool}")
+    probe = lab.SystemProbe()
+    found = probe.link_profile("ilab-b", "thunderbolt0")
+    assert calls == [["ip", "netns", "exec", "ilab-b", "/usr/sbin/tc", "-j", "qdisc", "show", "dev", "thunderbolt0"]]
+    assert found["profile"] == "lossy" and found["parameters"]["pfifo_limit"] == 10
+    assert probe.link_profile("ilab-x", "thunderbolt0") is None  # no such namespace: not asked
+    (tmp_path / "ilab-c").touch()
+    assert probe.link_profile("ilab-c", "thunderbolt0")["profile"] == "unknown"
+    monkeypatch.setattr(lab, "run", lambda argv, check=True: subprocess.CompletedProcess(argv, 1, "", "no device"))
+    assert probe.link_profile("ilab-b", "thunderbolt0") is None

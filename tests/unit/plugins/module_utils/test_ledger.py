@@ -148,7 +148,8 @@ def test_malformed_lines_are_skipped(ledger_dir):
 
 
 def test_unknown_kind_fails_at_record_time(ledger_dir):
-    with pytest.raises(_ledger.LedgerError, match=r"unknown ledger kind 'tc_profil': known kinds are file, process, sampler"):
+    with pytest.raises(_ledger.LedgerError,
+                       match=r"unknown ledger kind 'tc_profil': known kinds are file, process, sampler, tc_profile"):
         _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
     assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
 
@@ -619,3 +620,162 @@ def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
 def test_script_imports_nothing_from_ansible():
     source = SCRIPT.read_text()
     assert not re.search(r"^\s*(from|import)\s+ansible", source, re.MULTILINE)
+
+
+# --- tc_profile kind ----------------------------------------------------------------------------------------------
+
+TC_FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "tc"
+
+FAKE_TC = '''#!{python}
+"""A stand-in for tc: shows {state} (a recorded `tc -j qdisc show`), and `qdisc del ... root` resets it to the
+kernel default as the real tc does; every call is appended to {calls}."""
+import json, sys
+args = sys.argv[1:]
+with open({calls!r}, "a") as log:
+    log.write(json.dumps(args) + "\\n")
+state = open({state!r}).read()
+if args[:4] == ["-j", "qdisc", "show", "dev"]:
+    if args[4] != "tb0":
+        sys.stderr.write('Cannot find device "%s"\\n' % args[4])
+        sys.exit(1)
+    sys.stdout.write(state)
+elif args[:2] == ["qdisc", "del"] and args[-1] == "root":
+    if json.loads(state)[0]["handle"] == "0:":
+        sys.stderr.write("Error: Cannot delete qdisc with handle of zero.\\n")
+        sys.exit(2)
+    open({state!r}, "w").write(open({clean!r}).read())
+else:
+    sys.exit(99)
+'''
+
+
+@pytest.fixture
+def fake_tc(tmp_path):
+    """``(tc path, set_state(fixture name), calls())``: a stateful fake tc on recorded real output."""
+    state, calls = tmp_path / "tc_state.json", tmp_path / "tc_calls.jsonl"
+    tc = tmp_path / "fake_tc"
+    tc.write_text(FAKE_TC.format(python=sys.executable, state=str(state), calls=str(calls),
+                                 clean=str(TC_FIXTURES / "clean_veth.json")))
+    tc.chmod(0o755)
+
+    def set_state(name):
+        state.write_text((TC_FIXTURES / f"{name}.json").read_text())
+
+    def made():
+        return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+
+    return str(tc), set_state, made
+
+
+def tc_ctx(tc):
+    return _ledger.UndoContext(tc_command=[tc])
+
+
+def test_tc_profile_check_normalises_params(ledger_dir):
+    line = _ledger.record(ledger_dir, HOST, "tc_profile",
+                          {"interface": "thunderbolt0", "profile": "lossy", "rate_mbit": "1000", "pfifo_limit": 10})
+    assert line["params"] == {"interface": "thunderbolt0", "profile": "lossy", "handle": "1ab:", "rate_mbit": 1000,
+                              "pfifo_limit": 10}
+    assert re.match(r"^\d{8}T\d{6}Z-tc_profile-[0-9a-f]{4}$", line["id"])
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"profile": "tx_cliff"}, '"interface" of a tc_profile entry must be an interface name'),
+    ({"interface": "a/b", "profile": "tx_cliff"}, "must be an interface name"),
+    ({"interface": "x" * 16, "profile": "tx_cliff"}, "must be an interface name"),
+    ({"interface": "tb0", "profile": "clean"}, "clean is the absence of a profile, nothing to record"),
+    ({"interface": "tb0"}, '"profile" of a tc_profile entry must be one of tx_cliff, lossy'),
+    ({"interface": "tb0", "profile": "lossy", "handle": "0:"}, '"handle" of a tc_profile entry must be a qdisc'),
+    ({"interface": "tb0", "profile": "lossy", "handle": "1ab"}, "must be a qdisc handle"),
+    ({"interface": "tb0", "profile": "lossy", "rate_mbit": 0}, '"rate_mbit" must be at least 1'),
+    ({"interface": "tb0", "profile": "lossy", "dev": "tb0"}, "unknown params for a tc_profile entry: dev"),
+])
+def test_tc_profile_bad_params(ledger_dir, params, message):
+    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
+        _ledger.record(ledger_dir, HOST, "tc_profile", params)
+
+
+@pytest.mark.parametrize("profile", ["tx_cliff", "lossy"])
+def test_tc_profile_undo_removes_our_root_qdisc(ledger_dir, fake_tc, profile):
+    tc, set_state, made = fake_tc
+    set_state(profile)
+    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": profile})
+    _ledger.mark(ledger_dir, HOST, line["id"], "applied")
+    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    assert result["undone"] == [line["id"]] and not result["failed"]
+    assert result["details"][0]["message"].startswith(f"removed the {profile} profile from tb0 (tbf 1ab: root")
+    assert made() == [["-j", "qdisc", "show", "dev", "tb0"], ["qdisc", "del", "dev", "tb0", "root"]]
+    # idempotent: a second undo has nothing open, and tc is not called again
+    assert _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))["changed"] is False
+    assert len(made()) == 2
+
+
+@pytest.mark.parametrize("state", ["clean_veth", "clean_pfifo_fast"])
+def test_tc_profile_pending_entry_whose_change_never_happened(ledger_dir, fake_tc, state):
+    tc, set_state, made = fake_tc
+    set_state(state)
+    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
+    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    assert result["undone"] == [line["id"]]
+    assert "no tx_cliff profile on tb0 (the kernel default root qdisc" in result["details"][0]["message"]
+    assert "nothing to remove" in result["details"][0]["message"]
+    assert made() == [["-j", "qdisc", "show", "dev", "tb0"]]
+
+
+@pytest.mark.parametrize("state", ["foreign_htb", "foreign_tbf_auto_handle", "foreign_child"])
+def test_tc_profile_undo_never_deletes_a_foreign_root_qdisc(ledger_dir, fake_tc, state):
+    tc, set_state, made = fake_tc
+    set_state(state)
+    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "lossy"})
+    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    assert [f["id"] for f in result["failed"]] == [line["id"]]
+    error = result["failed"][0]["error"]
+    assert error.startswith("tb0 has a root qdisc inferlab did not make (")
+    assert "not deleting it" in error and "tc qdisc del dev tb0 root" in error
+    assert made() == [["-j", "qdisc", "show", "dev", "tb0"]]
+    assert _ledger.status(ledger_dir, HOST)["entries"][0]["state"] == "undo_failed"
+
+
+def test_tc_profile_undo_when_the_interface_is_gone(ledger_dir, fake_tc):
+    tc, set_state, _made = fake_tc
+    set_state("tx_cliff")
+    _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb9", "profile": "tx_cliff"})
+    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    assert not result["failed"]
+    assert result["details"][0]["message"] == "tb9 no longer exists, and its qdiscs went with it: nothing to remove"
+
+
+@pytest.mark.parametrize(("tc_command", "message"), [
+    (["/nonexistent/tc"], "/nonexistent/tc -j qdisc show dev tb0 could not run"),
+    ([sys.executable, "-c", "print('qdisc noqueue 0: root')"], "printed something that is not JSON"),
+    ([sys.executable, "-c", "print('{}')"], "printed dict, not a list of qdiscs"),
+    ([sys.executable, "-c", "import sys; sys.stderr.write('RTNETLINK answers: busy'); sys.exit(2)"],
+     "exited 2: RTNETLINK answers: busy"),
+])
+def test_tc_profile_undo_failures(ledger_dir, tc_command, message):
+    _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
+    result = _ledger.undo(ledger_dir, HOST, ctx=_ledger.UndoContext(tc_command=tc_command))
+    assert message in result["failed"][0]["error"]
+
+
+def test_tc_profile_undo_through_the_script_with_its_tc_option(ledger_dir, fake_tc):
+    tc, set_state, made = fake_tc
+    set_state("lossy")
+    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "lossy"})
+    out = subprocess.run([sys.executable, "-I", str(SCRIPT), "undo", "--ledger-dir", ledger_dir, "--host", HOST,
+                          "--tc", tc, "--json"], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout)["undone"] == [line["id"]]
+    assert made()[-1] == ["qdisc", "del", "dev", "tb0", "root"]
+
+
+def test_tc_is_found_in_sbin_by_default(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    found = [os.path.join(d, "tc") for d in _ledger.TC_SBIN if os.access(os.path.join(d, "tc"), os.X_OK)]
+    if not found:
+        with pytest.raises(_ledger.UndoError, match="tc is not installed on this host"):
+            _ledger._tc_argv(_ledger.UndoContext())
+    else:
+        assert _ledger._tc_argv(_ledger.UndoContext()) == [found[0]]
+    assert _ledger._tc_argv(_ledger.UndoContext(tc_command=("ip", "netns", "exec", "x", "tc"))) == [
+        "ip", "netns", "exec", "x", "tc"]

@@ -336,7 +336,8 @@ def test_ping_summary(name, expected):
     summary = ping_summary(output)
     replies_ms = summary.pop("replies_ms")
     assert summary == expected
-    assert replies_ms == [float(line.rsplit("time=", 1)[1].split()[0]) for line in output.splitlines() if "time=" in line]
+    times = [float(line.rsplit("time=", 1)[1].split()[0]) for line in output.splitlines() if "time=" in line]
+    assert replies_ms == times
 
 
 def test_ping_p50_from_replies():

@@ -1,0 +1,55 @@
+"""The link suite's verdicts under the lab's link profiles, and the profile gone after the restore."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
+
+from labinfo import RING, RUN_DIR  # noqa: E402
+
+testinfra_hosts = RING[:1]  # the suite's results live in the first ring host's fragments
+
+
+def suite(condition: str) -> dict:
+    return json.loads((RUN_DIR / "fragments" / f"link_test_{condition}" / "lab-a.json").read_text())
+
+
+def test_clean_link_is_symmetric(host):
+    verdict = suite("clean")["tests"]["asymmetry"]["verdict"]
+    assert verdict["verdict"] == "symmetric", verdict["text"]
+    assert suite("clean")["verdicts"]["flow_sweep"] == "no weak direction to characterise"
+
+
+def test_tx_cliff_on_b_names_b_to_a_as_weak(host):
+    result = suite("tx_cliff")
+    verdict = result["tests"]["asymmetry"]["verdict"]
+    assert verdict["verdict"] == "asymmetric", verdict["text"]
+    assert verdict["weak_direction"]["from"] == "lab-b" and verdict["weak_direction"]["to"] == "lab-a"
+    assert verdict["ratio"] > verdict["threshold"]
+    assert "lab-b's transmit path or lab-a's receive path" in verdict["text"]
+    assert "observed" in verdict["text"]
+
+
+def test_flow_sweep_calls_a_tbf_cap_a_per_host_limit(host):
+    result = suite("tx_cliff")
+    assert result["tests"]["flow_sweep"]["limits"]["b_to_a"]["kind"] == "per-host limit"
+    assert result["verdicts"]["flow_sweep"].startswith("lab-b -> lab-a (the weak direction): per-host limit")
+
+
+def test_lossy_retransmits_far_more_than_clean(host):
+    clean = suite("clean")["tests"]["asymmetry"]["host_counters"]["lab-b"]["RetransSegs"]
+    lossy = suite("lossy")["tests"]["asymmetry"]["host_counters"]["lab-b"]["RetransSegs"]
+    # An unshaped veth retransmits a little too, and by a varying amount: compare, never assert zero.
+    assert lossy > 10 * max(clean, 10), (clean, lossy)
+    assert suite("lossy")["transport_label"] == "emulated"
+
+
+@pytest.mark.parametrize("condition", ["clean", "tx_cliff", "lossy"])
+def test_every_test_carries_both_hosts_window_deltas(host, condition):
+    for test in suite(condition)["tests"].values():
+        counters = test["host_counters"]
+        assert set(counters) == {"lab-a", "lab-b"}
+        assert all(isinstance(c["RetransSegs"], int) for c in counters.values())
