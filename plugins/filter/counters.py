@@ -2,85 +2,19 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
+"""Counter filters: counter_delta and prometheus_textfile.
+
+Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
+after the filter beside it (counter_delta.yml, prometheus_textfile.yml), where ansible-doc finds them.
+"""
+
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: counter_delta
-short_description: Subtract two counter samples taken by net_counters
-version_added: 0.1.0
-author:
-  - inferlab developers (@inferlab)
-description:
-  - Takes the RV(inferlab.distributed.net_counters#module:counters) of two samples and returns, per counter, how much
-    it grew in between, with the time elapsed on the monotonic clock.
-  - Covers the interface C(statistics), C(tcp) and C(tcp_ext). C(operstate) and C(mtu) are states, not counters,
-    and are left out.
-  - A counter that went backwards (the interface was re-created, the driver reloaded, or a 32-bit counter wrapped)
-    is V(null), never a negative number, and the reason is listed in C(resets), because a window with a reset
-    measures nothing on that counter.
-  - A counter or interface present in only one of the samples is left out and listed in C(missing).
-  - A whole registered result (with a C(counters) key) is accepted as well as the C(counters) dict itself.
-positional: after
-options:
-  _input:
-    description: The earlier sample.
-    type: dict
-    required: true
-  after:
-    description: The later sample.
-    type: dict
-    required: true
-"""
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 
-EXAMPLES = r"""
-- name: Sample, run the workload, sample again
-  block:
-    - name: Counters before
-      inferlab.distributed.net_counters:
-        interfaces: [thunderbolt0]
-      register: before
-    - name: Run the workload
-      ansible.builtin.command: /usr/local/bin/workload
-      changed_when: true
-    - name: Counters after
-      inferlab.distributed.net_counters:
-        interfaces: [thunderbolt0]
-      register: after
-
-- name: Stop if the link counted receive errors during the window
-  vars:
-    delta: "{{ before.counters | inferlab.distributed.counter_delta(after.counters) }}"
-  ansible.builtin.assert:
-    that:
-      - delta.resets | length == 0
-      - delta.interfaces.thunderbolt0.rx_crc_errors == 0
-    fail_msg: >-
-      expected no CRC errors on thunderbolt0 over {{ delta.elapsed_s }} s, found
-      {{ delta.interfaces.thunderbolt0.rx_crc_errors }}; resets: {{ delta.resets }}
-"""
-
-RETURN = r"""
-_value:
-  description:
-    - C(elapsed_s) (float seconds, monotonic clock; V(null) when the clock went backwards, that is the samples come
-      from different boots or hosts).
-    - 'C(interfaces) as C({IFNAME: {NAME: int|null}}); C(tcp) and C(tcp_ext) as C({NAME: int|null}).'
-    - 'C(resets), one sentence per counter that went backwards, like
-      C(interfaces.thunderbolt0.rx_bytes went backwards: 1000 -> 10).'
-    - C(missing), the dotted names present in only one sample, like C(tcp_ext.TCPMigrateReqSuccess only in after).
-  type: dict
-  sample:
-    elapsed_s: 30.012
-    interfaces: {thunderbolt0: {rx_bytes: 2500000000, rx_crc_errors: 0, tx_bytes: null}}
-    tcp: {RetransSegs: 12, OutSegs: 1800000}
-    tcp_ext: {TCPLostRetransmit: 0, TCPTimeouts: 1}
-    resets: ['interfaces.thunderbolt0.tx_bytes went backwards: 1000 -> 10']
-    missing: []
-"""
-
-from collections.abc import Mapping  # noqa: E402
-
-from ansible.errors import AnsibleFilterError  # noqa: E402
+from ansible.errors import AnsibleFilterError
 
 SECTIONS = ('tcp', 'tcp_ext')
 
@@ -176,8 +110,122 @@ def counter_delta(before, after):
     return result
 
 
+# --- prometheus_textfile (documented in prometheus_textfile.yml beside this file)
+
+_METRICS = (
+    ('info', 'The counter window: its run id (value always 1).'),
+    ('elapsed_seconds', 'Seconds between the opening and the closing snapshot, on the monotonic clock.'),
+    ('skew_seconds', "Largest difference between the ring hosts' snapshot wall-clock times, at opening or closing."),
+    ('closed_timestamp_seconds', 'When the window was closed (controller time, seconds since the epoch).'),
+    ('counter_delta', 'Growth of an interface or TCP counter over the window (NaN: it went backwards).'),
+    ('counter_resets', 'Number of counters that went backwards during the window.'),
+    ('link_speed_gbps', 'Per-lane speed of the Thunderbolt link at the opening (before) and closing (after).'),
+    ('link_lanes', 'Lanes of the Thunderbolt link at the opening (before) and closing (after).'),
+    ('link_retrained', '1 when the link speed or lanes changed during the window.'),
+    ('samples', 'Samples the background sampler wrote during the window.'),
+)
+
+
+def _label_value(value):
+    return str(value).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _number_text(value):
+    if value is None:
+        return 'NaN'
+    if isinstance(value, bool):
+        return '1' if value else '0'
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'NaN'
+        if value in (float('inf'), float('-inf')):
+            return '+Inf' if value > 0 else '-Inf'
+        return repr(value)
+    raise AnsibleFilterError(f'prometheus_textfile: expected a number, got {value!r}')
+
+
+def _epoch(text):
+    if not isinstance(text, str):
+        return None
+    for fmt in ('%Y-%m-%dT%H:%M:%S.%fZ', '%Y-%m-%dT%H:%M:%SZ'):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+def prometheus_textfile(window_result, tcp_ext=None):
+    """The closed window as node_exporter textfile-collector text (see prometheus_textfile.yml)."""
+    if not isinstance(window_result, Mapping):
+        raise AnsibleFilterError('prometheus_textfile: expected the counters role\'s window result (a dict), got '
+                                 f'{type(window_result).__name__}')
+    for key in ('window', 'host'):
+        if not isinstance(window_result.get(key), str) or not window_result.get(key):
+            raise AnsibleFilterError(f'prometheus_textfile: the window result has no "{key}" (expected the '
+                                     'counters_window_result fact set by the counters role\'s close)')
+    if tcp_ext is not None and (isinstance(tcp_ext, (str, bytes)) or not isinstance(tcp_ext, Sequence)):
+        raise AnsibleFilterError(f'prometheus_textfile: tcp_ext must be a list of TcpExt counter names or None (all), '
+                                 f'got {tcp_ext!r}')
+    host, window = window_result['host'], window_result['window']
+    samples = {name: [] for name, _text in _METRICS}
+
+    def add(metric, value, interface=None, **extra):
+        labels = {'host': host}
+        if interface is not None:
+            labels['interface'] = interface
+        labels['window'] = window
+        labels.update(extra)
+        text = ','.join(f'{key}="{_label_value(val)}"' for key, val in labels.items())
+        samples[metric].append(f'inferlab_window_{metric}{{{text}}} {_number_text(value)}')
+
+    add('info', 1, run_id=window_result.get('run_id') or '')
+    add('elapsed_seconds', window_result.get('elapsed_s'))
+    for phase in ('open', 'close'):
+        if window_result.get(f'skew_{phase}_s') is not None:
+            add('skew_seconds', window_result[f'skew_{phase}_s'], phase=phase)
+    closed = _epoch(window_result.get('closed_at'))
+    if closed is not None:
+        add('closed_timestamp_seconds', closed)
+
+    interfaces = window_result.get('interfaces') or {}
+    for ifname in sorted(interfaces):
+        for counter, value in sorted((interfaces[ifname] or {}).items()):
+            add('counter_delta', value, interface=ifname, counter=counter)
+    wanted_ext = None if tcp_ext is None else set(tcp_ext)
+    for section in ('tcp', 'tcp_ext'):
+        for counter, value in sorted((window_result.get(section) or {}).items()):
+            if section == 'tcp_ext' and wanted_ext is not None and counter not in wanted_ext:
+                continue
+            add('counter_delta', value, interface='', counter=counter)
+    add('counter_resets', len(window_result.get('resets') or []))
+
+    before, after = window_result.get('link_before') or {}, window_result.get('link_after') or {}
+    link_if = before.get('interface') or after.get('interface') or ''
+    for phase, link in (('before', before), ('after', after)):
+        for direction in ('rx', 'tx'):
+            for metric, key in (('link_speed_gbps', f'{direction}_speed_gbps'), ('link_lanes', f'{direction}_lanes')):
+                if link.get(key) is not None:
+                    add(metric, link[key], interface=link_if, direction=direction, phase=phase)
+    if 'link_retrained' in window_result:
+        add('link_retrained', bool(window_result['link_retrained']), interface=link_if)
+    count = (window_result.get('samples') or {}).get('count')
+    if count is not None:
+        add('samples', count)
+
+    lines = []
+    for name, help_text in _METRICS:
+        if samples[name]:
+            lines.append(f'# HELP inferlab_window_{name} {help_text}')
+            lines.append(f'# TYPE inferlab_window_{name} gauge')
+            lines.extend(samples[name])
+    return '\n'.join(lines) + '\n'
+
+
 class FilterModule:
     """inferlab counter filters."""
 
     def filters(self):
-        return {'counter_delta': counter_delta}
+        return {'counter_delta': counter_delta, 'prometheus_textfile': prometheus_textfile}

@@ -22,7 +22,8 @@ description:
   - The format, the lock and the undo of every kind live once, in the standard-library script
     C(plugins/module_utils/_ledger.py), which this module imports and the C(inferlab.distributed.ledger) role
     installs on the host as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
-  - Known kinds are V(process) and V(file). An unknown kind, or params a kind does not accept, fail at record time.
+  - Known kinds are V(process), V(sampler), V(file) and V(tc_profile). An unknown kind, or params a kind does not
+    accept, fail at record time.
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
@@ -359,7 +360,8 @@ class ChangeLedger:
     def _with_start_time(self, kind, params, recorded=None):
         """A process given by pid alone gets its start time (and, unless recorded, its cmdline) read now, while it
         runs."""
-        if kind != 'process' or params.get('pid') in (None, '') or params.get('start_time') not in (None, ''):
+        if kind not in ('process', 'sampler') or params.get('pid') in (None, '') \
+                or params.get('start_time') not in (None, ''):
             return params
         try:
             pid = int(params['pid'])

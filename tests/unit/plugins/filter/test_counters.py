@@ -5,12 +5,17 @@
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.filter.counters import FilterModule, counter_delta
+from ansible_collections.inferlab.distributed.plugins.filter.counters import (
+    FilterModule,
+    counter_delta,
+    prometheus_textfile,
+)
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
@@ -134,3 +139,125 @@ def test_two_real_samples(tmp_path):
     assert result['interfaces']['thunderbolt0']['rx_crc_errors'] is None
     assert result['resets'] == ['interfaces.thunderbolt0.rx_crc_errors went backwards: 3 -> 0']
     assert set(result['tcp']) == set(before['tcp']) and all(v == 0 for v in result['tcp'].values())
+
+
+# --- prometheus_textfile
+
+def window_result(**overrides):
+    """A window result as the counters role's close sets it (counters_window_result)."""
+    result = {
+        'window': 'asymmetry', 'host': 'lab-a', 'run_id': '20261130T101500Z-link_test',
+        'opened_at': '2026-11-30T10:15:01.250000Z', 'closed_at': '2026-11-30T10:15:31.500000Z',
+        'elapsed_s': 30.25, 'skew_open_s': 0.012, 'skew_close_s': 0.0, 'skew_hosts': ['lab-a', 'lab-b'],
+        'interfaces': {'thunderbolt0': {'rx_crc_errors': 0, 'rx_bytes': 2500000000, 'tx_bytes': None},
+                       'mgmt0': {'rx_bytes': 1200}},
+        'tcp': {'RetransSegs': 12, 'OutSegs': 1800000},
+        'tcp_ext': {'TCPTimeouts': 1, 'TCPLostRetransmit': 0, 'TCPOFOQueue': 7},
+        'resets': ['interfaces.thunderbolt0.tx_bytes went backwards: 1000 -> 10'], 'missing': [],
+        'link_before': {'interface': 'thunderbolt0', 'peer': '0-1', 'rx_speed_gbps': 20.0, 'tx_speed_gbps': 20.0,
+                        'rx_lanes': 1, 'tx_lanes': 1},
+        'link_after': {'interface': 'thunderbolt0', 'peer': '0-1', 'rx_speed_gbps': 10.0, 'tx_speed_gbps': 20.0,
+                       'rx_lanes': 1, 'tx_lanes': 1},
+        'link_retrained': True,
+        'samples': {'path': '/runs/x/windows/asymmetry/samples/lab-a.jsonl', 'count': 31, 'interval_s': 1.0},
+    }
+    result.update(overrides)
+    return result
+
+
+# one sample line of the text exposition format: name{label="value",...} value
+SAMPLE_LINE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\} '
+                         r'(NaN|[+-]Inf|-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?)$')
+
+
+def test_prometheus_registered_in_filter_module():
+    assert FilterModule().filters()['prometheus_textfile'] is prometheus_textfile
+
+
+def test_prometheus_textfile():
+    text = prometheus_textfile(window_result(), tcp_ext=['TCPTimeouts', 'TCPLostRetransmit'])
+    assert text.endswith('\n')
+    lines = text.splitlines()
+    for line in lines:
+        assert line.startswith('# HELP inferlab_window_') or line.startswith('# TYPE inferlab_window_') \
+            or SAMPLE_LINE.match(line), line
+    samples = [line for line in lines if not line.startswith('#')]
+    assert samples == [
+        'inferlab_window_info{host="lab-a",window="asymmetry",run_id="20261130T101500Z-link_test"} 1',
+        'inferlab_window_elapsed_seconds{host="lab-a",window="asymmetry"} 30.25',
+        'inferlab_window_skew_seconds{host="lab-a",window="asymmetry",phase="open"} 0.012',
+        'inferlab_window_skew_seconds{host="lab-a",window="asymmetry",phase="close"} 0.0',
+        'inferlab_window_closed_timestamp_seconds{host="lab-a",window="asymmetry"} 1796033731.5',
+        'inferlab_window_counter_delta{host="lab-a",interface="mgmt0",window="asymmetry",counter="rx_bytes"} 1200',
+        'inferlab_window_counter_delta{host="lab-a",interface="thunderbolt0",window="asymmetry",counter="rx_bytes"} '
+        '2500000000',
+        'inferlab_window_counter_delta{host="lab-a",interface="thunderbolt0",window="asymmetry",'
+        'counter="rx_crc_errors"} 0',
+        'inferlab_window_counter_delta{host="lab-a",interface="thunderbolt0",window="asymmetry",counter="tx_bytes"} '
+        'NaN',
+        'inferlab_window_counter_delta{host="lab-a",interface="",window="asymmetry",counter="OutSegs"} 1800000',
+        'inferlab_window_counter_delta{host="lab-a",interface="",window="asymmetry",counter="RetransSegs"} 12',
+        'inferlab_window_counter_delta{host="lab-a",interface="",window="asymmetry",counter="TCPLostRetransmit"} 0',
+        'inferlab_window_counter_delta{host="lab-a",interface="",window="asymmetry",counter="TCPTimeouts"} 1',
+        'inferlab_window_counter_resets{host="lab-a",window="asymmetry"} 1',
+        'inferlab_window_link_speed_gbps{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="rx",'
+        'phase="before"} 20.0',
+        'inferlab_window_link_speed_gbps{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="tx",'
+        'phase="before"} 20.0',
+        'inferlab_window_link_speed_gbps{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="rx",'
+        'phase="after"} 10.0',
+        'inferlab_window_link_speed_gbps{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="tx",'
+        'phase="after"} 20.0',
+        'inferlab_window_link_lanes{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="rx",'
+        'phase="before"} 1',
+        'inferlab_window_link_lanes{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="tx",'
+        'phase="before"} 1',
+        'inferlab_window_link_lanes{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="rx",'
+        'phase="after"} 1',
+        'inferlab_window_link_lanes{host="lab-a",interface="thunderbolt0",window="asymmetry",direction="tx",'
+        'phase="after"} 1',
+        'inferlab_window_link_retrained{host="lab-a",interface="thunderbolt0",window="asymmetry"} 1',
+        'inferlab_window_samples{host="lab-a",window="asymmetry"} 31',
+    ]
+
+
+def test_prometheus_metrics_are_grouped_with_one_help_and_type_each():
+    lines = prometheus_textfile(window_result()).splitlines()
+    names = [line.split('{')[0] for line in lines if not line.startswith('#')]
+    # every metric's samples are contiguous, right after its own HELP and TYPE
+    for name in set(names):
+        first = lines.index(next(line for line in lines if line.startswith(name + '{')))
+        assert lines[first - 2] == next(line for line in lines if line.startswith(f'# HELP {name} '))
+        assert lines[first - 1] == f'# TYPE {name} gauge'
+    assert [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n] == list(dict.fromkeys(names))
+    # all TcpExt counters without a list
+    assert 'counter="TCPOFOQueue"' in prometheus_textfile(window_result())
+
+
+def test_prometheus_unknown_link_values_are_left_out_and_labels_escaped():
+    text = prometheus_textfile(window_result(
+        window='a"b\\c', link_before={'interface': 'eth1', 'rx_speed_gbps': None, 'tx_speed_gbps': None,
+                                      'rx_lanes': None, 'tx_lanes': None},
+        link_after={}, link_retrained=False, elapsed_s=None, skew_close_s=None, closed_at='not a time',
+        samples={'path': None, 'count': 0, 'interval_s': 1.0}, run_id='x\ny'))
+    assert 'inferlab_window_link_speed_gbps' not in text and 'inferlab_window_link_lanes' not in text
+    assert 'inferlab_window_link_retrained{host="lab-a",interface="eth1",window="a\\"b\\\\c"} 0' in text
+    assert 'inferlab_window_elapsed_seconds{host="lab-a",window="a\\"b\\\\c"} NaN' in text
+    assert 'phase="close"' not in text and 'closed_timestamp' not in text
+    assert 'run_id="x\\ny"' in text
+    assert 'inferlab_window_samples{host="lab-a",window="a\\"b\\\\c"} 0' in text
+    for line in text.splitlines():
+        assert line.startswith('#') or SAMPLE_LINE.match(line), line
+
+
+@pytest.mark.parametrize('value, kwargs, message', [
+    ('text', {}, "prometheus_textfile: expected the counters role's window result (a dict), got str"),
+    ({'host': 'lab-a'}, {}, 'prometheus_textfile: the window result has no "window"'),
+    ({'window': 'w', 'host': ''}, {}, 'prometheus_textfile: the window result has no "host"'),
+    (window_result(), {'tcp_ext': 'TCPTimeouts'}, 'prometheus_textfile: tcp_ext must be a list of TcpExt counter'),
+    (window_result(tcp={'RetransSegs': 'many'}), {}, "prometheus_textfile: expected a number, got 'many'"),
+])
+def test_prometheus_rejects(value, kwargs, message):
+    with pytest.raises(AnsibleFilterError) as exc:
+        prometheus_textfile(value, **kwargs)
+    assert str(exc.value).startswith(message)

@@ -73,14 +73,15 @@ def test_record_unknown_kind_fails(ledger_dir):
     assert not os.path.exists(ledger_dir)
 
 
-def test_record_process_by_pid_fills_in_its_start_time(ledger_dir):
+@pytest.mark.parametrize("kind", ["process", "sampler"])
+def test_record_process_by_pid_fills_in_its_start_time(ledger_dir, kind):
     proc = subprocess.Popen(["sleep", "300"])
     try:
         deadline = time.monotonic() + 10
         while _ledger.read_proc_cmdline(proc.pid) != ["sleep", "300"]:
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        failed, result = run(ledger_dir, action="record", kind="process", params={"pid": str(proc.pid)})
+        failed, result = run(ledger_dir, action="record", kind=kind, params={"pid": str(proc.pid)})
         assert not failed, result
         params = result["entry"]["params"]
         assert params["pid"] == proc.pid
