@@ -62,6 +62,9 @@ def _host_counters(window, interface):
     counters = dict((k, (window.get("tcp") or {}).get(k)) for k in TCP_COUNTERS)
     counters.update((k, (window.get("tcp_ext") or {}).get(k)) for k in TCP_EXT_COUNTERS)
     counters.update((k, link.get(k)) for k in LINK_COUNTERS)
+    retrans, out = counters["RetransSegs"], counters["OutSegs"]
+    # retransmitted segments as a share of segments sent: comparable across runs of different throughput
+    counters["retrans_pct"] = round(100.0 * retrans / out, 3) if isinstance(retrans, int) and out else None
     counters["resets"] = list(window.get("resets") or [])
     counters["link_retrained"] = window.get("link_retrained")
     return counters

@@ -60,14 +60,15 @@ def _link_tests(host: str, result: dict) -> list[str]:
             "",
         ]
     lines += [
-        f"| test | {a} -> {b} Gb/s | {b} -> {a} Gb/s | host TCP retransmitted segments {a} / {b} "
+        f"| test | {a} -> {b} Gb/s | {b} -> {a} Gb/s | host TCP retransmitted segments (% of sent) {a} / {b} "
         f"| rx errors (crc, over, missed, length) {a} / {b} |",
         "| --- | --- | --- | --- | --- |",
     ]
 
     def counters(test: dict) -> tuple[str, str]:
         per_host = test.get("host_counters") or {}
-        retrans = " / ".join(_value((per_host.get(h) or {}).get("RetransSegs")) for h in (a, b))
+        retrans = " / ".join(f"{_value((per_host.get(h) or {}).get('RetransSegs'))} "
+                             f"({_value((per_host.get(h) or {}).get('retrans_pct'))}%)" for h in (a, b))
         errors = " / ".join(
             ", ".join(_value((per_host.get(h) or {}).get(k)) for k in
                       ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors"))

@@ -40,10 +40,12 @@ def test_flow_sweep_calls_a_tbf_cap_a_per_host_limit(host):
 
 
 def test_lossy_retransmits_far_more_than_clean(host):
-    clean = suite("clean")["tests"]["asymmetry"]["host_counters"]["lab-b"]["RetransSegs"]
-    lossy = suite("lossy")["tests"]["asymmetry"]["host_counters"]["lab-b"]["RetransSegs"]
-    # An unshaped veth retransmits a little too, and by a varying amount: compare, never assert zero.
-    assert lossy > 10 * max(clean, 10), (clean, lossy)
+    clean = suite("clean")["tests"]["asymmetry"]["host_counters"]["lab-b"]
+    lossy = suite("lossy")["tests"]["asymmetry"]["host_counters"]["lab-b"]
+    # An unshaped veth at full speed retransmits too (about 1% of segments here), by a varying amount: compare the
+    # shaped host's retransmission rate with the clean run's, never assert zero.
+    assert lossy["retrans_pct"] > 10 * max(clean["retrans_pct"], 0.5), (clean, lossy)
+    assert lossy["RetransSegs"] > 1000
     assert suite("lossy")["transport_label"] == "emulated"
 
 

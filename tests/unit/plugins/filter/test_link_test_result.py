@@ -23,7 +23,8 @@ def ping(name):
 
 
 def window(retrans, crc=0):
-    return {"interfaces": {"thunderbolt0": {"rx_crc_errors": crc, "rx_packets": 100}}, "tcp": {"RetransSegs": retrans},
+    return {"interfaces": {"thunderbolt0": {"rx_crc_errors": crc, "rx_packets": 100}},
+            "tcp": {"RetransSegs": retrans, "OutSegs": 10000},
             "tcp_ext": {"TCPLostRetransmit": 0}, "resets": [], "link_retrained": False}
 
 
@@ -58,6 +59,7 @@ def test_fragment_matches_the_record_schema_and_keeps_directions():
     assert result["tests"]["asymmetry"]["b_to_a_bps"] == bidir["reverse"]["receiver_bps"]
     assert result["tests"]["asymmetry"]["host_counters"]["lab-b"]["RetransSegs"] == 700
     assert result["tests"]["asymmetry"]["host_counters"]["lab-b"]["rx_crc_errors"] == 3
+    assert result["tests"]["asymmetry"]["host_counters"]["lab-b"]["retrans_pct"] == 7.0
     # -R runs are server -> client: their rate comes from `reverse`, never from an empty `forward`.
     assert result["tests"]["flow_sweep"]["b_to_a"]["1"] == iperf3("reverse.json")["reverse"]["receiver_bps"]
     assert result["tests"]["loaded_probes"]["a_to_b"]["loss_pct"] == 25.0
