@@ -73,7 +73,9 @@ molecule: bootstrap
 test: lint unit sanity molecule
 
 bench: bootstrap
-	$(PY) tests/bench/bench_lab.py --json .cache/bench.json
+	$(PY) tests/bench/bench_lab.py lab --json .cache/bench-lab.json
+	$(PY) tests/bench/bench_lab.py link --runs 3 --json .cache/bench-link.json
+	$(PY) tests/bench/bench_lab.py sampler --runs 3 --json .cache/bench-sampler.json
 
 clean:
 	rm -rf .cache .collections tests/output

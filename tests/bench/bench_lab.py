@@ -1,9 +1,13 @@
-"""Benchmark the embedded lab as a user runs it: `inferlab lab up` from nothing, `inferlab run verify`, `lab down`.
+"""Benchmark the embedded lab as a user runs it, for the README's Performance section.
 
-Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) for the README's Performance section,
-and the machine they were taken on. It leaves the demo lab as it found it (up or down).
+Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) and the machine they were taken on.
+- `lab` (default): `inferlab lab up` from nothing, `inferlab run verify`, `lab down`; it leaves the demo lab as it
+  found it (up or down);
+- `link`: the full link suite with default durations, `inferlab run link_test` (brings the lab up if needed);
+- `sampler`: the counter sampler's CPU cost at 1 Hz (utime + stime from /proc over 60 s, on the controller's own
+  interfaces, the same code the hosts run).
 
-    .venv/bin/python tests/bench/bench_lab.py [--runs 5] [--json FILE]
+    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler] [--runs 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,32 +51,81 @@ def summary(samples: list[float]) -> dict:
             "max_s": round(max(samples), 2), "runs": len(samples)}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
-
+def bench_lab(runs_wanted: int) -> dict[str, list[float]]:
     was_up = lab_is_up()
     samples: dict[str, list[float]] = {"lab up from nothing": [], "inferlab run verify (both hosts)": [],
                                        "lab down": []}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
         if was_up:
             timed([*INFERLAB, "lab", "down"])
-        for n in range(args.runs):
+        for n in range(runs_wanted):
             samples["lab up from nothing"].append(timed([*INFERLAB, "lab", "up"]))
             samples["inferlab run verify (both hosts)"].append(
                 timed([*INFERLAB, "run", "verify", "--run-dir", f"{runs}/verify-{n}"]))
             samples["lab down"].append(timed([*INFERLAB, "lab", "down"]))
         if was_up:
             timed([*INFERLAB, "lab", "up"])
+    return samples
 
+
+def bench_link(runs_wanted: int) -> dict[str, list[float]]:
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    samples: dict[str, list[float]] = {"inferlab run link_test (default durations)": []}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        for n in range(runs_wanted):
+            samples["inferlab run link_test (default durations)"].append(
+                timed([*INFERLAB, "run", "link_test", "--run-dir", f"{runs}/link-{n}"]))
+    return samples
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[float]]:
+    """CPU share of one core used by the sampler at 1 Hz, in percent, per run of `seconds`."""
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    samples: dict[str, list[float]] = {"sampler CPU at 1 Hz, % of one core": []}
+    for _ in range(runs_wanted):
+        with tempfile.TemporaryDirectory(prefix="inferlab-sampler-") as tmp:
+            for source in (REPO / "roles/counters/files/inferlab_sampler.py",
+                           REPO / "plugins/module_utils/_counters.py", REPO / "plugins/module_utils/_sysfs.py"):
+                shutil.copy(source, tmp)
+            interfaces = sorted(os.listdir("/sys/class/net"))[:2]
+            argv = [sys.executable, f"{tmp}/inferlab_sampler.py", "start", "--output", f"{tmp}/s.jsonl",
+                    "--pidfile", f"{tmp}/s.pid", "--log", f"{tmp}/s.log", "--interval", "1.0"]
+            for interface in interfaces:
+                argv += ["--interface", interface]
+            pid = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)["pid"]
+            try:
+                before, start = cpu_ticks(pid), time.monotonic()
+                time.sleep(seconds)
+                used, elapsed = cpu_ticks(pid) - before, time.monotonic() - start
+            finally:
+                os.kill(pid, 15)
+            samples["sampler CPU at 1 Hz, % of one core"].append(100.0 * used / ticks_per_s / elapsed)
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("suite", nargs="?", choices=["lab", "link", "sampler"], default="lab")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    samples = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler}[args.suite](args.runs)
     figures = {"machine": machine(), "results": {name: summary(s) for name, s in samples.items()}}
     print(f"machine: {figures['machine']}")
     print("| what | median | min | max | runs |")
     print("| --- | --- | --- | --- | --- |")
     for name, result in figures["results"].items():
-        print(f"| {name} | {result['median_s']} s | {result['min_s']} s | {result['max_s']} s | {result['runs']} |")
+        unit = "" if "%" in name else " s"
+        print(f"| {name} | {result['median_s']}{unit} | {result['min_s']}{unit} | {result['max_s']}{unit} "
+              f"| {result['runs']} |")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

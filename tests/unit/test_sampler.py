@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oldpython import find_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _ledger
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
@@ -352,21 +353,6 @@ def test_usage_errors(host_bin, roots):
     argv = sampler_argv(sys.executable, host_bin, roots, interval='0')
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 2 and "expected a positive number of seconds, got '0'" in out.stderr
-
-
-def find_python(version):
-    """A working interpreter of `version` (the PATH, /usr/bin, pyenv's versions), or None."""
-    candidates = [shutil.which(f'python{version}'), f'/usr/bin/python{version}']
-    candidates += sorted(str(p) for p in (Path.home() / '.pyenv' / 'versions').glob(f'{version}.*/bin/python'))
-    for candidate in filter(None, candidates):
-        try:
-            probe = subprocess.run([candidate, '-c', "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                   capture_output=True, text=True, timeout=30, check=False)
-        except OSError:
-            continue
-        if probe.returncode == 0 and probe.stdout.strip() == version:
-            return candidate
-    return None
 
 
 @pytest.mark.parametrize('version', ['3.8', '3.9'])

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oldpython import find_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 
@@ -582,21 +583,6 @@ def test_script_reports_a_crash_with_its_own_exit_code(monkeypatch, capsys, ledg
     assert _ledger.main(["status", "--ledger-dir", ledger_dir, "--host", HOST, "--json"]) == _ledger.EXIT_CRASHED
     result = json.loads(capsys.readouterr().out)
     assert result["message"] == "status crashed: boom" and "RuntimeError: boom" in result["traceback"]
-
-
-def find_python(version):
-    """A working interpreter of `version` (the PATH, /usr/bin, pyenv's versions), or None."""
-    candidates = [shutil.which(f"python{version}"), f"/usr/bin/python{version}"]
-    candidates += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob(f"{version}.*/bin/python"))
-    for candidate in filter(None, candidates):
-        try:
-            probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                   capture_output=True, text=True, timeout=30, check=False)
-        except OSError:
-            continue
-        if probe.returncode == 0 and probe.stdout.strip() == version:
-            return candidate
-    return None
 
 
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
