@@ -105,6 +105,31 @@ def _link_tests(host: str, result: dict) -> list[str]:
     return lines
 
 
+def _link_ab(host: str, ab: dict) -> list[str]:
+    conditions = [row["condition"] for row in ab["table"]]
+    lines = [
+        f"### {' vs '.join(conditions)} ({ab['repetitions']} interleaved repetitions, transport: "
+        f"{ab['transport_label']}, shaped host {ab['shaped_host']})",
+        "",
+        "Each cell: median (min to max, n runs). Metrics named a_to_b / b_to_a run from the first ring host to the "
+        "second and back; _a / _b are each host's own counter-window deltas.",
+        "",
+        "| metric | " + " | ".join(conditions) + " |",
+        "| --- |" + " --- |" * len(conditions),
+    ]
+    names = list(dict.fromkeys(name for row in ab["table"] for name in row["metrics"]))
+    for name in names:
+        cells = []
+        for row in ab["table"]:
+            stats = row["metrics"].get(name) or {}
+            cells.append("—" if not stats.get("n") else
+                         f"{_value(stats['median'])} ({_value(stats['min'])} to {_value(stats['max'])}, {stats['n']})")
+        if any(cell != "—" for cell in cells):
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def render(record: dict) -> str:
     run = record["run"]
     lines = [
@@ -127,6 +152,10 @@ def render(record: dict) -> str:
                   "counter columns are that window's deltas per host.", ""]
         for host, result in sorted(record["link_tests"].items()):
             lines += _link_tests(host, result)
+    if record["stages"].get("link_ab"):
+        lines += ["## Link A/B comparison", ""]
+        for host, ab in sorted(record["stages"]["link_ab"].items()):
+            lines += _link_ab(host, ab)
     if record["restore"]:
         lines += ["## Restore", "", "| host | verified | undone | differences from known-good |",
                   "| --- | --- | --- | --- |"]

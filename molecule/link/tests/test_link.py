@@ -55,3 +55,14 @@ def test_every_test_carries_both_hosts_window_deltas(host, condition):
         counters = test["host_counters"]
         assert set(counters) == {"lab-a", "lab-b"}
         assert all(isinstance(c["RetransSegs"], int) for c in counters.values())
+
+
+def test_ab_table_sets_the_conditions_side_by_side(host):
+    ab = json.loads((RUN_DIR / "fragments" / "link_ab" / "lab-a.json").read_text())
+    table = {row["condition"]: row["metrics"] for row in ab["table"]}
+    assert list(table) == ["stock", "candidate"]
+    assert [(run["condition"], run["repetition"]) for run in ab["runs"]] == [("stock", 1), ("candidate", 1)]
+    stock, candidate = table["stock"], table["candidate"]
+    stock_retrans = stock["asymmetry_b_tcp_retrans_pct"]["median"]
+    assert stock_retrans > 10 * max(candidate["asymmetry_b_tcp_retrans_pct"]["median"], 0.5)
+    assert stock["b_to_a_gbps"]["median"] < candidate["b_to_a_gbps"]["median"]

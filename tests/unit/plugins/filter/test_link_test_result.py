@@ -1,53 +1,12 @@
 """link_test_result: real iperf3 and ping fixtures in, the record's link test fragment out."""
 
-from pathlib import Path
-
 import jsonschema
 import pytest
 from ansible.errors import AnsibleFilterError
+from linkfixtures import inputs, iperf3, ping
 
 from ansible_collections.inferlab.distributed.plugins.filter.link_test_result import link_test_result
-from ansible_collections.inferlab.distributed.plugins.module_utils._iperf3 import iperf3_summary
-from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import ping_summary
 from inferlab import record
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-
-
-def iperf3(name):
-    return iperf3_summary((FIXTURES / "iperf3" / name).read_text())
-
-
-def ping(name):
-    return ping_summary((FIXTURES / "ping" / name).read_text())
-
-
-def window(retrans, crc=0):
-    return {"interfaces": {"thunderbolt0": {"rx_crc_errors": crc, "rx_packets": 100}},
-            "tcp": {"RetransSegs": retrans, "OutSegs": 10000},
-            "tcp_ext": {"TCPLostRetransmit": 0}, "resets": [], "link_retrained": False}
-
-
-def inputs(**override):
-    data = {
-        "a": "lab-a", "b": "lab-b", "interface": "thunderbolt0",
-        "addresses": {"a": "169.254.177.1", "b": "169.254.177.2"}, "driver_layer": "emulated",
-        "started": "2026-11-30T10:00:00Z", "finished": "2026-11-30T10:01:00Z", "window_bytes": 1048576,
-        "thresholds": {"asymmetry": 1.5, "flow": 1.5},
-        "results": {
-            "asymmetry": {"bidir": iperf3("bidir.json")},
-            "flow_sweep": {"a_to_b_1": iperf3("plain.json"), "b_to_a_1": iperf3("reverse.json"),
-                           "a_to_b_4": iperf3("plain_p4.json"), "b_to_a_4": iperf3("reverse.json")},
-            "window": {"a_to_b": iperf3("plain.json")},
-            "loaded_probes": {"load": iperf3("bidir_p4.json")},
-        },
-        "pings": {"a": {"probes": ping("ok.txt"), "loaded_probes": ping("partial_loss.txt")},
-                  "b": {"probes": ping("ok.txt"), "loaded_probes": ping("ok.txt")}},
-        "windows": {"a": {t: window(5) for t in ("asymmetry", "flow_sweep", "window", "probes", "loaded_probes")},
-                    "b": {t: window(700, crc=3) for t in ("asymmetry", "flow_sweep", "window", "probes")}},
-    }
-    data.update(override)
-    return data
 
 
 def test_fragment_matches_the_record_schema_and_keeps_directions():
@@ -104,3 +63,20 @@ def test_missing_input_is_named():
     del data["thresholds"]
     with pytest.raises(AnsibleFilterError, match="missing input 'thresholds'"):
         link_test_result(data)
+
+
+def test_ab_metrics_flatten_a_result_and_keep_unmeasured_as_none():
+    from ansible_collections.inferlab.distributed.plugins.filter.link_ab_metrics import link_ab_metrics
+
+    result = link_test_result(inputs())
+    metrics = link_ab_metrics(result)
+    assert metrics["a_to_b_gbps"] == round(iperf3("bidir.json")["forward"]["receiver_bps"] / 1e9, 3)
+    assert metrics["asymmetry_b_tcp_retrans"] == 700
+    assert metrics["asymmetry_b_tcp_retrans_pct"] == 7.0
+    assert metrics["asymmetry_b_rx_errors"] == 3
+    assert metrics["loaded_probes_a_to_b_loss_pct"] == 25.0
+    assert metrics["loaded_probes_b_to_a_p99_ms"] == ping("ok.txt")["p99_ms"]
+    del result["tests"]["probes"]
+    assert link_ab_metrics(result)["probes_a_to_b_loss_pct"] is None
+    with pytest.raises(AnsibleFilterError, match="expects a link test result"):
+        link_ab_metrics({"tests": {}})

@@ -1,0 +1,46 @@
+"""report.md and plots/ for a run with a link test suite and an A/B comparison, built from real fixtures."""
+
+import json
+
+from linkfixtures import inputs
+
+from ansible_collections.inferlab.distributed.plugins.filter.link_ab_metrics import link_ab_metrics
+from ansible_collections.inferlab.distributed.plugins.filter.link_test_result import link_test_result
+from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import link_condition_table
+from inferlab import plots, record, report
+
+RUN = {
+    "id": "20261130T100000Z-link_test", "playbook": "playbooks/link_test.yml", "inventory": "inventory/lab/hosts.yml",
+    "started": "2026-11-30T10:00:00Z", "finished": "2026-11-30T10:03:00Z", "status": "successful",
+    "ansible_rc": 0, "exit_code": 0, "exit_meaning": "success", "extravars": {}, "stats": {},
+}
+
+
+def write_fragment(run_dir, stage, host, fragment):
+    target = run_dir / "fragments" / stage / f"{host}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(fragment))
+
+
+def test_link_sections_and_plots(tmp_path):
+    suite = link_test_result(inputs())
+    write_fragment(tmp_path, "link_test", "lab-a", suite)
+    rows = [{"condition": c, "repetition": 1, "metrics": link_ab_metrics(suite)} for c in ("stock", "candidate")]
+    write_fragment(tmp_path, "link_ab", "lab-a", {
+        "conditions": [], "repetitions": 1, "shaped_host": "lab-b", "tests": ["asymmetry"],
+        "transport_label": "emulated", "runs": rows, "table": link_condition_table(rows)})
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+
+    text = report.render(data)
+    assert "### lab-a <-> lab-b over thunderbolt0 (transport: emulated)" in text
+    assert "- asymmetry: symmetric (ratio" in text
+    assert "| asymmetry (bidir) |" in text and "700 (7.0%)" in text
+    assert "A veth never counts receiver CRC or overrun errors" in text
+    assert "### stock vs candidate (1 interleaved repetitions" in text
+    assert "| asymmetry_b_tcp_retrans_pct | 7.0 (7.0 to 7.0, 1) | 7.0 (7.0 to 7.0, 1) |" in text
+
+    written = plots.render(tmp_path, data)
+    assert sorted(p.name for p in written) == [
+        "link_asymmetry_intervals_lab-a.png", "link_rtt_lab-a.png", "link_throughput_lab-a.png"]
+    for path in written:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
