@@ -10,6 +10,9 @@ def _value(value) -> str:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, float):
+        # medians of integer counters and sums of floats: no 13.899000000000001 in a table
+        return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     return str(value)
 
 
