@@ -89,7 +89,7 @@ def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[flo
     """CPU share of one core used by the sampler at 1 Hz, in percent, per run of `seconds`."""
     ticks_per_s = os.sysconf("SC_CLK_TCK")
     samples: dict[str, list[float]] = {"sampler CPU at 1 Hz, % of one core": []}
-    for _ in range(runs_wanted):
+    for _run in range(runs_wanted):
         with tempfile.TemporaryDirectory(prefix="inferlab-sampler-") as tmp:
             for source in (REPO / "roles/counters/files/inferlab_sampler.py",
                            REPO / "plugins/module_utils/_counters.py", REPO / "plugins/module_utils/_sysfs.py"):
