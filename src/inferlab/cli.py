@@ -25,6 +25,12 @@ def parse_extravars(pairs: list[str]) -> dict[str, str]:
     return extravars
 
 
+def render_outputs(run_dir: Path, data: dict) -> Path:
+    """plots/*.png and report.md from a validated record; returns the report's path."""
+    plots.render(run_dir, data)
+    return report.write(run_dir, data)
+
+
 def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: dict, check: bool = False) -> int:
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
     outcome = runner.run_playbook(playbook, inventory, run_dir, extravars, check=check)
@@ -46,8 +52,7 @@ def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: di
     try:
         record_path = record.write(run_dir, run_meta)
         data = json.loads(record_path.read_text())
-        report.write(run_dir, data)
-        plots.render(run_dir, data)
+        render_outputs(run_dir, data)
         for line in report.summary(data):
             print(f"inferlab: {line}", file=sys.stderr)
     except record.RecordError as exc:
@@ -95,8 +100,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"{record_path} not found: is {run_dir} a run directory?")
     data = json.loads(record_path.read_text())
     record.validate(data)
-    plots.render(run_dir, data)
-    print(report.write(run_dir, data))
+    print(render_outputs(run_dir, data))
     return exit_codes.SUCCESS
 
 

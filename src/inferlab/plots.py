@@ -12,6 +12,13 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 GBPS = 1e9
 
 
+def _save(fig, target: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(target, dpi=100)
+    plt.close(fig)
+    return target
+
+
 def _directions(pair: dict) -> tuple[str, str]:
     return f"{pair['a']} -> {pair['b']}", f"{pair['b']} -> {pair['a']}"
 
@@ -45,10 +52,7 @@ def throughput_bars(result: dict, target: Path) -> Path:
     ax.set_ylabel("Gb/s (receiver side)")
     ax.set_title(f"Direct link {result['pair']['interface']}: throughput per direction ({result['transport_label']})")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(target, dpi=100)
-    plt.close(fig)
-    return target
+    return _save(fig, target)
 
 
 def asymmetry_intervals(result: dict, target: Path) -> Path:
@@ -64,10 +68,7 @@ def asymmetry_intervals(result: dict, target: Path) -> Path:
     ax.set_ylim(bottom=0)
     ax.set_title(f"Bidirectional test: {result['verdicts']['asymmetry']}", fontsize=8)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(target, dpi=100)
-    plt.close(fig)
-    return target
+    return _save(fig, target)
 
 
 def rtt_distributions(result: dict, target: Path) -> Path:
@@ -86,10 +87,7 @@ def rtt_distributions(result: dict, target: Path) -> Path:
     ax.set_ylabel("RTT (ms)")
     ax.set_yscale("log")
     ax.set_title("Probe round-trip times over the direct link")
-    fig.tight_layout()
-    fig.savefig(target, dpi=100)
-    plt.close(fig)
-    return target
+    return _save(fig, target)
 
 
 def render(run_dir: Path, record: dict) -> list[Path]:
