@@ -62,9 +62,7 @@ def assemble(run_dir: Path, run: dict) -> dict:
         "schema_version": SCHEMA_VERSION,
         "run": {**run, "controller": controller_versions()},
         "hosts": {},
-        "verification": {},
-        "restore": {},
-        "link_tests": {},
+        **{section: {} for section in SECTIONS.values()},
         "stages": {},
     }
     for stage, by_host in stages.items():
