@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Serving acceptance filters for the sglang_tp role: ladder verdicts, rank health, consistency, link traffic.
+
+Several filters live in this file, so each one's documentation is in a sidecar file named after it
+(plugins/filter/<filter>.yml). The logic is in plugins/module_utils/_acceptance.py (standard library only); these
+wrappers turn its errors into AnsibleFilterError.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance
+
+
+def _plain(value):
+    """Ansible's lazy mappings and lists as plain dicts and lists (the module_utils check for dict and list)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _wrap(function):
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+        except _acceptance.AcceptanceError as exc:
+            raise AnsibleFilterError('%s: %s' % (function.__name__, exc)) from exc
+    wrapper.__name__ = function.__name__
+    wrapper.__doc__ = function.__doc__
+    return wrapper
+
+
+class FilterModule(object):
+    def filters(self):
+        return dict((f.__name__, _wrap(f)) for f in (
+            _acceptance.model_manifest,
+            _acceptance.rank_mismatches,
+            _acceptance.log_failure_lines,
+            _acceptance.rank_problems,
+            _acceptance.ladder_step_verdict,
+            _acceptance.link_traffic,
+            _acceptance.acceptance_summary,
+            _acceptance.public_environment,
+        ))

@@ -1,0 +1,261 @@
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Acceptance of a served model: the ladder's verdicts, rank health, cross-rank consistency and link traffic.
+
+The lesson behind it (the reference experiment): a formed NCCL group, loaded weights or a green /health is not
+acceptance. Only real generated responses are, while every rank still runs with a clean log and the data crossed
+the intended link. Standard library only; ``plugins/filter/serving.py`` wraps these for the ``sglang_tp`` role.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+LADDER_STEPS = ('first_response', 'repeated', 'concurrent', 'repeated_prefix', 'long_context')
+MAX_LINE = 300
+
+
+class AcceptanceError(ValueError):
+    """Input that does not have the shape these functions document."""
+
+
+def _mapping(value, what):
+    if not isinstance(value, dict):
+        raise AcceptanceError('%s must be a dict, got %s' % (what, type(value).__name__))
+    return value
+
+
+def model_manifest(files, root):
+    """``ansible.builtin.find`` results -> ``{relative path: {size, sha256}}`` (sha256 None when not computed)."""
+    if not isinstance(files, list):
+        raise AcceptanceError('model_manifest needs the list of files that ansible.builtin.find returned')
+    prefix = root.rstrip('/') + '/'
+    manifest = {}
+    for entry in files:
+        entry = _mapping(entry, 'each file')
+        path = entry.get('path')
+        if not isinstance(path, str) or not path.startswith(prefix):
+            raise AcceptanceError('file %r is not under the model directory %s' % (path, root))
+        manifest[path[len(prefix):]] = {'size': entry.get('size'), 'sha256': entry.get('checksum')}
+    return manifest
+
+
+def version_tuple(text):
+    """``0.5.23`` / ``0.5.23.post1`` / ``v0.5.23-lab`` -> ``(0, 5, 23)``: the leading dotted numbers."""
+    match = re.match(r'v?(\d+(?:\.\d+)*)', str(text or '').strip())
+    if not match:
+        raise AcceptanceError('cannot read a version from %r' % (text,))
+    return tuple(int(part) for part in match.group(1).split('.'))
+
+
+def rank_mismatches(identities, min_sglang_version=''):
+    """Differences between ranks, one sentence each naming the host and the item.
+
+    ``identities``: ``{host: {"versions": {sglang, torch, cuda, nccl}, "model": manifest}}``; the first host (in
+    the dict's order: the ring's) is the reference.
+    """
+    identities = _mapping(identities, 'identities')
+    if not identities:
+        raise AcceptanceError('rank_mismatches needs at least one host')
+    hosts = list(identities)
+    reference_host = hosts[0]
+    reference = _mapping(identities[reference_host], 'identity of %s' % reference_host)
+    problems = []
+    for host in hosts:
+        identity = _mapping(identities[host], 'identity of %s' % host)
+        versions = _mapping(identity.get('versions'), 'versions of %s' % host)
+        if min_sglang_version:
+            found = versions.get('sglang')
+            try:
+                too_old = version_tuple(found) < version_tuple(min_sglang_version)
+            except AcceptanceError:
+                too_old = True
+            if too_old:
+                problems.append('%s runs SGLang %s, older than the required %s' % (host, found, min_sglang_version))
+        if host == reference_host:
+            continue
+        for item in sorted(set(reference['versions']) | set(versions)):
+            if reference['versions'].get(item) != versions.get(item):
+                problems.append('%s has %s %s where %s has %s' % (
+                    host, item, versions.get(item), reference_host, reference['versions'].get(item)))
+        problems.extend(_manifest_differences(reference_host, reference.get('model') or {}, host,
+                                              identity.get('model') or {}))
+    return problems
+
+
+def _manifest_differences(ref_host, ref, host, other):
+    problems = []
+    for name in sorted(set(ref) | set(other)):
+        if name not in other:
+            problems.append('%s lacks model file %s (present on %s)' % (host, name, ref_host))
+        elif name not in ref:
+            problems.append('%s has model file %s that %s lacks' % (host, name, ref_host))
+        elif ref[name].get('size') != other[name].get('size'):
+            problems.append('%s has model file %s of %s bytes where %s has %s' % (
+                host, name, other[name].get('size'), ref_host, ref[name].get('size')))
+        elif ref[name].get('sha256') != other[name].get('sha256'):
+            problems.append('%s has model file %s with sha256 %s where %s has %s' % (
+                host, name, other[name].get('sha256'), ref_host, ref[name].get('sha256')))
+    return problems
+
+
+def log_failure_lines(text, patterns, limit=10):
+    """The lines of a rank's log that match any of ``patterns`` (regular expressions), at most ``limit``."""
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise AcceptanceError('patterns must be a list of regular expressions')
+    try:
+        compiled = [re.compile(p) for p in patterns]
+    except re.error as exc:
+        raise AcceptanceError('a log failure pattern is not a valid regular expression: %s' % exc) from exc
+    found = []
+    for line in (text or '').splitlines():
+        if any(c.search(line) for c in compiled):
+            line = line.strip()
+            found.append(line if len(line) <= MAX_LINE else line[:MAX_LINE] + '...')
+            if len(found) >= limit:
+                break
+    return found
+
+
+def rank_problems(healths):
+    """``[{host, rank, running, pid, failure_lines}]`` -> one sentence per problem, naming the rank."""
+    if not isinstance(healths, list):
+        raise AcceptanceError('rank_problems needs a list of rank states')
+    problems = []
+    for health in healths:
+        health = _mapping(health, 'each rank state')
+        who = 'rank %s on %s' % (health.get('rank'), health.get('host'))
+        if not _truthy(health.get('running')):
+            pid = health.get('pid')
+            problems.append('%s%s is not running' % (who, ' (pid %s)' % pid if pid not in (None, '') else ''))
+        lines = health.get('failure_lines') or []
+        if lines:
+            problems.append('%s logged: %s' % (who, ' | '.join(lines[:3])))
+    return problems
+
+
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ('true', 'yes', '1')
+    return bool(value)
+
+
+def _accept_length(batch):
+    value = batch.get('spec_accept_length')
+    if isinstance(value, dict):
+        value = value.get('value')
+    return value
+
+
+def ladder_step_verdict(step, max_accept_length=None):
+    """Judge one ladder step: ``{step, batch, error, ranks}`` -> the same with ``passed`` and ``problems``.
+
+    ``ranks`` is the list of rank problems read after the batch (see :func:`rank_problems`). With speculation on,
+    ``max_accept_length`` (num_steps + 1) bounds the observed accept length from above; it is never below 1.
+    """
+    step = dict(_mapping(step, 'step'))
+    name = step.get('step')
+    if name not in LADDER_STEPS:
+        raise AcceptanceError('unknown ladder step %r (expected one of %s)' % (name, ', '.join(LADDER_STEPS)))
+    problems = []
+    batch = step.get('batch')
+    if step.get('error') and not batch:
+        problems.append('the batch did not run: %s' % step['error'])
+    elif not isinstance(batch, dict):
+        problems.append('the batch returned no result')
+    else:
+        problems.extend(_batch_problems(name, batch, max_accept_length))
+    problems.extend(step.get('ranks') or [])
+    step['problems'] = problems
+    step['passed'] = not problems
+    return step
+
+
+def _batch_problems(name, batch, max_accept_length):
+    problems = []
+    requests = batch.get('requests_detail') or batch.get('records') or []
+    failed = [r for r in requests if not r.get('ok')]
+    if failed or batch.get('failed'):
+        first = failed[0] if failed else {}
+        problems.append('%s of %s requests failed%s' % (
+            len(failed) or batch.get('failed'), len(requests) or batch.get('requests'),
+            ', first: %s' % _describe_failure(first) if first else ''))
+    if not requests:
+        problems.append('no request records in the batch')
+    for index, request in enumerate(requests):
+        if request.get('ok') and not request.get('output_tokens'):
+            problems.append('request %s returned no tokens' % index)
+    if name == 'repeated_prefix':
+        repeats = [r for r in requests[1:] if r.get('ok')]
+        if not repeats or not any((r.get('cached_tokens') or 0) > 0 for r in repeats):
+            problems.append('the repeated prefix was not served from the cache (cached tokens 0 after the first '
+                            'request)')
+    if max_accept_length is not None:
+        accept = _accept_length(batch)
+        if accept is None:
+            problems.append('speculation is on but no accept length was reported')
+        elif not 1 <= float(accept) <= float(max_accept_length):
+            problems.append('accept length %s outside [1, %s]' % (accept, max_accept_length))
+    return problems
+
+
+def _describe_failure(request):
+    kind = request.get('error_kind') or request.get('status') or 'error'
+    return '%s: %s' % (kind, str(request.get('error') or '')[:MAX_LINE])
+
+
+def link_traffic(window, link_interface, mgmt_interface, min_ratio):
+    """Bytes on the direct link against the management interface, summed over the window's hosts (rx + tx).
+
+    ``window``: ``{"window": name, "hosts": {host: counters_window_result}}``.
+    """
+    window = _mapping(window or {}, 'window')
+    hosts = window.get('hosts') or {}
+    result = {'link_interface': link_interface, 'mgmt_interface': mgmt_interface, 'min_ratio': float(min_ratio),
+              'link_bytes': 0, 'mgmt_bytes': 0, 'ratio': None, 'ok': False}
+    if not hosts or not all(isinstance(h, dict) and h.get('interfaces') for h in hosts.values()):
+        result['message'] = 'no counter window deltas for every host'
+        return result
+    for host, delta in sorted(hosts.items()):
+        for key, interface in (('link_bytes', link_interface), ('mgmt_bytes', mgmt_interface)):
+            counters = delta['interfaces'].get(interface)
+            if counters is None:
+                result['message'] = 'host %s has no counters for interface %s' % (host, interface)
+                return result
+            result[key] += int(counters.get('rx_bytes') or 0) + int(counters.get('tx_bytes') or 0)
+    if result['mgmt_bytes']:
+        result['ratio'] = round(result['link_bytes'] / float(result['mgmt_bytes']), 2)
+        result['ok'] = result['ratio'] >= float(min_ratio)
+    else:
+        result['ok'] = result['link_bytes'] > 0
+    result['message'] = '%s bytes on %s and %s on %s (ratio %s, at least %s needed)' % (
+        result['link_bytes'], link_interface, result['mgmt_bytes'], mgmt_interface,
+        result['ratio'] if result['ratio'] is not None else 'n/a', result['min_ratio'])
+    return result
+
+
+def acceptance_summary(steps, window, min_ratio, link_interface, mgmt_interface):
+    """The ladder's outcome for the record: every step's verdict, the traffic check and one ``passed``."""
+    if not isinstance(steps, list):
+        raise AcceptanceError('steps must be the list of judged ladder steps')
+    names = [s.get('step') for s in steps]
+    missing = [name for name in LADDER_STEPS if name not in names]
+    traffic = link_traffic(window, link_interface, mgmt_interface, min_ratio) if window else None
+    problems = [p for s in steps for p in s.get('problems', [])]
+    if missing:
+        problems.append('steps not reached: %s' % ', '.join(missing))
+    if traffic is None:
+        problems.append('no counter window')
+    elif not traffic['ok']:
+        problems.append('direct link traffic too low: %s' % traffic['message'])
+    return {'passed': not problems, 'problems': problems, 'steps': steps, 'traffic': traffic}
+
+
+def public_environment(environment):
+    """An environment for the record: NCCL_*, GLOO_* and CUDA_VISIBLE_DEVICES as they are, other values hidden."""
+    environment = _mapping(environment, 'environment')
+    shown = ('NCCL_', 'GLOO_', 'CUDA_VISIBLE_DEVICES', 'PYTHONPATH')
+    return dict((key, value if key.startswith(shown) else '(set)') for key, value in environment.items())
