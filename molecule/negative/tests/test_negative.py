@@ -34,6 +34,7 @@ def test_refused_inputs_wrote_nothing(host):
     for stage in ("negative_bad_type", "negative_malformed_rx_speed"):
         assert not (RUN_DIR / "fragments" / stage).exists(), f"{stage} must stop before writing anything"
     assert not (RUN_DIR / "known_good").exists(), "negative cases must not overwrite the known-good snapshot"
+    assert not (RUN_DIR / "fragments" / "serving").exists(), "a launch refused in preflight must start no rank"
 
 
 def test_no_lock_and_no_ledger_entry_left(host):

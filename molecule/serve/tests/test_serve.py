@@ -1,0 +1,94 @@
+"""What playbooks/serve.yml left behind on the lab: accepted modes, labelled workloads, stopped ranks."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
+
+from labinfo import LAB_DIR, RING, RUN_DIR  # noqa: E402
+
+testinfra_hosts = RING
+
+MODES = ["baseline", "nextn"]
+
+
+def serving(mode):
+    return json.loads((RUN_DIR / "fragments" / "serving" / f"{mode}.json").read_text())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mode_passed_the_whole_ladder(mode):
+    result = serving(mode)
+    acceptance = result["acceptance"]
+    assert acceptance["passed"], acceptance["problems"]
+    assert [s["step"] for s in acceptance["steps"]] == [
+        "first_response", "repeated", "concurrent", "repeated_prefix", "long_context"]
+    for step in acceptance["steps"]:
+        batch = step["batch"]
+        assert batch["failed"] == 0
+        assert all(r["output_tokens"] > 0 for r in batch["records"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_batch_is_labelled_with_its_kind_and_cache(mode):
+    steps = {s["step"]: s["batch"] for s in serving(mode)["acceptance"]["steps"]}
+    assert steps["first_response"]["cache"] == "cold"
+    assert {b["kind"] for b in steps.values()} == {"single_stream", "concurrent", "repeated_prefix", "long_context"}
+    concurrent = steps["concurrent"]
+    assert concurrent["concurrency"] == 6
+    # aggregate and per-request rates are separate figures; six streams together beat one
+    assert concurrent["aggregate_output_tok_s"] > steps["repeated"]["aggregate_output_tok_s"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_repeated_prefix_was_served_from_the_cache(mode):
+    steps = {s["step"]: s["batch"] for s in serving(mode)["acceptance"]["steps"]}
+    records = steps["repeated_prefix"]["records"]
+    assert records[0]["cached_tokens"] < records[1]["cached_tokens"]
+    assert records[1]["cached_tokens"] >= 8192 * 0.9
+
+
+def test_nextn_accept_length_between_1_and_4():
+    for step in serving("nextn")["acceptance"]["steps"]:
+        accept = step["batch"]["spec_accept_length"]
+        value = accept["value"] if isinstance(accept, dict) else accept
+        assert 1 <= value <= 4, step["step"]
+    assert serving("nextn")["layers"] == {"runtime": "sglang_tp2", "speculation": "nextn"}
+    assert serving("baseline")["layers"] == {"runtime": "sglang_tp2", "speculation": "none"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_data_crossed_the_direct_link(mode):
+    traffic = serving(mode)["acceptance"]["traffic"]
+    assert traffic["ok"] and traffic["ratio"] >= 10, traffic["message"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rank_logs_with_nccl_output_are_in_the_run_directory(mode):
+    ranks = serving(mode)["ranks"]
+    assert sorted(r["rank"] for r in ranks.values()) == [0, 1]
+    for host, rank in ranks.items():
+        log = RUN_DIR / rank["log"]
+        assert log.is_file(), log
+        assert "NCCL INFO NET/Socket : Using [0]thunderbolt0" in log.read_text(), host
+        assert rank["environment"]["NCCL_SOCKET_IFNAME"] == "=thunderbolt0"
+
+
+def test_no_rank_is_left_running(host):
+    # the bracket keeps pgrep from matching the shell that runs it
+    assert host.run("pgrep -af '[i]nferlab.labserver.*--node-rank'").stdout.strip() == ""
+
+
+def test_every_rank_in_the_ledger_is_undone(host):
+    name = host.backend.get_hostname()
+    ledger = host.file(f"{LAB_DIR}/hosts/{name[-1]}/state/ledger/{name}.jsonl")
+    last = {}
+    for line in ledger.content_string.splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    ranks = [e for e in last.values() if "sglang-" in json.dumps(e["params"])]
+    assert ranks, "no rank was recorded in the ledger"
+    assert {e["state"] for e in ranks} == {"undone"}
