@@ -13,7 +13,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv collection demo test lint sanity unit molecule bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv collection demo test lint sanity unit contract molecule bench lab-up lab-down clean
 
 all: test
 
@@ -64,13 +64,20 @@ lint: bootstrap
 unit: bootstrap
 	$(BIN)/pytest -q tests/unit
 
+# SGLang's own argument parser checks the argv that roles/sglang_tp builds, in a venv of its own (sglang --no-deps,
+# the CPU torch wheel found on disk; without that wheel the test skips and says why: tests/contract/README.md).
+CONTRACT_VENV := .cache/sglang-contract-venv
+contract: bootstrap
+	bash tests/contract/setup_venv.sh $(CONTRACT_VENV)
+	$(CONTRACT_VENV)/bin/pytest -q tests/contract
+
 sanity: bootstrap
 	bash tests/sanity/run.sh
 
 molecule: bootstrap
 	$(BIN)/molecule test --all
 
-test: lint unit sanity molecule
+test: lint unit contract sanity molecule
 
 bench: bootstrap
 	$(PY) tests/bench/bench_lab.py lab --json .cache/bench-lab.json
