@@ -8,7 +8,8 @@ to a host as ``<inferlab_state_dir>/bin/inferlab_ledger.py``, where the restore 
 it without a controller::
 
     python3 inferlab_ledger.py undo   --ledger-dir DIR --host NAME [--id ID ...] [--run-id RUN] [--check] [--json]
-                                      [--procfs-root DIR] [--tc TC]
+                                      [--procfs-root DIR] [--tc TC] [--systemctl SYSTEMCTL] [--docker DOCKER]
+                                      [--podman PODMAN]
     python3 inferlab_ledger.py status --ledger-dir DIR --host NAME [--json]
     python3 inferlab_ledger.py unlock --ledger-dir DIR --host NAME (--run-id RUN | --force) [--json]
 
@@ -35,6 +36,11 @@ Kinds are a closed registry, ``KINDS``: kind name -> ``Kind(check, undo)``. ``ch
 normalise) the params at record time and raises ``LedgerError``; ``undo(params, ctx)`` reverts the change, returns a
 one-line description and raises ``UndoError`` when it cannot. An undo must be safe when the change was never made
 (a ``pending`` entry whose run was killed before the change). Adding a kind is two functions and one entry.
+
+The kinds: ``process`` and ``sampler`` (a process known by pid and start time, or by pidfile and cmdline; undo
+signals it), ``file`` (undo restores a backup or removes a created file), ``tc_profile`` (undo deletes the root
+qdisc inferlab made), ``systemd_unit`` (a transient unit from systemd-run; undo stops it) and ``container`` (a docker
+or podman container; undo stops and removes it).
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ import argparse
 import collections
 import fcntl
 import json
+import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -88,13 +96,21 @@ class UndoContext:
     """What an undo function may need from its surroundings; injectable for tests.
 
     ``tc_command``: the argv prefix that runs ``tc`` (default: ``tc`` from PATH or an sbin directory); a test points
-    it into a network namespace of its own, e.g. ``['ip', 'netns', 'exec', NS, 'tc']``."""
+    it into a network namespace of its own, e.g. ``['ip', 'netns', 'exec', NS, 'tc']``. ``systemctl_command`` and
+    ``container_commands`` (engine name -> argv prefix) do the same for ``systemctl``, ``docker`` and ``podman``.
+    ``run_command``: a callable ``(argv, timeout) -> (rc, stdout, stderr)`` that runs every command an undo runs
+    (default: subprocess with ``LC_ALL=C``); the managed_process module passes one built on its own
+    ``run_command``, so that its tests see the undo's commands like its other ones."""
 
-    def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0, tc_command=None):
+    def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0, tc_command=None,
+                 systemctl_command=None, container_commands=None, run_command=None):
         self.procfs_root = procfs_root
         self.poll_interval = poll_interval
         self.kill_wait = kill_wait
         self.tc_command = list(tc_command) if tc_command else None
+        self.systemctl_command = list(systemctl_command) if systemctl_command else None
+        self.container_commands = {k: list(v) for k, v in (container_commands or {}).items() if v}
+        self.run_command = run_command
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -932,10 +948,13 @@ def _tc_argv(ctx):
     return [found]
 
 
-def _run_tc(argv):
+def _run_command(argv, ctx, timeout=60):
+    """Run one command of an undo: ``(rc, stdout, stderr)``; UndoError when it cannot run at all."""
+    if ctx.run_command is not None:
+        return ctx.run_command(argv, timeout)
     env = dict(os.environ, LC_ALL='C')
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60,
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
@@ -946,7 +965,7 @@ def _undo_tc_profile(params, ctx):
     interface, handle, profile = params['interface'], params.get('handle') or TC_ROOT_HANDLE, params['profile']
     tc = _tc_argv(ctx)
     show = tc + ['-j', 'qdisc', 'show', 'dev', interface]
-    rc, out, err = _run_tc(show)
+    rc, out, err = _run_command(show, ctx)
     if rc != 0:
         if 'cannot find device' in err.lower():
             return f'{interface} no longer exists, and its qdiscs went with it: nothing to remove'
@@ -965,10 +984,139 @@ def _undo_tc_profile(params, ctx):
                         f'`tc qdisc show dev {interface}`, remove it yourself if it is a leftover '
                         f'(tc qdisc del dev {interface} root), then run the undo again')
     delete = tc + ['qdisc', 'del', 'dev', interface, 'root']
-    rc, out, err = _run_tc(delete)
+    rc, out, err = _run_command(delete, ctx)
     if rc != 0:
         raise UndoError(f'{" ".join(delete)} exited {rc}: {err.strip() or out.strip()}')
     return f'removed the {profile} profile from {interface} ({described})'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kinds: systemd_unit and container (started by the managed_process module, whose _process_manager.py builds the
+# commands that start them; these undo them)
+#
+# The unit or container name is the identity: undo stops whatever runs under it, which is why the module only
+# starts names that no one else runs (inferlab-<name> by default) and refuses a running one it has no entry for.
+# ``pid`` and ``start_time`` (of the main process, once started) and ``command`` (the argv that started it) are
+# kept for the record only.
+
+UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9:_.-]*$')
+CONTAINER_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
+CONTAINER_ENGINES = ('docker', 'podman')
+COMMAND_DIRS = ('/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin')
+SYSTEMD_DEFAULT_STOP_TIMEOUT = 90.0  # systemd's DefaultTimeoutStopSec
+CONTAINER_DEFAULT_STOP_TIMEOUT = 10.0  # docker's and podman's default for `stop`
+# how long a stop command may take beyond the stop timeout it was given (the engine's own overhead)
+COMMAND_GRACE = 60.0
+
+
+def service_unit_name(unit):
+    """``unit`` with its ``.service`` suffix (systemd adds it to a bare name, so both name the same unit); raises
+    LedgerError for a name systemd would refuse or a unit type other than a service."""
+    if isinstance(unit, str) and unit.endswith('.service'):
+        unit = unit[:-len('.service')]
+    if not isinstance(unit, str) or not UNIT_NAME_RE.match(unit) or len(unit) > 255 - len('.service') \
+            or unit.endswith(('.scope', '.socket', '.timer', '.target', '.slice', '.mount', '.path')):
+        raise LedgerError(f'"unit" must be a service unit name (letters, digits, ":", "_", ".", "-", starting with a '
+                          f'letter or digit, optionally ending in .service), got {unit!r}')
+    return unit + '.service'
+
+
+def container_name(name):
+    """``name`` if docker and podman accept it as a container name, else LedgerError."""
+    if not isinstance(name, str) or not CONTAINER_NAME_RE.match(name) or len(name) > 253:
+        raise LedgerError(f'a container name must match [A-Za-z0-9][A-Za-z0-9_.-]* (as docker and podman require), '
+                          f'got {name!r}')
+    return name
+
+
+def _check_started_by_manager(kind, params):
+    """The params a systemd_unit and a container share: ``command``, ``pid`` and ``start_time`` for the record."""
+    command = params.get('command')
+    if command is not None and not (isinstance(command, list) and command
+                                    and all(isinstance(a, str) for a in command)):
+        raise LedgerError(f'"command" of a {kind} entry must be the argv that started it, a list of strings')
+    if params.get('pid') is not None:
+        params['pid'] = _as_int(params['pid'], 'pid', minimum=1)
+    if params.get('start_time') is not None:
+        params['start_time'] = _as_int(params['start_time'], 'start_time', minimum=0)
+    return params
+
+
+def _check_systemd_unit(params):
+    _no_unknown('systemd_unit', params, {'unit', 'stop_timeout', 'command', 'pid', 'start_time'})
+    params['unit'] = service_unit_name(params.get('unit'))
+    params['stop_timeout'] = _as_float(params.get('stop_timeout', SYSTEMD_DEFAULT_STOP_TIMEOUT), 'stop_timeout')
+    return _check_started_by_manager('systemd_unit', params)
+
+
+def _check_container(params):
+    _no_unknown('container', params, {'engine', 'name', 'stop_timeout', 'command', 'pid', 'start_time'})
+    if params.get('engine') not in CONTAINER_ENGINES:
+        raise LedgerError(f'"engine" of a container entry must be one of {", ".join(CONTAINER_ENGINES)}, got '
+                          f'{params.get("engine")!r}')
+    params['name'] = container_name(params.get('name'))
+    params['stop_timeout'] = _as_float(params.get('stop_timeout', CONTAINER_DEFAULT_STOP_TIMEOUT), 'stop_timeout')
+    return _check_started_by_manager('container', params)
+
+
+def _command_argv(configured, name, package, what):
+    if configured:
+        return list(configured)
+    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(COMMAND_DIRS))
+    if not found:
+        raise UndoError(f'{name} is not installed on this host ({package}), so {what} cannot be stopped; install it '
+                        'or stop it by hand, then run the undo again')
+    return [found]
+
+
+def _output(out, err):
+    return (err.strip() or out.strip()).replace('\n', ' ')
+
+
+def _undo_systemd_unit(params, ctx):
+    unit = params['unit']
+    systemctl = _command_argv(ctx.systemctl_command, 'systemctl', 'package systemd', f'unit {unit}')
+    stop = systemctl + ['stop', unit]
+    rc, out, err = _run_command(stop, ctx, timeout=params.get('stop_timeout', SYSTEMD_DEFAULT_STOP_TIMEOUT)
+                                + COMMAND_GRACE)
+    said = _output(out, err)
+    if rc != 0:
+        if 'not loaded' in said.lower():
+            return f'unit {unit} is not loaded (never started, or exited and collected): nothing to stop'
+        if 'not been booted with systemd' in said.lower():
+            return f'this host does not run systemd, so no unit {unit} can be running: nothing to stop'
+        raise UndoError(f'{" ".join(stop)} exited {rc}: {said}')
+    # a unit that failed stays listed until reset (unless collected already, which reads "not loaded")
+    reset = systemctl + ['reset-failed', unit]
+    rc, out, err = _run_command(reset, ctx)
+    if rc != 0 and 'not loaded' not in _output(out, err).lower():
+        raise UndoError(f'stopped unit {unit}, but {" ".join(reset)} exited {rc}: {_output(out, err)}')
+    return f'stopped unit {unit}'
+
+
+def _no_such_container(said):
+    # docker: "Error response from daemon: No such container: NAME"; podman: '... found: no such container'
+    return 'no such container' in said.lower()
+
+
+def _undo_container(params, ctx):
+    engine, name = params['engine'], params['name']
+    base = _command_argv(ctx.container_commands.get(engine), engine, f'the {engine} CLI',
+                         f'container {name}')
+    stop_timeout = params.get('stop_timeout', CONTAINER_DEFAULT_STOP_TIMEOUT)
+    # -t takes whole seconds; round up so the container gets at least the time recorded
+    stop = base + ['stop', '-t', str(int(math.ceil(stop_timeout))), name]
+    rc, out, err = _run_command(stop, ctx, timeout=stop_timeout + COMMAND_GRACE)
+    if rc != 0:
+        if _no_such_container(_output(out, err)):
+            return f'no {engine} container {name} (never created, or already removed): nothing to stop'
+        raise UndoError(f'{" ".join(stop)} exited {rc}: {_output(out, err)}')
+    remove = base + ['rm', name]
+    rc, out, err = _run_command(remove, ctx)
+    if rc != 0 and not _no_such_container(_output(out, err)):
+        raise UndoError(f'stopped {engine} container {name}, but {" ".join(remove)} exited {rc}: '
+                        f'{_output(out, err)}')
+    return f'stopped and removed {engine} container {name}'
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -981,6 +1129,10 @@ KINDS = {
     'file': Kind(_check_file, _undo_file),
     # a link profile on an interface's egress; undo deletes our root qdisc, never a foreign one
     'tc_profile': Kind(_check_tc_profile, _undo_tc_profile),
+    # a transient systemd service (systemd-run); undo stops it, and is a no-op when the unit is not loaded
+    'systemd_unit': Kind(_check_systemd_unit, _undo_systemd_unit),
+    # a docker or podman container; undo stops and removes it, and is a no-op when there is no such container
+    'container': Kind(_check_container, _undo_container),
 }
 
 
@@ -1010,6 +1162,9 @@ def _parser():
     p_undo.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
     p_undo.add_argument('--tc', dest='tc_command', help='the tc binary for tc_profile entries (default: tc from '
                         'PATH or /usr/sbin, /sbin)')
+    p_undo.add_argument('--systemctl', help='the systemctl binary for systemd_unit entries (default: from PATH)')
+    p_undo.add_argument('--docker', help='the docker binary for docker container entries (default: from PATH)')
+    p_undo.add_argument('--podman', help='the podman binary for podman container entries (default: from PATH)')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')
@@ -1037,7 +1192,10 @@ def main(argv=None):
         if args.command == 'undo':
             result = undo(args.ledger_dir, args.host, ids=args.ids, run_id=args.run_id,
                           ctx=UndoContext(procfs_root=args.procfs_root,
-                                          tc_command=[args.tc_command] if args.tc_command else None),
+                                          tc_command=[args.tc_command] if args.tc_command else None,
+                                          systemctl_command=[args.systemctl] if args.systemctl else None,
+                                          container_commands={'docker': [args.docker] if args.docker else None,
+                                                              'podman': [args.podman] if args.podman else None}),
                           check_mode=args.check)
             rc = EXIT_UNDO_FAILED if result['failed'] else EXIT_OK
             text = [result['message']] + [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['details']]

@@ -22,8 +22,8 @@ description:
   - The format, the lock and the undo of every kind live once, in the standard-library script
     C(plugins/module_utils/_ledger.py), which this module imports and the C(inferlab.distributed.ledger) role
     installs on the host as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
-  - Known kinds are V(process), V(sampler), V(file) and V(tc_profile). An unknown kind, or params a kind does not
-    accept, fail at record time.
+  - Known kinds are V(process), V(sampler), V(file), V(tc_profile), V(systemd_unit) and V(container). An unknown
+    kind, or params a kind does not accept, fail at record time.
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
@@ -95,7 +95,8 @@ options:
     type: bool
   kind:
     description:
-      - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile).
+      - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile),
+        V(systemd_unit), V(container).
     type: str
   params:
     description:
@@ -112,6 +113,12 @@ options:
         never a foreign one.'
       - 'V(file): C(path) and either C(backup) (a copy taken before the change; undo copies it back with its mode)
         or C(existed=false) (undo removes the file).'
+      - 'V(systemd_unit): C(unit) (C(.service) added when missing), optionally C(stop_timeout) (default 90),
+        C(command), C(pid), C(start_time). Undo runs C(systemctl stop) then C(systemctl reset-failed); a unit that is
+        not loaded (or a host without systemd) has nothing to stop.'
+      - 'V(container): C(engine) (V(docker) or V(podman)) and C(name), optionally C(stop_timeout) (default 10),
+        C(command), C(pid), C(start_time). Undo runs C(stop -t SECONDS NAME) then C(rm NAME); no such container
+        has nothing to stop.'
     type: dict
   id:
     description:

@@ -150,7 +150,8 @@ def test_malformed_lines_are_skipped(ledger_dir):
 
 def test_unknown_kind_fails_at_record_time(ledger_dir):
     with pytest.raises(_ledger.LedgerError,
-                       match=r"unknown ledger kind 'tc_profil': known kinds are file, process, sampler, tc_profile"):
+                       match=r"unknown ledger kind 'tc_profil': known kinds are container, file, process, sampler, "
+                             r"systemd_unit, tc_profile"):
         _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
     assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
 
@@ -765,3 +766,239 @@ def test_tc_is_found_in_sbin_by_default(monkeypatch):
         assert _ledger._tc_argv(_ledger.UndoContext()) == [found[0]]
     assert _ledger._tc_argv(_ledger.UndoContext(tc_command=("ip", "netns", "exec", "x", "tc"))) == [
         "ip", "netns", "exec", "x", "tc"]
+
+
+# --- systemd_unit and container kinds -----------------------------------------------------------------------------
+
+
+class FakeCommands:
+    """A ctx.run_command that answers each call with the next recorded ``(argv, rc, stdout, stderr)`` and checks the
+    argv; ``timeouts`` keeps the timeout each call was given."""
+
+    def __init__(self, calls):
+        self.calls = list(calls)
+        self.timeouts = []
+
+    def __call__(self, argv, timeout):
+        assert self.calls, f"unexpected call {argv}"
+        expected, rc, out, err = self.calls.pop(0)
+        assert argv == expected
+        self.timeouts.append(timeout)
+        return rc, out, err
+
+
+def fake_ctx(calls):
+    commands = FakeCommands(calls)
+    ctx = _ledger.UndoContext(systemctl_command=["systemctl"],
+                              container_commands={"docker": ["docker"], "podman": ["podman"]}, run_command=commands)
+    return ctx, commands
+
+
+def test_systemd_unit_and_container_checks_normalise_params(ledger_dir):
+    line = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
+    assert line["params"] == {"unit": "inferlab-rank0.service", "stop_timeout": 90.0}
+    assert re.match(r"^\d{8}T\d{6}Z-systemd_unit-[0-9a-f]{4}$", line["id"])
+    line = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0.service", "stop_timeout": "30",
+                                                             "command": ["systemd-run", "--", "sleep", "30"]})
+    assert line["params"] == {"unit": "inferlab-rank0.service", "stop_timeout": 30.0,
+                              "command": ["systemd-run", "--", "sleep", "30"]}
+    line = _ledger.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
+    assert line["params"] == {"engine": "podman", "name": "rank0", "stop_timeout": 10.0}
+    _ledger.mark(ledger_dir, HOST, line["id"], "applied", params={"pid": "4321", "start_time": 77})
+    assert lines_of(ledger_dir)[-1]["params"] == {"engine": "podman", "name": "rank0", "stop_timeout": 10.0,
+                                                  "pid": 4321, "start_time": 77}
+
+
+@pytest.mark.parametrize(("kind", "params", "message"), [
+    ("systemd_unit", {}, '"unit" must be a service unit name'),
+    ("systemd_unit", {"unit": "a b"}, '"unit" must be a service unit name'),
+    ("systemd_unit", {"unit": "-a"}, '"unit" must be a service unit name'),
+    ("systemd_unit", {"unit": "a/b.service"}, '"unit" must be a service unit name'),
+    ("systemd_unit", {"unit": "inferlab.scope"}, '"unit" must be a service unit name'),
+    ("systemd_unit", {"unit": "x" * 250}, '"unit" must be a service unit name'),
+    ("systemd_unit", {"unit": "u", "stop_timeout": -1}, '"stop_timeout" must not be negative'),
+    ("systemd_unit", {"unit": "u", "command": "systemd-run sleep"}, '"command" of a systemd_unit entry must be'),
+    ("systemd_unit", {"unit": "u", "command": []}, '"command" of a systemd_unit entry must be'),
+    ("systemd_unit", {"unit": "u", "pid": 0}, '"pid" must be at least 1'),
+    ("systemd_unit", {"unit": "u", "signal": 9}, "unknown params for a systemd_unit entry: signal"),
+    ("container", {"name": "r0"}, '"engine" of a container entry must be one of docker, podman'),
+    ("container", {"engine": "nerdctl", "name": "r0"}, '"engine" of a container entry must be one of'),
+    ("container", {"engine": "docker"}, "a container name must match [A-Za-z0-9][A-Za-z0-9_.-]*"),
+    ("container", {"engine": "docker", "name": "-r0"}, "a container name must match"),
+    ("container", {"engine": "docker", "name": "r 0"}, "a container name must match"),
+    ("container", {"engine": "docker", "name": "r0", "start_time": "x"}, '"start_time" must be an integer'),
+    ("container", {"engine": "docker", "name": "r0", "image": "i"}, "unknown params for a container entry: image"),
+])
+def test_systemd_unit_and_container_bad_params(ledger_dir, kind, params, message):
+    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
+        _ledger.record(ledger_dir, HOST, kind, params)
+
+
+SYSTEMCTL_NOT_LOADED = "Failed to stop inferlab-r0.service: Unit inferlab-r0.service not loaded.\n"
+RESET_NOT_LOADED = "Failed to reset failed state of unit inferlab-r0.service: Unit inferlab-r0.service not loaded.\n"
+NO_SYSTEMD = ("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+              "Failed to connect to bus: Host is down\n")
+
+
+@pytest.mark.parametrize(("calls", "message"), [
+    ([(["systemctl", "stop", "inferlab-r0.service"], 0, "", ""),
+      (["systemctl", "reset-failed", "inferlab-r0.service"], 1, "", RESET_NOT_LOADED)],
+     "stopped unit inferlab-r0.service"),
+    ([(["systemctl", "stop", "inferlab-r0.service"], 0, "", ""),
+      (["systemctl", "reset-failed", "inferlab-r0.service"], 0, "", "")],
+     "stopped unit inferlab-r0.service"),
+    # a pending entry whose run died before systemd-run, or a unit that exited and was collected
+    ([(["systemctl", "stop", "inferlab-r0.service"], 5, "", SYSTEMCTL_NOT_LOADED)],
+     "unit inferlab-r0.service is not loaded (never started, or exited and collected): nothing to stop"),
+    ([(["systemctl", "stop", "inferlab-r0.service"], 1, "", NO_SYSTEMD)],
+     "this host does not run systemd, so no unit inferlab-r0.service can be running: nothing to stop"),
+])
+def test_systemd_unit_undo(ledger_dir, calls, message):
+    line = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0", "stop_timeout": 30})
+    ctx, commands = fake_ctx(calls)
+    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    assert result["undone"] == [line["id"]] and not result["failed"]
+    assert result["details"][0]["message"] == message
+    assert not commands.calls
+    assert commands.timeouts[0] == 30 + _ledger.COMMAND_GRACE
+    assert _ledger.undo(ledger_dir, HOST, ctx=ctx)["changed"] is False
+
+
+@pytest.mark.parametrize(("calls", "message"), [
+    ([(["systemctl", "stop", "inferlab-r0.service"], 1, "",
+       "Failed to stop inferlab-r0.service: Access denied\n")],
+     "systemctl stop inferlab-r0.service exited 1: Failed to stop inferlab-r0.service: Access denied"),
+    ([(["systemctl", "stop", "inferlab-r0.service"], 0, "", ""),
+      (["systemctl", "reset-failed", "inferlab-r0.service"], 1, "", "Failed to connect to bus\n")],
+     "stopped unit inferlab-r0.service, but systemctl reset-failed inferlab-r0.service exited 1: Failed to connect "
+     "to bus"),
+])
+def test_systemd_unit_undo_failures(ledger_dir, calls, message):
+    _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0"})
+    ctx, _commands = fake_ctx(calls)
+    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    assert result["failed"][0]["error"] == message
+    assert lines_of(ledger_dir)[-1]["state"] == "undo_failed"
+
+
+@pytest.mark.parametrize("engine", ["docker", "podman"])
+def test_container_undo_stops_and_removes(ledger_dir, engine):
+    line = _ledger.record(ledger_dir, HOST, "container", {"engine": engine, "name": "rank0", "stop_timeout": 2.5})
+    _ledger.mark(ledger_dir, HOST, line["id"], "applied", params={"pid": 4321, "start_time": 5})
+    ctx, commands = fake_ctx([([engine, "stop", "-t", "3", "rank0"], 0, "rank0\n", ""),
+                              ([engine, "rm", "rank0"], 0, "rank0\n", "")])
+    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    assert result["undone"] == [line["id"]]
+    assert result["details"][0]["message"] == f"stopped and removed {engine} container rank0"
+    assert commands.timeouts == [2.5 + _ledger.COMMAND_GRACE, 60]
+    assert not commands.calls
+
+
+@pytest.mark.parametrize(("engine", "rc", "err"), [
+    ("docker", 1, "Error response from daemon: No such container: rank0\n"),
+    ("podman", 125, 'Error: no container with name or ID "rank0" found: no such container\n'),
+])
+def test_container_undo_when_there_is_no_such_container(ledger_dir, engine, rc, err):
+    line = _ledger.record(ledger_dir, HOST, "container", {"engine": engine, "name": "rank0"})
+    ctx, commands = fake_ctx([([engine, "stop", "-t", "10", "rank0"], rc, "", err)])
+    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    assert result["undone"] == [line["id"]]
+    assert result["details"][0]["message"] == (
+        f"no {engine} container rank0 (never created, or already removed): nothing to stop")
+    assert not commands.calls
+
+
+def test_container_removed_between_stop_and_rm_is_fine(ledger_dir):
+    line = _ledger.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "rank0"})
+    ctx, _commands = fake_ctx([(["docker", "stop", "-t", "10", "rank0"], 0, "rank0\n", ""),
+                               (["docker", "rm", "rank0"], 1, "", "Error response from daemon: No such container: "
+                                                                  "rank0\n")])
+    assert _ledger.undo(ledger_dir, HOST, ctx=ctx)["undone"] == [line["id"]]
+
+
+@pytest.mark.parametrize(("calls", "message"), [
+    ([(["docker", "stop", "-t", "10", "rank0"], 1, "",
+       "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n")],
+     "docker stop -t 10 rank0 exited 1: Cannot connect to the Docker daemon"),
+    ([(["docker", "stop", "-t", "10", "rank0"], 0, "rank0\n", ""),
+      (["docker", "rm", "rank0"], 1, "", "Error response from daemon: removal of container rank0 is already in "
+                                         "progress\n")],
+     "stopped docker container rank0, but docker rm rank0 exited 1: Error response from daemon: removal"),
+])
+def test_container_undo_failures(ledger_dir, calls, message):
+    _ledger.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "rank0"})
+    ctx, _commands = fake_ctx(calls)
+    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    assert result["failed"][0]["error"].startswith(message)
+    assert lines_of(ledger_dir)[-1]["state"] == "undo_failed"
+
+
+def test_a_missing_manager_command_is_an_undo_failure(ledger_dir, monkeypatch):
+    monkeypatch.setattr(_ledger, "COMMAND_DIRS", ())
+    monkeypatch.setenv("PATH", "/nonexistent")
+    _ledger.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["failed"][0]["error"] == (
+        "podman is not installed on this host (the podman CLI), so container rank0 cannot be stopped; install it or "
+        "stop it by hand, then run the undo again")
+
+
+def test_the_command_runner_of_the_context_runs_tc_too(ledger_dir, fake_tc):
+    tc, set_state, made = fake_tc
+    set_state("clean_veth")
+    _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
+    seen = []
+
+    def run_command(argv, timeout):
+        seen.append(argv)
+        return 0, "[]", ""
+
+    result = _ledger.undo(ledger_dir, HOST, ctx=_ledger.UndoContext(tc_command=[tc], run_command=run_command))
+    assert not result["failed"]
+    assert seen == [[tc, "-j", "qdisc", "show", "dev", "tb0"]]
+    assert made() == [], "the fake tc ran although the context's runner was given"
+
+
+FAKE_MANAGER = """#!{python}
+import json, sys
+with open({calls!r}, "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if sys.argv[1:2] == ["stop"] and sys.argv[-1].startswith("gone"):
+    sys.stderr.write({absent!r})
+    sys.exit({absent_rc})
+print(sys.argv[-1])
+"""
+
+
+def fake_manager(tmp_path, name, absent, absent_rc):
+    calls = tmp_path / f"{name}_calls.jsonl"
+    path = tmp_path / name
+    path.write_text(FAKE_MANAGER.format(python=sys.executable, calls=str(calls), absent=absent, absent_rc=absent_rc))
+    path.chmod(0o755)
+    return str(path), lambda: [json.loads(x) for x in calls.read_text().splitlines()] if calls.exists() else []
+
+
+def test_systemd_unit_and_container_undo_through_the_script(tmp_path, ledger_dir):
+    systemctl, systemctl_calls = fake_manager(tmp_path, "systemctl", "Unit gone.service not loaded.\n", 5)
+    docker, docker_calls = fake_manager(tmp_path, "docker", "Error: No such container: gone\n", 1)
+    podman, podman_calls = fake_manager(tmp_path, "podman", "Error: no such container\n", 125)
+    ids = [_ledger.record(ledger_dir, HOST, kind, params)["id"] for kind, params in (
+        ("systemd_unit", {"unit": "inferlab-r0"}),
+        ("systemd_unit", {"unit": "gone"}),
+        ("container", {"engine": "docker", "name": "r1", "stop_timeout": 30}),
+        ("container", {"engine": "podman", "name": "gone"}))]
+    out = subprocess.run([sys.executable, "-I", str(SCRIPT), "undo", "--ledger-dir", ledger_dir, "--host", HOST,
+                          "--systemctl", systemctl, "--docker", docker, "--podman", podman, "--json"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["undone"] == list(reversed(ids))
+    assert [d["message"] for d in result["details"]] == [
+        "no podman container gone (never created, or already removed): nothing to stop",
+        "stopped and removed docker container r1",
+        "unit gone.service is not loaded (never started, or exited and collected): nothing to stop",
+        "stopped unit inferlab-r0.service"]
+    assert systemctl_calls() == [["stop", "gone.service"], ["stop", "inferlab-r0.service"],
+                                 ["reset-failed", "inferlab-r0.service"]]
+    assert docker_calls() == [["stop", "-t", "30", "r1"], ["rm", "r1"]]
+    assert podman_calls() == [["stop", "-t", "10", "gone"]]

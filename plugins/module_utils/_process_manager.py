@@ -1,0 +1,513 @@
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The process managers of the managed_process module: how a named process is started, found and described.
+
+- ``process``: a plain detached child (``spawn_detached``), found again through its pidfile and /proc. It works
+  everywhere, the netns lab included, and is what the lab exercises.
+- ``systemd``: a transient service from ``systemd-run`` (no unit file is written); ``systemd_run_argv`` builds the
+  command and ``systemd_unit_text`` what ``systemctl cat`` shows for it.
+- ``docker`` and ``podman``: ``container_run_argv``. Their GPU flags differ:
+  - docker: ``--gpus all``, served by the NVIDIA Container Toolkit's runtime hook (``nvidia-ctk runtime configure
+    --runtime=docker``);
+  - podman: ``--device nvidia.com/gpu=all``, a CDI device, which needs the CDI spec that ``nvidia-ctk cdi generate
+    --output=/etc/cdi/nvidia.yaml`` writes. Older podman accepts ``--gpus`` for docker compatibility but attaches no
+    device with it, so it is never used here.
+  The log file differs too: podman writes it where asked (``--log-driver k8s-file --log-opt path=LOG``); docker's
+  drivers keep it under /var/lib/docker, readable with ``docker logs`` only.
+
+Stopping is not here: every stop is the undo of a ledger entry, in ``_ledger.py`` (kinds ``process``,
+``systemd_unit`` and ``container``), the single implementation that the restore and the watchdog also run.
+
+Standard library only (plus ``_ledger``), Python 3.8+: it runs on the managed hosts.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import subprocess
+import time
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+
+MANAGERS = ('process', 'systemd', 'docker', 'podman')
+# the ledger kind that records a process started by each manager
+LEDGER_KINDS = {'process': 'process', 'systemd': 'systemd_unit', 'docker': 'container', 'podman': 'container'}
+RUNNING_UNIT_STATES = ('active', 'activating', 'reloading')
+# systemd's default PATH for services: a process started by the process manager sees the same one
+BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+PROPERTY_RE = re.compile(r'^([A-Za-z][A-Za-z0-9]*)=')
+LOG_TAIL_MAX_BYTES = 256 * 1024
+CONTAINER_STATUS_FORMAT = '{{.State.Running}} {{.State.Pid}}'
+
+
+class ProcessManagerError(ValueError):
+    """A request the process managers cannot carry out: a bad name or option, or output they cannot read."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# validation
+
+
+def check_name(name):
+    """A process name: it becomes a container name and part of a unit name, so it follows the stricter rule."""
+    if not isinstance(name, str) or not _ledger.CONTAINER_NAME_RE.match(name):
+        raise ProcessManagerError(f'name must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names a container or a systemd '
+                                  f'unit), got {name!r}')
+    return name
+
+
+def check_argv(argv):
+    if not isinstance(argv, (list, tuple)) or not argv or not all(isinstance(a, str) for a in argv) \
+            or not argv[0] or any('\0' in a for a in argv):
+        raise ProcessManagerError(f'argv must be a non-empty list of strings without NUL bytes, got {argv!r}')
+    return list(argv)
+
+
+def check_environment(environment):
+    """``environment`` as a dict of strings. Numbers are written out (YAML reads ``NCCL_IB_DISABLE: 1`` as an int);
+    booleans and nested values are refused, since their spelling would be a guess."""
+    checked = {}
+    for key, value in (environment or {}).items():
+        if not isinstance(key, str) or not ENV_NAME_RE.match(key):
+            raise ProcessManagerError(f'environment variable name {key!r} must match [A-Za-z_][A-Za-z0-9_]*')
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ProcessManagerError(f'environment variable {key} must be a string or a number, got '
+                                      f'{type(value).__name__} {value!r}; quote it')
+        value = str(value)
+        if '\0' in value:
+            raise ProcessManagerError(f'environment variable {key} contains a NUL byte')
+        checked[key] = value
+    return checked
+
+
+def _check_absolute(path, what):
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise ProcessManagerError(f'{what} must be an absolute path, got {path!r}')
+    return path
+
+
+def service_unit(unit):
+    """The unit name with its ``.service`` suffix; ProcessManagerError for a name systemd would refuse."""
+    try:
+        return _ledger.service_unit_name(unit)
+    except _ledger.LedgerError as err:
+        raise ProcessManagerError(str(err)) from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# systemd: transient services
+
+
+def systemd_seconds(seconds):
+    """A time span as systemd reads it: whole seconds as ``30s``, anything finer in milliseconds."""
+    if seconds is None or seconds < 0:
+        raise ProcessManagerError(f'a stop timeout must be a non-negative number of seconds, got {seconds!r}')
+    if float(seconds).is_integer():
+        return f'{int(seconds)}s'
+    return f'{int(round(seconds * 1000))}ms'
+
+
+def _check_properties(properties, log_path):
+    """User properties, refusing those this module sets itself (a second assignment would silently win or lose)."""
+    ours = {'KillMode': 'always control-group', 'TimeoutStopSec': 'set from the stop timeout',
+            'Environment': 'set from environment', 'WorkingDirectory': 'set from working_dir'}
+    if log_path:
+        ours.update(StandardOutput='set from log_path', StandardError='set from log_path')
+    checked = []
+    for prop in properties or ():
+        match = PROPERTY_RE.match(prop) if isinstance(prop, str) else None
+        if not match or '\n' in prop:
+            raise ProcessManagerError(f'a systemd property must read NAME=VALUE on one line, got {prop!r}')
+        if match.group(1) in ours:
+            raise ProcessManagerError(f'property {match.group(1)} is {ours[match.group(1)]}; leave it out of the '
+                                      'systemd properties')
+        checked.append(prop)
+    return checked
+
+
+def systemd_run_argv(unit, argv, environment=None, working_dir=None, properties=(), log_path=None,
+                     stop_timeout=30.0, systemd_run='systemd-run'):
+    """The ``systemd-run`` argv that starts ``argv`` as the transient service ``unit``.
+
+    ``--collect`` unloads the unit once it is inactive, failed included, so a unit that died leaves no failed
+    state behind to block the next start under the same name. KillMode=control-group stops the whole cgroup (every
+    child of a TP rank); TimeoutStopSec is how long ``systemctl stop`` waits before SIGKILL. systemd starts the
+    service with its own clean environment, plus ``environment`` (--setenv, sorted)."""
+    unit = service_unit(unit)
+    argv = check_argv(argv)
+    environment = check_environment(environment)
+    command = [systemd_run, f'--unit={unit}', '--collect', '--property=KillMode=control-group',
+               f'--property=TimeoutStopSec={systemd_seconds(stop_timeout)}']
+    command += [f'--property={p}' for p in _check_properties(properties, log_path)]
+    command += [f'--setenv={key}={environment[key]}' for key in sorted(environment)]
+    if working_dir:
+        command.append(f'--working-directory={_check_absolute(working_dir, "working_dir")}')
+    if log_path:
+        log_path = _check_absolute(log_path, 'log_path')
+        command += [f'--property=StandardOutput=append:{log_path}', f'--property=StandardError=append:{log_path}']
+    return command + ['--'] + argv
+
+
+def _unit_escape(text, exec_syntax=False):
+    """``text`` as a unit file spells it: ``%`` doubled (specifiers), and in ExecStart also ``$`` (variables)."""
+    text = text.replace('%', '%%')
+    return text.replace('$', '$$') if exec_syntax else text
+
+
+def _unit_quote(text, exec_syntax=False):
+    escaped = text.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+    return '"' + _unit_escape(escaped, exec_syntax) + '"'
+
+
+def systemd_unit_text(unit, argv, environment=None, working_dir=None, properties=(), log_path=None,
+                      stop_timeout=30.0):
+    """The unit that ``systemd_run_argv`` with the same arguments makes, as ``systemctl cat`` shows a transient
+    unit: for the run's record, since no unit file exists on disk. Equivalent, not byte-identical: systemd
+    resolves the program path itself, and puts a user property that belongs to [Unit] there."""
+    unit = service_unit(unit)
+    argv = check_argv(argv)
+    environment = check_environment(environment)
+    lines = [f'# /run/systemd/transient/{unit}',
+             '# This is a transient unit file, created programmatically via the systemd API. Do not edit.',
+             '[Unit]',
+             # systemd-run describes a unit by its command line when not told otherwise
+             f'Description={_unit_escape(" ".join(argv))}',
+             'CollectMode=inactive-or-failed',
+             '',
+             '[Service]',
+             'KillMode=control-group',
+             f'TimeoutStopSec={systemd_seconds(stop_timeout)}']
+    lines += _check_properties(properties, log_path)
+    lines += [f'Environment={_unit_quote(f"{key}={environment[key]}")}' for key in sorted(environment)]
+    if working_dir:
+        lines.append(f'WorkingDirectory={_unit_escape(_check_absolute(working_dir, "working_dir"))}')
+    if log_path:
+        log_path = _unit_escape(_check_absolute(log_path, 'log_path'))
+        lines += [f'StandardOutput=append:{log_path}', f'StandardError=append:{log_path}']
+    lines.append('ExecStart=' + ' '.join(_unit_quote(a, exec_syntax=True) for a in argv))
+    return '\n'.join(lines) + '\n'
+
+
+def systemctl_status_argv(unit, systemctl='systemctl'):
+    return [systemctl, 'show', '-p', 'ActiveState,MainPID', service_unit(unit)]
+
+
+def parse_systemctl_show(text):
+    """``systemctl show -p ActiveState,MainPID UNIT`` -> ``{active_state, main_pid, running}``. A unit that does
+    not exist reads ``inactive`` with MainPID 0 (systemctl exits 0 for it); ``main_pid`` is None when 0."""
+    values = {}
+    for line in (text or '').splitlines():
+        if not line.strip():
+            continue
+        key, sep, value = line.partition('=')
+        if not sep or not key:
+            raise ProcessManagerError(f'systemctl show printed a line that is not KEY=VALUE: {line[:120]!r}')
+        values[key.strip()] = value.strip()
+    missing = [k for k in ('ActiveState', 'MainPID') if k not in values]
+    if missing:
+        raise ProcessManagerError(f'systemctl show did not report {", ".join(missing)}: {(text or "")[:200]!r}')
+    if not values['MainPID'].isdigit():
+        raise ProcessManagerError(f'systemctl show reported MainPID={values["MainPID"]!r}, not a number')
+    state = values['ActiveState']
+    return {'active_state': state, 'main_pid': int(values['MainPID']) or None,
+            'running': state in RUNNING_UNIT_STATES}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# containers: docker and podman
+
+
+def _check_engine(engine):
+    if engine not in ('docker', 'podman'):
+        raise ProcessManagerError(f'container engine must be docker or podman, got {engine!r}')
+    return engine
+
+
+def _check_volume(volume):
+    """``SRC:DST[:OPTIONS]``, DST absolute; SRC a host path or a named volume."""
+    parts = volume.split(':') if isinstance(volume, str) else []
+    if len(parts) not in (2, 3) or not parts[0] or not parts[1].startswith('/') or (len(parts) == 3 and not parts[2]):
+        raise ProcessManagerError(f'a volume must read SRC:DST or SRC:DST:OPTIONS (e.g. /models:/models:ro) with '
+                                  f'DST absolute, got {volume!r}')
+    return volume
+
+
+def container_run_argv(engine, name, image, argv, environment=None, options=(), volumes=(), log_path=None,
+                       gpus=True, binary=None):
+    """``<engine> run -d`` argv for a TP rank: host network and IPC (NCCL talks over the host's interfaces and
+    shared memory), all GPUs unless ``gpus`` is false, ``-e K=V`` sorted, ``-v`` volumes in order, then
+    ``options`` verbatim, the image and ``argv``.
+
+    ``log_path`` is for podman only (k8s-file driver at that path); docker cannot put the log in a chosen file, so
+    asking for it is an error rather than a log that silently never appears."""
+    engine = _check_engine(engine)
+    check_name(name)
+    argv = check_argv(argv) if argv else []
+    if not isinstance(image, str) or not image or image.startswith('-') or any(c.isspace() for c in image):
+        raise ProcessManagerError(f'image must be an image reference such as lmsysorg/sglang:v0.5.6, got {image!r}')
+    environment = check_environment(environment)
+    command = [binary or engine, 'run', '-d', '--name', name, '--network', 'host', '--ipc', 'host']
+    if gpus:
+        command += ['--gpus', 'all'] if engine == 'docker' else ['--device', 'nvidia.com/gpu=all']
+    for key in sorted(environment):
+        command += ['-e', f'{key}={environment[key]}']
+    for volume in volumes or ():
+        command += ['-v', _check_volume(volume)]
+    if log_path:
+        if engine == 'docker':
+            raise ProcessManagerError('docker cannot write a container log to a chosen file (its log drivers keep '
+                                      f'it under /var/lib/docker); leave log_path out and read it with docker logs '
+                                      f'{name}')
+        command += ['--log-driver', 'k8s-file', '--log-opt', f'path={_check_absolute(log_path, "log_path")}']
+    if not all(isinstance(o, str) for o in options or ()):
+        raise ProcessManagerError(f'container options must be strings, got {options!r}')
+    return command + list(options or ()) + [image] + argv
+
+
+def container_status_argv(engine, name, binary=None):
+    # `container inspect`, not `inspect`: an image or volume of the same name must not answer for a container
+    return [binary or _check_engine(engine), 'container', 'inspect', '-f', CONTAINER_STATUS_FORMAT, check_name(name)]
+
+
+def container_logs_argv(engine, name, lines=40, binary=None):
+    return [binary or _check_engine(engine), 'logs', '--tail', str(int(lines)), check_name(name)]
+
+
+def parse_container_status(rc, out, err):
+    """The result of ``container_status_argv`` -> ``{exists, running, pid}``; pid is None when not running."""
+    if rc != 0:
+        said = (err or out or '').strip()
+        # docker: "No such container: NAME" (older: "No such object"); podman: 'no such container'
+        if 'no such container' in said.lower() or 'no such object' in said.lower():
+            return {'exists': False, 'running': False, 'pid': None}
+        raise ProcessManagerError(f'container inspect exited {rc}: {said[:300]}')
+    fields = (out or '').split()
+    if len(fields) != 2 or fields[0] not in ('true', 'false') or not fields[1].isdigit():
+        raise ProcessManagerError(f'container inspect printed {(out or "")[:120]!r}, not "<running> <pid>"')
+    running = fields[0] == 'true'
+    return {'exists': True, 'running': running, 'pid': int(fields[1]) if running and int(fields[1]) else None}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the process manager: detached children with a pidfile
+
+
+# The children spawned by this process, by pid: their exit status is ours to read (exit_status), and keeping the
+# Popen objects stops subprocess from reaping them behind our back when they would be garbage-collected.
+_SPAWNED = {}
+
+
+def spawn_environment(environment=None):
+    """The environment a spawned process gets: a clean minimal base plus ``environment``.
+
+    Not the module's own environment: over SSH that carries Ansible's and the login's variables (LC_ALL=C,
+    SSH_*, the remote user's PATH), so a rank would depend on how it was started, and the restart by a watchdog or
+    by hand would differ from the first start. The base is what systemd gives a service (its default PATH), with
+    LANG=C.UTF-8 and the user's HOME."""
+    try:
+        home = pwd.getpwuid(os.geteuid()).pw_dir
+    except KeyError:
+        home = '/'
+    env = {'PATH': BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': home}
+    env.update(check_environment(environment))
+    return env
+
+
+def make_parent_dir(path):
+    """Create the directory of ``path`` (and its parents) with mode 0755 when missing."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+
+
+def write_pidfile(pidfile, pid):
+    """Write ``pid`` to ``pidfile`` atomically (a temporary file renamed over it), so a reader never sees it
+    half-written."""
+    make_parent_dir(pidfile)
+    tmp = os.path.join(os.path.dirname(pidfile), f'.{os.path.basename(pidfile)}.{os.getpid()}.tmp')
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f'{int(pid)}\n'.encode('ascii'))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, pidfile)
+
+
+def spawn_detached(argv, environment, log_path, pidfile, working_dir=None):
+    """Start ``argv`` detached from the caller and return its pid, once the pidfile names it.
+
+    The child outlives the Ansible module that started it, over SSH with pipelining too: it gets a session of its
+    own (no hangup from the caller's session, its own process group, which the ledger's undo signals whole),
+    stdin from /dev/null, stdout and stderr appended to ``log_path`` and no other descriptor, so it holds no pipe
+    of the SSH channel open. It runs in ``working_dir``, or ``/`` (like a service): the module's own directory is
+    Ansible's temporary one, deleted when the module exits. Popen returns once the program is exec'd (or raises
+    when it cannot be), so /proc then describes the new program."""
+    argv = check_argv(argv)
+    env = spawn_environment(environment)
+    _check_absolute(log_path, 'log_path')
+    _check_absolute(pidfile, 'pidfile')
+    make_parent_dir(log_path)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        with open(os.devnull, 'rb') as devnull:
+            proc = subprocess.Popen(argv, stdin=devnull, stdout=log_fd, stderr=log_fd, env=env,
+                                    cwd=working_dir or '/', close_fds=True, start_new_session=True)
+    except OSError as exc:
+        raise ProcessManagerError(f'cannot start {argv[0]}: {exc}') from exc
+    finally:
+        os.close(log_fd)
+    _SPAWNED[proc.pid] = proc
+    write_pidfile(pidfile, proc.pid)
+    return proc.pid
+
+
+def exit_status(pid):
+    """How a child spawned here ended (``exited with status 1``, ``killed by signal 9``), or None while it runs
+    or when it is not ours."""
+    proc = _SPAWNED.get(pid)
+    if proc is None or proc.poll() is None:
+        return None
+    if proc.returncode < 0:
+        return f'killed by signal {-proc.returncode}'
+    return f'exited with status {proc.returncode}'
+
+
+def cmdline_matches(argv, actual):
+    """Whether ``actual`` (a /proc cmdline) is ``argv`` running: the same list, or a script run through its ``#!``
+    line, which the kernel shows as the interpreter (and its one optional argument), the script's path, then
+    ``argv[1:]``. A bare ``argv[0]`` was found on PATH, so only the script's base name is compared then."""
+    if actual is None:
+        return False
+    argv = list(argv)
+    if actual == argv:
+        return True
+    extra = len(actual) - len(argv)
+    if extra not in (1, 2) or actual[extra + 1:] != argv[1:]:
+        return False
+    script = actual[extra]
+    return script == argv[0] or ('/' not in argv[0] and os.path.basename(script) == argv[0])
+
+
+def read_proc_environ(pid, procfs_root='/proc'):
+    """The environment ``pid`` was started with, or None when it cannot be read (gone, or another user's)."""
+    try:
+        with open(os.path.join(procfs_root, str(int(pid)), 'environ'), 'rb') as handle:
+            raw = handle.read()
+    except (OSError, ValueError):
+        return None
+    environ = {}
+    for item in raw.split(b'\0'):
+        key, sep, value = item.decode('utf-8', 'replace').partition('=')
+        if sep:
+            environ[key] = value
+    return environ
+
+
+def process_status(pidfile, argv, environment=None, procfs_root='/proc'):
+    """What runs under ``pidfile``: ``{running, pid, start_time, cmdline, environment_matches}``.
+
+    ``running`` is true when the pidfile names a live process whose cmdline is ``argv`` (``cmdline_matches``); a
+    stale pidfile whose pid now belongs to another program reads not running. ``environment_matches`` compares the
+    process's environment with what ``spawn_environment(environment)`` gives: None when not asked (``environment``
+    None) or unreadable."""
+    status = {'running': False, 'pid': None, 'start_time': None, 'cmdline': None, 'environment_matches': None}
+    try:
+        pid = _ledger._read_pidfile(pidfile)
+    except _ledger.UndoError:
+        return status  # not a pidfile of ours: nothing we started runs under it
+    if pid is None or not _ledger.pid_alive(pid, procfs_root):
+        return status
+    identity = _ledger.process_identity(pid, procfs_root)
+    if identity is None:
+        return status
+    status.update(pid=pid, start_time=identity['start_time'], cmdline=identity['cmdline'])
+    status['running'] = cmdline_matches(argv, identity['cmdline'])
+    if status['running'] and environment is not None:
+        actual = read_proc_environ(pid, procfs_root)
+        status['environment_matches'] = None if actual is None else actual == spawn_environment(environment)
+    return status
+
+
+def wait_alive(pid, seconds, procfs_root='/proc', poll_interval=0.05):
+    """The startup check: True when ``pid`` is still alive after ``seconds``, False as soon as it is gone."""
+    deadline = time.monotonic() + max(0.0, float(seconds))
+    while True:
+        if not _ledger.pid_alive(pid, procfs_root):
+            return False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return True
+        time.sleep(min(poll_interval, remaining))
+
+
+def log_size(path):
+    """The size of ``path`` now (0 when absent): pass it to ``log_tail`` as ``start`` to quote only what a new
+    start wrote to an appended log."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def log_tail(path, lines=40, start=0):
+    """The last ``lines`` lines of ``path`` written after byte ``start`` (at most the last 256 KiB), as text; ''
+    when the file is absent or nothing was written."""
+    try:
+        with open(path, 'rb') as handle:
+            size = os.fstat(handle.fileno()).st_size
+            begin = max(int(start), size - LOG_TAIL_MAX_BYTES)
+            if begin >= size:
+                return ''
+            handle.seek(begin)
+            data = handle.read()
+    except OSError:
+        return ''
+    text = data.decode('utf-8', 'replace')
+    return '\n'.join(text.splitlines()[-int(lines):]) if lines > 0 else ''
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the ledger entries of a managed process
+
+
+def ledger_params(manager, name=None, pidfile=None, argv=None, unit=None, command=None, stop_timeout=30.0):
+    """The params of the ledger entry recorded BEFORE a start: what the undo needs to stop it.
+
+    A process is known by its pidfile and cmdline until it runs (its pid and start time are merged in then) and
+    is signalled as a whole process group, since spawn_detached made it a group leader."""
+    if manager == 'process':
+        return {'pidfile': _check_absolute(pidfile, 'pidfile'), 'cmdline': check_argv(argv),
+                'stop_timeout': float(stop_timeout), 'process_group': True}
+    if manager == 'systemd':
+        return {'unit': service_unit(unit), 'command': list(command), 'stop_timeout': float(stop_timeout)}
+    return {'engine': _check_engine(manager), 'name': check_name(name), 'command': list(command),
+            'stop_timeout': float(stop_timeout)}
+
+
+def identity_params(manager, name=None, pidfile=None, unit=None):
+    """The params that tell a managed process's entries apart from every other entry in the ledger."""
+    if manager == 'process':
+        return {'pidfile': os.path.normpath(_check_absolute(pidfile, 'pidfile'))}
+    if manager == 'systemd':
+        return {'unit': service_unit(unit)}
+    return {'engine': _check_engine(manager), 'name': check_name(name)}
+
+
+def open_entries(ledger_dir, host, manager, identity):
+    """The open (pending, applied, undo_failed) entries of the managed process ``identity`` names, oldest first."""
+    kind = LEDGER_KINDS[manager]
+    found = []
+    for entry in _ledger.status(ledger_dir, host)['entries']:
+        if entry['kind'] != kind or entry['state'] not in _ledger.OPEN_STATES:
+            continue
+        params = dict(entry['params'])
+        if 'pidfile' in params and isinstance(params['pidfile'], str):
+            params['pidfile'] = os.path.normpath(params['pidfile'])
+        if all(params.get(key) == value for key, value in identity.items()):
+            found.append(entry)
+    return found
