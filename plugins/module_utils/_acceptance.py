@@ -176,7 +176,7 @@ def ladder_step_verdict(step, max_accept_length=None):
 
 def _batch_problems(name, batch, max_accept_length):
     problems = []
-    requests = batch.get('requests_detail') or batch.get('records') or []
+    requests = batch.get('records') or []
     failed = [r for r in requests if not r.get('ok')]
     if failed or batch.get('failed'):
         first = failed[0] if failed else {}
@@ -203,8 +203,11 @@ def _batch_problems(name, batch, max_accept_length):
 
 
 def _describe_failure(request):
-    kind = request.get('error_kind') or request.get('status') or 'error'
-    return '%s: %s' % (kind, str(request.get('error') or '')[:MAX_LINE])
+    """llm_workload's error of a record: ``{kind, message, body}``."""
+    error = request.get('error') or {}
+    if not isinstance(error, dict):
+        error = {'message': error}
+    return '%s: %s' % (error.get('kind') or 'error', str(error.get('message') or request.get('status'))[:MAX_LINE])
 
 
 def link_traffic(window, link_interface, mgmt_interface, min_ratio):

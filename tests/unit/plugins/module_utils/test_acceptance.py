@@ -15,8 +15,9 @@ FILTERS = FilterModule().filters()
 
 
 def request(ok=True, output_tokens=64, cached_tokens=0, error=None, error_kind=None):
-    return {"ok": ok, "output_tokens": output_tokens, "cached_tokens": cached_tokens, "error": error,
-            "error_kind": error_kind}
+    """A record as llm_workload writes it (only the fields acceptance reads)."""
+    return {"ok": ok, "output_tokens": output_tokens, "cached_tokens": cached_tokens,
+            "error": {"kind": error_kind, "message": error, "body": None} if error else None}
 
 
 def batch(requests, accept=None):

@@ -281,8 +281,8 @@ def test_container_status_and_logs_argv():
 @pytest.mark.parametrize(("rc", "out", "err", "expected"), [
     (0, "true 4321\n", "", {"exists": True, "running": True, "pid": 4321}),
     (0, "false 0\n", "", {"exists": True, "running": False, "pid": None}),
-    (1, "", "Error response from daemon: No such container: rank0\n", {"exists": False, "running": False,
-                                                                         "pid": None}),
+    (1, "", "Error response from daemon: No such container: rank0\n",
+     {"exists": False, "running": False, "pid": None}),
     (1, "", "Error: No such object: rank0\n", {"exists": False, "running": False, "pid": None}),
     (125, "", 'Error: no such container "rank0"\n', {"exists": False, "running": False, "pid": None}),
 ])

@@ -1,0 +1,543 @@
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The llm_workload module through main(), over real HTTP to a small server on 127.0.0.1 that each test scripts:
+which paths answer, with what status, headers and SSE events, and how fast."""
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+
+from ansible_collections.inferlab.distributed.plugins.modules import llm_workload
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def handle_any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        seen = {"method": self.command, "path": self.path, "headers": dict(self.headers),
+                "body": json.loads(body) if body else None, "time": time.perf_counter()}
+        with self.server.lock:
+            self.server.seen.append(seen)
+        action = self.server.routes.get((self.command, self.path))
+        if action is None:
+            send(self, 404, b'{"detail": "Not Found"}')
+            return
+        action(self, seen)
+
+    do_GET = do_POST = handle_any
+
+
+class ScriptedServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.routes = {}
+        self.seen = []
+        self.lock = threading.Lock()
+        self.release = threading.Event()  # set at teardown: stalled handlers give up
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def requests_to(self, path):
+        return [s for s in self.seen if s["path"] == path]
+
+
+@pytest.fixture
+def server():
+    srv = ScriptedServer()
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield srv
+    srv.release.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+def send(handler, status, body, content_type="application/json", headers=None):
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def reply(status, body, content_type="application/json"):
+    body = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return lambda handler, seen: send(handler, status, body, content_type)
+
+
+def start_stream(handler, headers=None):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+    handler.send_header("Transfer-Encoding", "chunked")
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+
+
+def chunk(handler, data):
+    handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    handler.wfile.flush()
+
+
+def stream(events, gap=0.0, headers=None, end=True):
+    """An SSE response, one HTTP chunk per event; ``events`` are dicts (sent as ``data: JSON``) or raw bytes."""
+    def action(handler, seen):
+        start_stream(handler, headers)
+        for event in events:
+            if gap:
+                time.sleep(gap)
+            chunk(handler, event if isinstance(event, bytes) else b"data: %s\n\n" % json.dumps(event).encode())
+        if end:
+            handler.wfile.write(b"0\r\n\r\n")
+        else:
+            handler.close_connection = True  # cut: no last chunk, and the socket closes
+    return action
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def delta(content, role=None):
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": dict(
+        {"content": content}, **({"role": role} if role else {})), "finish_reason": None}], "usage": None}
+
+
+def usage(prompt, completion, cached=None):
+    value = {"prompt_tokens": prompt, "completion_tokens": completion}
+    if cached is not None:
+        value["prompt_tokens_details"] = {"cached_tokens": cached}
+    return {"object": "chat.completion.chunk", "choices": [], "usage": value}
+
+
+def chat_events(words, prompt=40, completion=None, cached=None):
+    return ([delta("", role="assistant")] + [delta(w) for w in words]
+            + [usage(prompt, len(words) if completion is None else completion, cached), DONE])
+
+
+def generate_event(text, completion, prompt=30, cached=0, verify=None):
+    meta = {"id": "r1", "finish_reason": None, "prompt_tokens": prompt, "completion_tokens": completion,
+            "cached_tokens": cached, "e2e_latency": 0.1}
+    if verify is not None:
+        meta["spec_verify_ct"] = verify
+    return {"text": text, "output_ids": list(range(completion)), "meta_info": meta}
+
+
+def run(server, **args):
+    args.setdefault("url", server.url)
+    return run_module(llm_workload.main, args)
+
+
+CHAT = {"model": "qwen-27b", "kind": "single_stream"}
+SERVER_INFO_404 = "GET /get_server_info answered HTTP 404 (not an SGLang server, e.g. a gateway?)"
+
+
+# --- streams that succeed -------------------------------------------------------------------------------------------
+
+def test_streaming_chat_with_usage(server):
+    """Tokens come from usage (7), not from the 3 chunks that carried text; the body and headers are OpenAI's."""
+    server.routes[("POST", "/v1/chat/completions")] = stream(
+        chat_events(["The", " quiet", " link"], prompt=133, completion=7, cached=96), gap=0.02,
+        headers={"X-Inferlab-Host": "lab-a", "x-litellm-model-group": "large"})
+    failed, result = run(server, api_key="s3cret", output_tokens=7, prompt_tokens=128,
+                         capture_headers=["X-Inferlab-Host", "x-litellm-model-group", "x-litellm-attempted-fallbacks"],
+                         **CHAT)
+    assert not failed, result
+    assert result["changed"] is False and result["cache_flushed"] is False
+    batch = result["batch"]
+    assert (batch["kind"], batch["cache"], batch["ok"], batch["failed"], batch["error"]) == (
+        "single_stream", "warm", 1, 0, None)
+    [rec] = batch["records"]
+    assert rec["ok"] is True and rec["status"] == 200 and rec["error"] is None
+    assert (rec["output_tokens"], rec["chunks"], rec["prompt_tokens"], rec["requested_prompt_tokens"],
+            rec["cached_tokens"]) == (7, 3, 133, 128, 96)
+    assert rec["headers"] == {"x-inferlab-host": "lab-a", "x-litellm-model-group": "large",
+                              "x-litellm-attempted-fallbacks": None}
+    # 4 gaps of 20 ms before the first text (role chunk first), then 2 gaps between text chunks, then 2 more
+    assert 0.035 < rec["ttft_s"] < 0.5
+    assert len(rec["itl_s"]) == 2 and all(0.015 < gap < 0.3 for gap in rec["itl_s"])
+    assert rec["latency_s"] > rec["ttft_s"] + sum(rec["itl_s"])
+    assert rec["output_tok_s"] == pytest.approx(7 / rec["latency_s"])
+    assert rec["decode_tok_s"] == pytest.approx(6 / (rec["latency_s"] - rec["ttft_s"]))
+    assert rec["tpot_s"] == pytest.approx((rec["latency_s"] - rec["ttft_s"]) / 6)
+    assert rec["start"]["wall"].endswith("Z") and 0 <= rec["start"]["offset_s"] < 0.1
+    assert batch["wall_s"] == pytest.approx(rec["end_offset_s"] - rec["start"]["offset_s"])
+    assert batch["aggregate_output_tok_s"] == pytest.approx(7 / batch["wall_s"])
+    assert batch["spec_accept_length"] == {"value": None, "source": None, "note": SERVER_INFO_404}
+    assert batch["definitions"]["decode_tok_s"].startswith("(output_tokens - 1) / (latency_s - ttft_s)")
+
+    [sent] = server.requests_to("/v1/chat/completions")
+    assert sent["headers"]["Authorization"] == "Bearer s3cret"
+    body = sent["body"]
+    assert (body["model"], body["max_tokens"], body["stream"], body["stream_options"]) == (
+        "qwen-27b", 7, True, {"include_usage": True})
+    assert len(body["messages"][0]["content"].split(" ")) == 128
+    assert "s3cret" not in json.dumps(result)
+
+
+def test_generate_with_meta_info_and_speculation(server):
+    """/generate: cumulative text, several tokens per chunk, accept length = completion_tokens / spec_verify_ct."""
+    server.routes[("POST", "/generate")] = stream([
+        generate_event(" The", 1, verify=1), generate_event(" The quiet link", 3, verify=2),
+        generate_event(" The quiet link carries every", 5, verify=2, cached=24), DONE])
+    failed, result = run(server, api="sglang_generate", kind="concurrent", requests=2, concurrency=2,
+                         output_tokens=5, extra_body={"sampling_params": {"temperature": 0.5}, "rid_note": "x"})
+    assert not failed, result
+    batch = result["batch"]
+    for rec in batch["records"]:
+        assert (rec["ok"], rec["output_tokens"], rec["chunks"], rec["prompt_tokens"], rec["cached_tokens"]) == (
+            True, 5, 3, 30, 24)
+        assert (rec["spec_accept_length"], rec["spec_verify_ct"]) == (2.5, 2)
+        assert len(rec["itl_s"]) == 2
+    assert batch["spec_accept_length"] == {"value": 2.5, "source": "meta_info", "note": None}
+    assert batch["cached_tokens_total"] == 48 and batch["output_tokens_total"] == 10
+    assert server.requests_to("/get_server_info") == []
+    bodies = [s["body"] for s in server.requests_to("/generate")]
+    assert all(b["sampling_params"] == {"max_new_tokens": 5, "temperature": 0.5, "ignore_eos": True}
+               and b["stream"] is True and b["rid_note"] == "x" and "model" not in b for b in bodies)
+    assert bodies[0]["text"] != bodies[1]["text"]
+
+
+def test_spec_accept_length_from_server_info(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a", "b"]))
+    server.routes[("GET", "/get_server_info")] = reply(200, {"tp_size": 2, "internal_states": [
+        {"avg_spec_accept_length": 2.71, "last_gen_throughput": 48.0}]})
+    failed, result = run(server, **CHAT)
+    assert not failed, result
+    assert result["batch"]["spec_accept_length"] == {"value": 2.71, "source": "server_info", "note": None}
+
+
+@pytest.mark.parametrize(
+    ("answer", "note"),
+    [
+        ({"internal_states": [{"last_gen_throughput": 1.0}]},
+         "the server reports no avg_spec_accept_length (no speculative decoding)"),
+        ({"internal_states": []}, "GET /get_server_info has no internal_states[0]"),
+        ({"internal_states": [{"avg_spec_accept_length": "high"}]}, "avg_spec_accept_length is not a number: 'high'"),
+    ],
+)
+def test_spec_accept_length_unavailable(server, answer, note):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a", "b"]))
+    server.routes[("GET", "/get_server_info")] = reply(200, answer)
+    failed, result = run(server, **CHAT)
+    assert not failed
+    assert result["batch"]["spec_accept_length"]["value"] is None
+    assert result["batch"]["spec_accept_length"]["note"].startswith(note)
+
+
+def test_concurrent_requests_start_together(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x"] * 5), gap=0.01)
+    failed, result = run(server, model="m", kind="concurrent", requests=6, concurrency=6, output_tokens=5)
+    assert not failed, result
+    batch = result["batch"]
+    arrivals = [s["time"] for s in server.requests_to("/v1/chat/completions")]
+    assert len(arrivals) == 6 and max(arrivals) - min(arrivals) < 0.05
+    assert batch["ok"] == 6 and batch["output_tokens_total"] == 30
+    assert batch["aggregate_output_tok_s"] == pytest.approx(30 / batch["wall_s"])
+    # every request took most of the wall time: they ran side by side, not one after another
+    assert batch["latency_s"]["min"] > 0.5 * batch["wall_s"]
+    assert batch["itl_s"]["n"] == 6 * 4 and batch["ttft_s"]["n"] == 6
+    assert len({s["body"]["messages"][0]["content"] for s in server.requests_to("/v1/chat/completions")}) == 6
+
+
+def test_more_requests_than_concurrency(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x", "y"]), gap=0.03)
+    failed, result = run(server, model="m", kind="concurrent", requests=5, concurrency=2, output_tokens=2)
+    assert not failed, result
+    assert [r["index"] for r in result["batch"]["records"]] == [0, 1, 2, 3, 4]
+    assert result["batch"]["ok"] == 5
+    starts = sorted(r["start"]["offset_s"] for r in result["batch"]["records"])
+    assert starts[2] - starts[0] > 0.1  # the third request waited for a free worker
+
+
+def test_repeated_prefix_primes_the_cache_first(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x", "y"], cached=20), gap=0.02)
+    failed, result = run(server, model="m", kind="repeated_prefix", requests=4, concurrency=3, prefix_tokens=20)
+    assert not failed, result
+    seen = server.requests_to("/v1/chat/completions")
+    prompts = [s["body"]["messages"][0]["content"].split(" ") for s in seen]
+    assert all(len(p) == 36 and p[:20] == prompts[0][:20] for p in prompts)
+    first = result["batch"]["records"][0]
+    later = sorted(s["time"] for s in seen[1:])
+    assert later[0] - seen[0]["time"] > first["latency_s"] * 0.9  # request 0 finished before the others began
+    assert later[-1] - later[0] < 0.05
+    assert result["batch"]["cached_tokens_total"] == 80
+
+
+def test_flush_cache_labels_the_batch_cold(server):
+    server.routes[("POST", "/flush_cache")] = reply(200, b"Cache flushed.\n", "text/plain")
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
+    failed, result = run(server, flush_cache=True, api_key="k", **CHAT)
+    assert not failed, result
+    assert result["cache_flushed"] is True
+    assert (result["batch"]["cache"], result["batch"]["flush_detail"]) == ("cold", "Cache flushed.")
+    flush = server.requests_to("/flush_cache")
+    assert len(flush) == 1 and flush[0]["headers"]["Authorization"] == "Bearer k"
+    assert flush[0]["time"] < server.requests_to("/v1/chat/completions")[0]["time"]
+
+
+def test_url_with_v1_suffix(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
+    failed, result = run(server, url=server.url + "/v1", **CHAT)
+    assert not failed, result
+
+
+def test_record_path(server, tmp_path):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a", "b"]))
+    path = tmp_path / "batch.json"
+    failed, result = run(server, record_path=str(path), **CHAT)
+    assert not failed
+    assert json.loads(path.read_text()) == result["batch"]
+
+
+# --- failures -------------------------------------------------------------------------------------------------------
+
+def stall(events):
+    """Status 200 and ``events``, then nothing until the test ends: a server that accepted and hangs."""
+    def action(handler, seen):
+        start_stream(handler)
+        for event in events:
+            chunk(handler, event if isinstance(event, bytes) else b"data: %s\n\n" % json.dumps(event).encode())
+        handler.server.release.wait(30)
+    return action
+
+
+def test_hang_is_detected_within_first_token_timeout(server, tmp_path):
+    """Headers, a role chunk and keep-alives come, but no token: error kind hang after first_token_timeout_s."""
+    server.routes[("POST", "/v1/chat/completions")] = stall([delta("", role="assistant"), b": keep-alive\n\n"])
+    path = tmp_path / "hang.json"
+    began = time.monotonic()
+    failed, result = run(server, first_token_timeout_s=0.5, record_path=str(path), **CHAT)
+    took = time.monotonic() - began
+    assert failed
+    assert 0.5 <= took < 3.0
+    rec = result["batch"]["records"][0]
+    assert rec["status"] == 200 and rec["ok"] is False
+    assert rec["error"]["kind"] == "hang"
+    assert rec["error"]["message"].startswith("no token within 0.5 s (first_token_timeout_s): HTTP status 200, "
+                                              "1 events, none with generated text")
+    assert rec["ttft_s"] is None and rec["output_tokens"] is None and rec["output_tok_s"] is None
+    assert 0.5 <= rec["latency_s"] < 1.5
+    assert result["msg"].startswith("1 of 1 requests failed (expected all 1 to finish with their token counts): "
+                                    "#0 hang: no token within 0.5 s")
+    assert result["batch"]["aggregate_output_tok_s"] is None and result["batch"]["failed"] == 1
+    assert json.loads(path.read_text())["records"][0]["error"]["kind"] == "hang"
+
+
+def test_hang_before_headers(server):
+    server.routes[("POST", "/v1/chat/completions")] = lambda handler, seen: handler.server.release.wait(30)
+    failed, result = run(server, first_token_timeout_s=0.3, **CHAT)
+    assert failed
+    rec = result["batch"]["records"][0]
+    assert (rec["error"]["kind"], rec["status"]) == ("hang", None)
+    assert rec["error"]["message"] == "no token within 0.3 s (first_token_timeout_s): no response headers"
+
+
+def test_total_timeout_while_tokens_still_flow(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["t"] * 40), gap=0.05)
+    failed, result = run(server, first_token_timeout_s=5, total_timeout_s=0.6, **CHAT)
+    assert failed
+    rec = result["batch"]["records"][0]
+    assert rec["error"]["kind"] == "timeout"
+    assert rec["error"]["message"].startswith("no complete response within 0.6 s (total_timeout_s): HTTP status 200")
+    assert rec["ttft_s"] is not None and rec["chunks"] > 3 and rec["output_tokens"] is None
+
+
+def test_http_500_with_body(server):
+    body = {"error": {"message": "No fallback was attempted", "type": "None", "code": "500"}, "pad": "p" * 3000}
+    server.routes[("POST", "/v1/chat/completions")] = reply(500, body)
+    failed, result = run(server, **CHAT)
+    assert failed
+    rec = result["batch"]["records"][0]
+    assert (rec["status"], rec["error"]["kind"]) == (500, "http")
+    assert rec["error"]["message"] == "HTTP 500 Internal Server Error from /v1/chat/completions"
+    assert rec["error"]["body"].startswith('{"error": {"message": "No fallback was attempted"')
+    assert rec["error"]["body"].endswith("... (cut at 2048 characters)")
+    assert len(rec["error"]["body"]) == 2048 + len("... (cut at 2048 characters)")
+    assert "#0 http: HTTP 500 Internal Server Error from /v1/chat/completions (body: {" in result["msg"]
+
+
+@pytest.mark.parametrize(
+    ("events", "kind", "message"),
+    [
+        ([delta("a"), b"data: Traceback (most recent call last):\n\n"], "malformed",
+         "malformed stream: event 2: data is not JSON"),
+        ([delta("a"), delta("b")], "malformed", "malformed stream: the stream ended without data: [DONE] after 2"),
+        ([delta("a"), b"data: \xff\n\n"], "malformed", "malformed stream: event data is not UTF-8"),
+        ([delta("a"), b"<html>502</html>\n"], "malformed", "malformed stream: line is not an SSE field"),
+        ([delta("a"), {"error": {"message": "context length exceeded", "code": 400}}, DONE], "server_error",
+         "the stream carried an error event"),
+        ([delta("a"), delta("b"), DONE], "no_usage", "the stream ended without a usage chunk"),
+        ([delta("", role="assistant"), usage(10, 0), DONE], "no_tokens",
+         "the stream ended with [DONE] but no chunk carried generated text (the server reports 0 output tokens)"),
+        ([delta("a"), usage(10, "1"), DONE], "malformed", "usage.completion_tokens must be a token count"),
+    ],
+    ids=["not_json", "no_done", "not_utf8", "html", "error_event", "no_usage", "no_tokens", "bad_count"],
+)
+def test_bad_streams(server, events, kind, message):
+    server.routes[("POST", "/v1/chat/completions")] = stream(events)
+    failed, result = run(server, **CHAT)
+    assert failed
+    rec = result["batch"]["records"][0]
+    assert rec["error"]["kind"] == kind, rec["error"]
+    assert rec["error"]["message"].startswith(message) or message in rec["error"]["message"], rec["error"]
+    assert rec["output_tok_s"] is None and rec["ok"] is False
+
+
+def test_error_event_body_is_kept(server):
+    server.routes[("POST", "/generate")] = stream([generate_event("a", 1), {"error": {"message": "scheduler died"}},
+                                                   DONE])
+    failed, result = run(server, api="sglang_generate", kind="single_stream")
+    assert failed
+    assert result["batch"]["records"][0]["error"]["body"] == '{"error": {"message": "scheduler died"}}'
+
+
+def test_stream_cut_by_the_server(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream([delta("a")], end=False)
+    failed, result = run(server, first_token_timeout_s=2, total_timeout_s=3, **CHAT)
+    assert failed
+    error = result["batch"]["records"][0]["error"]
+    assert error["kind"] == "connection"
+    assert error["message"].startswith("IncompleteRead")
+
+
+def test_200_json_is_not_a_stream(server):
+    server.routes[("POST", "/v1/chat/completions")] = reply(200, {"choices": [{"message": {"content": "hi"}}]})
+    failed, result = run(server, **CHAT)
+    assert failed
+    error = result["batch"]["records"][0]["error"]
+    assert error["kind"] == "not_a_stream"
+    assert error["message"] == "expected Content-Type text/event-stream, got 'application/json'"
+    assert error["body"] == '{"choices": [{"message": {"content": "hi"}}]}'
+
+
+def closed_port_url():
+    """A URL on 127.0.0.1 where nothing listens (a port bound and released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_connection_refused():
+    failed, result = run_module(llm_workload.main, dict(CHAT, url=closed_port_url(), requests=2))
+    assert failed
+    assert [r["error"]["kind"] for r in result["batch"]["records"]] == ["connection", "connection"]
+    assert "ConnectionRefusedError" in result["batch"]["records"][0]["error"]["message"]
+    assert result["msg"].startswith("2 of 2 requests failed")
+
+
+def test_fail_on_error_false_reports_and_succeeds(server):
+    calls = []
+
+    def flaky(handler, seen):
+        calls.append(1)
+        if len(calls) == 2:
+            send(handler, 503, b'{"detail": "overloaded"}')
+        else:
+            stream(chat_events(["a", "b"]))(handler, seen)
+
+    server.routes[("POST", "/v1/chat/completions")] = flaky
+    failed, result = run(server, fail_on_error=False, requests=3, **CHAT)
+    assert not failed
+    batch = result["batch"]
+    assert (batch["ok"], batch["failed"]) == (2, 1)
+    assert [r["ok"] for r in batch["records"]] == [True, False, True]
+    assert batch["output_tokens_total"] == 4 and batch["ttft_s"]["n"] == 2
+
+
+def test_flush_refused_fails_the_batch_with_the_reason(server):
+    server.routes[("POST", "/flush_cache")] = reply(
+        400, b"Cache not flushed. Please check if there are pending requests. #queue-req: 0, #running-req: 1\n",
+        "text/plain")
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
+    failed, result = run(server, flush_cache=True, **CHAT)
+    assert failed
+    assert result["msg"] == ("flush_cache was asked for and refused, so the batch was not sent: POST /flush_cache "
+                             "answered HTTP 400: Cache not flushed. Please check if there are pending requests. "
+                             "#queue-req: 0, #running-req: 1")
+    assert result["cache_flushed"] is False
+    assert result["batch"]["records"] == [] and result["batch"]["ok"] == 0
+    assert server.requests_to("/v1/chat/completions") == []
+
+
+def test_flush_unreachable():
+    failed, result = run_module(llm_workload.main, dict(CHAT, url=closed_port_url(), flush_cache=True))
+    assert failed
+    assert result["msg"].startswith("flush_cache was asked for and refused, so the batch was not sent: "
+                                    "POST /flush_cache failed: ConnectionRefusedError")
+
+
+# --- options and documentation --------------------------------------------------------------------------------------
+
+def test_check_mode_sends_nothing(server):
+    failed, result = run(server, _ansible_check_mode=True, flush_cache=True, **CHAT)
+    assert not failed
+    assert result["skipped"] is True and result["changed"] is False
+    assert result["msg"] == "check mode - no request sent and no cache flushed"
+    assert server.seen == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"kind": "single_stream"}, "api is openai_chat but all of the following are missing: model"),
+        ({"kind": "long_context", "model": "m"}, "kind is long_context but all of the following are missing: "
+                                                 "prompt_tokens"),
+        ({"kind": "repeated_prefix", "model": "m", "requests": 2},
+         "kind is repeated_prefix but all of the following are missing: prefix_tokens"),
+        ({"kind": "burst", "model": "m"}, "value of kind must be one of: single_stream, concurrent, repeated_prefix, "
+                                          "long_context, got: burst"),
+        ({"kind": "concurrent", "model": "m", "requests": 2, "concurrency": 3},
+         "concurrency (3) must not exceed requests (2)"),
+        ({"kind": "single_stream", "model": "m", "url": "localhost:30000"},
+         "url must be a base URL like http://169.254.77.2:30000, got 'localhost:30000'"),
+    ],
+)
+def test_bad_options(args, message):
+    args = dict(args)
+    args.setdefault("url", "http://127.0.0.1:9")
+    failed, result = run_module(llm_workload.main, args)
+    assert failed
+    assert message in result["msg"]
+    assert "batch" not in result
+
+
+def test_argument_spec_matches_documentation():
+    options = yaml.safe_load(llm_workload.DOCUMENTATION)["options"]
+    with set_module_args({"url": "http://127.0.0.1:9", "kind": "single_stream", "model": "m"}):
+        module = llm_workload.build_module()
+    spec = module.argument_spec
+
+    def shape(opts):
+        return {name: (o["type"], o.get("default"), o.get("required", False), tuple(o.get("choices", ())),
+                       o.get("elements"), o.get("no_log", False))
+                for name, o in opts.items()}
+
+    documented = shape(options)
+    documented["api_key"] = documented["api_key"][:5] + (True,)  # no_log lives in the spec only
+    assert documented == shape(spec)
+
+
+def test_documentation_parses_and_every_return_says_when():
+    yaml.safe_load(llm_workload.EXAMPLES)
+    returns = yaml.safe_load(llm_workload.RETURN)
+    assert set(returns) == {"msg", "cache_flushed", "batch"}
+    assert all("returned" in r for r in returns.values())
+    assert all("returned" in r for r in returns["batch"]["contains"].values())
