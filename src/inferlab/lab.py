@@ -322,7 +322,7 @@ def stop_pid(pidfile: Path, expect: str, timeout: float = 5.0) -> dict:
 
 def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
     """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``; the check is that its command line
-    mentions that host's directory (sshd's ``-f <host dir>/sshd_config``, the stand-in's ``--pidfile``)."""
+    mentions that host's directory (sshd's ``-f <host dir>/sshd_config``, the lab server's ``--lab-pidfile``)."""
     results = []
     for pidfile in sorted(Path(lab_dir).glob("hosts/*/run/*.pid")):
         host_dir = pidfile.parent.parent
