@@ -15,6 +15,9 @@ from inferlab import paths
 SCHEMA_VERSION = 1
 # Stages with a dedicated section in the record; every other stage lands under "stages".
 SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests", "serving": "serving"}
+# Sections whose fragments are named after something other than a host (serving: one fragment per mode, spanning
+# the ring); their "layers" are the experiment's layers, not a host's, so they never describe a host.
+NOT_BY_HOST = {"serving"}
 
 
 class RecordError(Exception):
@@ -71,7 +74,7 @@ def assemble(run_dir: Path, run: dict) -> dict:
             record[section] = by_host
         else:
             record["stages"][stage] = by_host
-    for stage in ["verify", *sorted(stages)]:
+    for stage in ["verify", *sorted(set(stages) - NOT_BY_HOST)]:
         for host, fragment in stages.get(stage, {}).items():
             if host not in record["hosts"] and "layers" in fragment:
                 record["hosts"][host] = {

@@ -19,7 +19,7 @@ LAYERS = {"process_manager": "process", "driver_layer": "emulated", "tbnet_sysfs
 def verify_fragment(host, ok=True):
     return {
         "host": host, "time": "2026-11-30T10:00:05Z", "ok": ok, "kernel_release": "6.1.0-57-amd64",
-        "layers": LAYERS,
+        "layers": dict(LAYERS),  # a copy: tests mutate it
         "link": {"interface": "thunderbolt0", "address": "169.254.177.1", "peer_address": "169.254.177.2",
                  "operstate": "up", "mtu": 1500, "peer_present": True, "rx_speed_gbps": 20.0, "tx_speed_gbps": 20.0,
                  "rx_lanes": 1, "tx_lanes": 1, "ping_to_peer": {"received": 3}},
@@ -108,3 +108,33 @@ def test_new_run_dir_names_and_never_reuses(tmp_path):
     first.mkdir()
     second = runner.new_run_dir(Path("playbooks/verify.yml"), tmp_path)
     assert second != first
+
+
+def serving_fragment(mode="nextn"):
+    batch = {"kind": "concurrent", "cache": "warm", "concurrency": 6, "wall_s": 1.2, "aggregate_output_tok_s": 640.0,
+             "records": []}
+    return {
+        "mode": mode, "layers": {"runtime": "sglang_tp2", "speculation": "nextn"},
+        "started_at": "2026-11-30T10:00:00Z", "finished_at": "2026-11-30T10:00:09Z",
+        "url": "http://169.254.77.2:30000", "process_manager": "process", "window": f"serve_{mode}",
+        "ranks": {"lab-a": {"rank": 0, "argv": ["python3", "-m", "sglang.launch_server"],
+                            "environment": {"NCCL_SOCKET_IFNAME": "=thunderbolt0"}, "log": "logs/lab-a/r0.log"}},
+        "acceptance": {"passed": True, "problems": [], "traffic": None,
+                       "steps": [{"step": "concurrent", "passed": True, "problems": [], "batch": batch}]},
+    }
+
+
+def test_serving_fragments_are_by_mode_and_never_describe_a_host(tmp_path):
+    write_fragment(tmp_path, "verify", "lab-a", verify_fragment("lab-a"))
+    write_fragment(tmp_path, "serving", "nextn", serving_fragment())
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+    assert data["serving"]["nextn"]["layers"] == {"runtime": "sglang_tp2", "speculation": "nextn"}
+    assert sorted(data["hosts"]) == ["lab-a"], "a mode is not a host"
+
+
+def test_a_workload_batch_without_its_labels_is_refused(tmp_path):
+    fragment = serving_fragment()
+    del fragment["acceptance"]["steps"][0]["batch"]["cache"]
+    write_fragment(tmp_path, "serving", "nextn", fragment)
+    with pytest.raises(record.RecordError, match="serving/nextn/acceptance/steps/0/batch"):
+        record.write(tmp_path, RUN)

@@ -95,8 +95,10 @@ class Lifecycle:
 
 
 def handshake_settings(cfg) -> dict:
+    """What both ranks must agree on. The model is compared by its config (each host may keep it at its own path,
+    as SGLang allows; the sglang_tp role compares the files themselves before launch)."""
     return {"rank": cfg.rank, "tp_size": cfg.args.tp_size, "nnodes": cfg.args.nnodes,
-            "model_path": cfg.args.model_path, "served_model_name": cfg.served_model_name,
+            "model_config": cfg.model_config, "served_model_name": cfg.served_model_name,
             "context_length": cfg.context_length, "allreduce_bytes": cfg.allreduce_bytes,
             "speculative": asdict(cfg.speculative) if cfg.speculative else None, "server": SERVER_VERSION}
 
