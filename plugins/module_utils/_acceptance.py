@@ -110,14 +110,26 @@ def log_failure_lines(text, patterns, limit=10):
         compiled = [re.compile(p) for p in patterns]
     except re.error as exc:
         raise AcceptanceError('a log failure pattern is not a valid regular expression: %s' % exc) from exc
+    lines = (text or '').splitlines()
     found = []
-    for line in (text or '').splitlines():
+    for index, line in enumerate(lines):
         if any(c.search(line) for c in compiled):
             line = line.strip()
+            if line.startswith('Traceback'):
+                line += ' ... ' + _exception_line(lines, index)
             found.append(line if len(line) <= MAX_LINE else line[:MAX_LINE] + '...')
             if len(found) >= limit:
                 break
     return found
+
+
+def _exception_line(lines, start):
+    """The line that ends the traceback starting at ``lines[start]``: the exception and its message."""
+    for line in lines[start + 1:]:
+        if line and not line[0].isspace() and not set(line) <= set('^~ -'):
+            return line.strip()
+    return '(the traceback is cut off)'
+
 
 
 def rank_problems(healths):

@@ -9,6 +9,7 @@ import http.client
 import json
 import signal
 import socket
+import struct
 import threading
 import time
 
@@ -335,3 +336,17 @@ def test_sigterm_is_a_clean_exit(start_server):
     status, _headers, body = result["reply"]
     assert status == 500 and "the server is shutting down" in json.loads(body)["error"]["message"]
     assert not server.pidfile.exists()
+
+
+def test_a_client_reset_is_logged_without_a_traceback(start_server):
+    server = start_server()
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.recv(1024)
+            # SO_LINGER 0: close() sends a reset while the server waits for the next request on the connection
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    assert server.json("GET", "/get_model_info")["is_generation"] is True
+    log = server.log_text()
+    assert "client connection closed" in log
+    assert "Traceback" not in log

@@ -169,7 +169,7 @@ def test_gloo_interface_check():
 
 
 def test_handshake_mismatches():
-    rank0 = {"rank": 0, "tp_size": 2, "model_path": "/m", "speculative": {"algorithm": "EAGLE"}}
+    rank0 = {"rank": 0, "tp_size": 2, "model_config": {"hidden_size": 896}, "speculative": {"algorithm": "EAGLE"}}
     assert handshake_mismatches(rank0, {**rank0, "rank": 1}) == []
     problems = handshake_mismatches(rank0, {**rank0, "rank": 1, "speculative": None, "tp_size": 4})
     assert problems == ["speculative: this rank has {'algorithm': 'EAGLE'}, rank 1 has None",

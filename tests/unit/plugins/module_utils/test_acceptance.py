@@ -113,11 +113,14 @@ PATTERNS = ["Traceback \\(most recent call last\\)", "NCCL WARN", "NCCL error", 
 
 def test_log_failure_lines_quote_the_failing_lines_only():
     assert acc.log_failure_lines(LOG, PATTERNS) == [
-        "Traceback (most recent call last):",
+        "Traceback (most recent call last): ... RuntimeError: NCCL error: remote process exited or there was a "
+        "network error",
         "RuntimeError: NCCL error: remote process exited or there was a network error",
         "lab-a:1234:1300 [0] NCCL WARN Net : Connection closed by remote peer",
     ]
-    assert acc.log_failure_lines(LOG, PATTERNS, limit=1) == ["Traceback (most recent call last):"]
+    assert len(acc.log_failure_lines(LOG, PATTERNS, limit=1)) == 1
+    assert acc.log_failure_lines("Traceback (most recent call last):\n  File x\n", PATTERNS[:1]) == [
+        "Traceback (most recent call last): ... (the traceback is cut off)"]
     assert acc.log_failure_lines("all fine\nNCCL INFO Connected all rings\n", PATTERNS) == []
 
 
