@@ -1,4 +1,4 @@
-"""Render report.md from a validated record: run summary, per-host verification, restore."""
+"""Render report.md from a validated record: run summary, per-host verification, link tests, serving, restore."""
 
 from __future__ import annotations
 
@@ -39,6 +39,53 @@ def _verification(host: str, state: dict) -> list[str]:
             f"| {check['name']} | {'ok' if check['ok'] else '**FAIL**'} | {_value(check['expected'])} "
             f"| {_value(check['found'])} | `{check['variable']}` |"
         )
+    lines.append("")
+    return lines
+
+
+def _stat(batch: dict, metric: str, key: str = "median", scale: float = 1.0) -> str:
+    value = (batch.get(metric) or {}).get(key)
+    return _value(None if value is None else value * scale)
+
+
+def _serving(mode: str, result: dict) -> list[str]:
+    """One served mode: the ladder, with per-request rates, batch aggregates and cache figures in separate columns
+    whose names carry their definitions."""
+    acceptance = result["acceptance"]
+    layers = ", ".join(f"{k}={v}" for k, v in sorted(result["layers"].items()))
+    traffic = acceptance.get("traffic") or {}
+    lines = [f"### {mode}: {'accepted' if acceptance['passed'] else 'NOT accepted'} ({layers})", "",
+             f"- served at {result['url']} by {len(result['ranks'])} ranks ({result['process_manager']}); "
+             f"counter window `{_value(result.get('window'))}`",
+             f"- direct-link traffic during the ladder: {_value(traffic.get('message'))}"]
+    lines += [f"- problem: {problem}" for problem in acceptance["problems"]]
+    lines += ["", "Per request (median over the step's requests):", "",
+              "| step | kind | cache | ok/requests | TTFT ms | decode tok/s (excl. TTFT) | output tok/s (incl. TTFT) "
+              "| cached tokens |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    batches = [(step["step"], step.get("batch")) for step in acceptance["steps"]]
+    for name, batch in batches:
+        if not batch:
+            lines.append(f"| {name} | — | — | did not run | — | — | — | — |")
+            continue
+        lines.append(f"| {name} | {batch['kind']} | {batch['cache']} | {_value(batch.get('ok'))}/"
+                     f"{_value(batch.get('requests'))} | {_stat(batch, 'ttft_s', scale=1000)} "
+                     f"| {_stat(batch, 'decode_tok_s')} | {_stat(batch, 'output_tok_s')} "
+                     f"| {_value(batch.get('cached_tokens_total'))} |")
+    lines += ["", "Per batch:", "", "| step | concurrency | wall s | aggregate output tok/s (all tokens / wall) "
+              "| accept length |", "| --- | --- | --- | --- | --- |"]
+    for name, batch in batches:
+        if batch:
+            accept = (batch.get("spec_accept_length") or {}).get("value")
+            lines.append(f"| {name} | {batch['concurrency']} | {_value(batch.get('wall_s'))} "
+                         f"| {_value(batch.get('aggregate_output_tok_s'))} | {_value(accept)} |")
+    definitions = next((b.get("definitions") for _, b in batches if b and b.get("definitions")), None)
+    if definitions:
+        lines += ["", "Definitions:", ""] + [f"- `{name}`: {text}" for name, text in sorted(definitions.items())]
+    cached_long = [b for n, b in batches if n == "long_context" and b and (b.get("cached_tokens_total") or 0) > 0]
+    if cached_long:
+        lines += ["", f"Not shown: the long-context request reused {cached_long[0]['cached_tokens_total']} cached "
+                  "tokens, so its TTFT is not a cold-prefill result."]
     lines.append("")
     return lines
 
@@ -155,6 +202,13 @@ def render(record: dict) -> str:
                   "counter columns are that window's deltas per host.", ""]
         for host, result in sorted(record["link_tests"].items()):
             lines += _link_tests(host, result)
+    if record.get("serving"):
+        lines += ["## Serving", "",
+                  "Each mode was deployed, then accepted by the ladder (one response, repeated, concurrent, a repeated "
+                  "long prefix, a long context) inside one counter window. Per-request rates and batch aggregates "
+                  "are different figures and are never mixed.", ""]
+        for mode, result in record["serving"].items():
+            lines += _serving(mode, result)
     if record["stages"].get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):
@@ -181,6 +235,11 @@ def summary(record: dict) -> list[str]:
     for host, restore in sorted(record["restore"].items()):
         verdict = "verified" if restore["verified"] else "NOT verified: " + "; ".join(restore["differences"])
         lines.append(f"{host}: restore {verdict}")
+    for mode, result in record.get("serving", {}).items():
+        acceptance = result["acceptance"]
+        passed = sum(1 for step in acceptance["steps"] if step["passed"])
+        verdict = "accepted" if acceptance["passed"] else "NOT accepted: " + "; ".join(acceptance["problems"])
+        lines.append(f"serving {mode}: {verdict} ({passed}/{len(acceptance['steps'])} ladder steps)")
     return lines
 
 

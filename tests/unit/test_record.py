@@ -138,3 +138,17 @@ def test_a_workload_batch_without_its_labels_is_refused(tmp_path):
     write_fragment(tmp_path, "serving", "nextn", fragment)
     with pytest.raises(record.RecordError, match="serving/nextn/acceptance/steps/0/batch"):
         record.write(tmp_path, RUN)
+
+
+def test_report_keeps_per_request_rates_and_batch_aggregates_apart(tmp_path):
+    fragment = serving_fragment()
+    batch = fragment["acceptance"]["steps"][0]["batch"]
+    batch.update(ok=6, requests=6, ttft_s={"median": 0.0071}, decode_tok_s={"median": 430.9},
+                 output_tok_s={"median": 420.0}, cached_tokens_total=0, spec_accept_length={"value": 2.41})
+    write_fragment(tmp_path, "serving", "nextn", fragment)
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+    text = report.render(data)
+    assert "### nextn: accepted (runtime=sglang_tp2, speculation=nextn)" in text
+    assert "| concurrent | concurrent | warm | 6/6 | 7.1 | 430.9 | 420 | 0 |" in text
+    assert "| concurrent | 6 | 1.2 | 640 | 2.41 |" in text
+    assert report.summary(data) == ["serving nextn: accepted (1/1 ladder steps)"]
