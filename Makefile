@@ -37,7 +37,7 @@ deb: .cache/deb.stamp
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[lab,test]'
 	touch $@
 
 collection: $(COLLECTION_LINK)

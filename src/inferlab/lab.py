@@ -42,6 +42,8 @@ from inferlab.paths import REPO_ROOT
 LAB_ROOT = Path("/var/lib/inferlab-lab")
 LAB_JSON_FORMAT = "inferlab.lab/1"
 STATUS_FORMAT = "inferlab.lab_status/1"
+# sglang-router sets its process title (setproctitle), so its /proc/PID/cmdline reads this and nothing else.
+ROUTER_TITLE = "sglang::router"
 NETNS_DIR = Path("/run/netns")
 
 METADATA_NET = ip_network("169.254.169.0/24")
@@ -321,12 +323,17 @@ def stop_pid(pidfile: Path, expect: str, timeout: float = 5.0) -> dict:
 
 
 def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
-    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``; the check is that its command line
-    mentions that host's directory (sshd's ``-f <host dir>/sshd_config``, the lab server's ``--lab-pidfile``)."""
+    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, and the router (``<lab_dir>/run/``).
+
+    The check before a signal: a host daemon's command line mentions that host's directory (sshd's ``-f <host
+    dir>/sshd_config``, the lab server's ``--lab-pidfile``); the router's is its process title."""
     results = []
     for pidfile in sorted(Path(lab_dir).glob("hosts/*/run/*.pid")):
         host_dir = pidfile.parent.parent
         results.append(stop_pid(pidfile, f"{host_dir}/", timeout))
+    router_pidfile = Path(lab_dir) / "run" / "router.pid"
+    if router_pidfile.exists():
+        results.append(stop_pid(router_pidfile, ROUTER_TITLE, timeout))
     return {"changed": any(r["changed"] for r in results), "results": results}
 
 
@@ -449,6 +456,8 @@ def build_record(spec: dict, spec_digest: str, built_at: str) -> dict:
             svc["pid"] = read_pidfile(svc["pidfile"])
         hosts.append(host)
     record["hosts"] = hosts
+    if record.get("router"):
+        record["router"] = {**record["router"], "pid": read_pidfile(record["router"]["pidfile"])}
     return record
 
 
@@ -457,6 +466,7 @@ def write_record(lab_dir: Path, payload: dict, check: bool = False) -> dict:
     record = build_record(payload["spec"], payload["spec_digest"], payload["built_at"])
     missing = [h["name"] for h in record["hosts"] if not h["ssh"]["pid"]]
     missing += [s["name"] for h in record["hosts"] for s in h.get("services", []) if not s["pid"]]
+    missing += ["the router"] if record.get("router") and not record["router"]["pid"] else []
     if missing:
         raise LabError(f"no PID recorded for {', '.join(missing)}: the lab is not fully up")
     path = Path(lab_dir) / "lab.json"
@@ -509,12 +519,13 @@ class SystemProbe:
         links = json.loads(result.stdout)
         return links[0] if links else None
 
-    def process(self, pid: int | None, expect: str, netns: str) -> bool:
-        """``pid`` runs, its command line mentions ``expect`` and it lives in ``netns``."""
+    def process(self, pid: int | None, expect: str, netns: str | None) -> bool:
+        """``pid`` runs, its command line mentions ``expect`` and it lives in ``netns`` (None: the controller's own
+        namespace, this process's; PID 1's may not be readable in a container)."""
         if not pid or not proc_running(pid):
             return False
         cmdline = proc_cmdline(pid) or ""
-        inode = netns_inode(netns)
+        inode = netns_inode(netns) if netns is not None else proc_netns_inode(os.getpid())
         return expect in cmdline and inode is not None and proc_netns_inode(pid) == inode
 
     def link_profile(self, netns: str, ifname: str) -> dict | None:
@@ -683,6 +694,20 @@ def host_status(host: dict, probe) -> dict:
     return out
 
 
+def router_status(router: dict, probe) -> dict:
+    """The lab's router: its process (in the root namespace, recognised by its process title) and its
+    ``/readiness`` (its ``/health`` answers 200 even with no worker)."""
+    alive = probe.process(router.get("pid"), ROUTER_TITLE, None)
+    ready = alive and probe.http_ok(router["readiness_url"])
+    problems = []
+    if not alive:
+        problems.append(f"router (pid {router.get('pid')}) is not running")
+    elif not ready:
+        problems.append(f"router: {router['readiness_url']} does not answer 200")
+    return {"url": router["url"], "pid": router.get("pid"), "workers": router["workers"], "log": router["log"],
+            "alive": alive, "healthy": ready, "problems": problems}
+
+
 def status(where, probe=None) -> dict:
     """The lab's state: ``where`` is a lab dir, or a lab inventory (file or directory) naming one.
 
@@ -729,6 +754,9 @@ def status(where, probe=None) -> dict:
     result["stray_netns"] = [n for n in leftovers if n not in known]
     for host in result["hosts"]:
         result["problems"].extend(f"{host['name']}: {p}" for p in host["problems"])
+    if record.get("router"):
+        result["router"] = router_status(record["router"], probe)
+        result["problems"].extend(result["router"]["problems"])
     if result["stray_netns"]:
         result["problems"].append(f"stray namespaces not in lab.json: {', '.join(result['stray_netns'])}")
     result["healthy"] = not result["problems"]
@@ -757,6 +785,10 @@ def render_status_text(st: dict) -> str:
             lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         for h in st["hosts"]:
             lines.append(f"  {h['name']}: state {h['state_dir']}; sysfs {h['sysfs_root']}; nvml {h['nvml_snapshot']}")
+        if st.get("router"):
+            router = st["router"]
+            lines.append(f"  router {router['url']} over {', '.join(router['workers'])}: "
+                         f"{'ok' if router['healthy'] else 'FAIL'} (pid {router['pid']}, log {router['log']})")
     for problem in st["problems"]:
         lines.append(f"  problem: {problem}")
     return "\n".join(lines)

@@ -15,9 +15,7 @@ from inferlab import paths
 SCHEMA_VERSION = 1
 # Stages with a dedicated section in the record; every other stage lands under "stages".
 SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests", "serving": "serving"}
-# Sections whose fragments are named after something other than a host (serving: one fragment per mode, spanning
-# the ring); their "layers" are the experiment's layers, not a host's, so they never describe a host.
-NOT_BY_HOST = {"serving"}
+
 
 
 class RecordError(Exception):
@@ -74,9 +72,11 @@ def assemble(run_dir: Path, run: dict) -> dict:
             record[section] = by_host
         else:
             record["stages"][stage] = by_host
-    for stage in ["verify", *sorted(set(stages) - NOT_BY_HOST)]:
+    # A host is described by a fragment about that host (its "host" field names it, as host_verify's do); a
+    # serving fragment is about a mode across the ring, and its "layers" are the experiment's, not a host's.
+    for stage in ["verify", *sorted(stages)]:
         for host, fragment in stages.get(stage, {}).items():
-            if host not in record["hosts"] and "layers" in fragment:
+            if host not in record["hosts"] and fragment.get("host") == host and "layers" in fragment:
                 record["hosts"][host] = {
                     "kernel_release": fragment.get("kernel_release"),
                     "layers": fragment["layers"],

@@ -264,9 +264,11 @@ def test_stop_pidfiles_walks_the_lab(sleeper):
     proc, _pidfile, host_dir = sleeper
     lab_dir = host_dir.parent.parent
     (host_dir / "run" / "garbage.pid").write_text("not a pid\n")
+    (lab_dir / "run").mkdir()
+    (lab_dir / "run" / "router.pid").write_text(f"{os.getpid()}\n")  # not the router's title: left alone
     result = lab.stop_pidfiles(lab_dir)
     assert result["changed"] is True
-    assert sorted(r["state"] for r in result["results"]) == ["invalid", "stopped"]
+    assert sorted(r["state"] for r in result["results"]) == ["invalid", "mismatch", "stopped"]
     proc.wait(timeout=5)
     assert lab.stop_pidfiles(lab_dir)["changed"] is False
 
@@ -363,9 +365,15 @@ def make_spec(lab_dir: Path) -> dict:
             "state_dir": str(host_dir / "state"), "sysfs_root": str(host_dir / "sysfs"),
             "nvml_snapshot": str(host_dir / "nvml.json"), "model_path": str(host_dir / "models/lab-model"),
         })
+    (lab_dir / "run").mkdir(parents=True, exist_ok=True)
+    router = {"address": "169.254.77.1", "port": 8100, "prometheus_port": 8101, "url": "http://169.254.77.1:8100",
+              "readiness_url": "http://169.254.77.1:8100/readiness",
+              "workers": ["http://169.254.77.2:8000", "http://169.254.77.6:8000"],
+              "pidfile": str(lab_dir / "run/router.pid"), "log": str(lab_dir / "logs/router.log"),
+              "log_dir": str(lab_dir / "logs/router"), "python": "/venv/bin/python"}
     return {"name": "ilab", "octet": 77, "lab_dir": str(lab_dir),
             "ssh": {"private_key": str(lab_dir / "ssh/id_ed25519"), "known_hosts": str(lab_dir / "ssh/known_hosts")},
-            "hosts": hosts}
+            "hosts": hosts, "router": router}
 
 
 def write_pids(spec: dict, base: int = 1000) -> None:
@@ -373,6 +381,7 @@ def write_pids(spec: dict, base: int = 1000) -> None:
         Path(host["ssh"]["pidfile"]).write_text(f"{base + 10 * n}\n")
         for m, svc in enumerate(host["services"]):
             Path(svc["pidfile"]).write_text(f"{base + 10 * n + m + 1}\n")
+    Path(spec["router"]["pidfile"]).write_text(f"{base + 99}\n")
 
 
 def test_write_record(tmp_path):
@@ -388,6 +397,7 @@ def test_write_record(tmp_path):
     assert record["status"] == "up"
     assert record["hosts"][1]["ssh"]["pid"] == 1010
     assert record["hosts"][1]["services"][0]["pid"] == 1011
+    assert record["router"]["pid"] == 1099
     assert "pid" not in spec["hosts"][0]["ssh"]  # the spec itself is left alone
 
 
@@ -462,6 +472,8 @@ def test_status_up(built_lab):
     text = lab.render_status_text(st)
     assert "lab ilab: up" in text
     assert "lab-b" in text and "original-b http://169.254.77.6:8000/v1 ok" in text
+    assert st["router"]["healthy"] is True
+    assert "router http://169.254.77.1:8100 over http://169.254.77.2:8000, http://169.254.77.6:8000: ok" in text
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -470,6 +482,8 @@ def test_status_up(built_lab):
     ({"missing_netns": {"ilab-b"}}, "network namespace ilab-b is missing"),
     ({"down_links": {"ilab-a"}}, "ilab-a:thunderbolt0 is missing or down"),
     ({"bad_health": {"http://169.254.77.2:8000/health"}}, "does not answer 200"),
+    ({"dead_pids": {1099}}, "router (pid 1099) is not running"),
+    ({"bad_health": {"http://169.254.77.1:8100/readiness"}}, "router: http://169.254.77.1:8100/readiness does not"),
 ])
 def test_status_degraded(built_lab, kwargs, words):
     lab_dir, spec = built_lab

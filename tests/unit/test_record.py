@@ -127,7 +127,9 @@ def serving_fragment(mode="nextn"):
 def test_serving_fragments_are_by_mode_and_never_describe_a_host(tmp_path):
     write_fragment(tmp_path, "verify", "lab-a", verify_fragment("lab-a"))
     write_fragment(tmp_path, "serving", "nextn", serving_fragment())
+    write_fragment(tmp_path, "negative_hang", "baseline", serving_fragment("baseline"))
     data = json.loads(record.write(tmp_path, RUN).read_text())
+    assert data["stages"]["negative_hang"]["baseline"]["mode"] == "baseline"
     assert data["serving"]["nextn"]["layers"] == {"runtime": "sglang_tp2", "speculation": "nextn"}
     assert sorted(data["hosts"]) == ["lab-a"], "a mode is not a host"
 
