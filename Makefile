@@ -48,6 +48,7 @@ $(COLLECTION_LINK):
 demo: bootstrap
 	$(BIN)/inferlab lab up
 	$(BIN)/inferlab run playbooks/verify.yml
+	$(BIN)/inferlab run playbooks/serve.yml
 
 lab-up: bootstrap
 	$(BIN)/inferlab lab up
@@ -83,6 +84,8 @@ bench: bootstrap
 	$(PY) tests/bench/bench_lab.py lab --json .cache/bench-lab.json
 	$(PY) tests/bench/bench_lab.py link --runs 3 --json .cache/bench-link.json
 	$(PY) tests/bench/bench_lab.py sampler --runs 3 --json .cache/bench-sampler.json
+	$(PY) tests/bench/bench_lab.py serve --runs 5 --json .cache/bench-serve.json
+	$(PY) tests/bench/bench_workload.py --runs 5 --json .cache/bench-workload.json
 
 clean:
 	rm -rf .cache .collections tests/output

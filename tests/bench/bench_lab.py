@@ -5,9 +5,13 @@ Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) a
   found it (up or down);
 - `link`: the full link suite with default durations, `inferlab run link_test` (brings the lab up if needed);
 - `sampler`: the counter sampler's CPU cost at 1 Hz (utime + stime from /proc over 60 s, on the controller's own
-  interfaces, the same code the hosts run).
+  interfaces, the same code the hosts run);
+- `serve`: lab TP2 (baseline mode of playbooks/serve.yml) with lab-a's direct link `clean` and then `lossy`, the two
+  conditions interleaved run by run; figures from each run's record: the single-stream decode rate of the ladder's
+  first request (cold cache, TTFT excluded), the aggregate rate of its 6 concurrent requests, and the TCP segments
+  retransmitted on both hosts during the ladder. Ends with playbooks/restore.yml (no profile left).
 
-    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler] [--runs 5] [--json FILE]
+    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve] [--runs 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from inferlab import cli, paths
 
 REPO = Path(__file__).resolve().parents[2]
 INFERLAB = [sys.executable, "-m", "inferlab.cli"]
@@ -79,6 +85,41 @@ def bench_link(runs_wanted: int) -> dict[str, list[float]]:
     return samples
 
 
+def serve_figures(run_dir: Path) -> dict[str, float]:
+    data = json.loads((run_dir / "record.json").read_text())
+    steps = {s["step"]: s["batch"] for s in data["serving"]["baseline"]["acceptance"]["steps"]}
+    window = data["serving"]["baseline"]["window"]
+    retrans = 0
+    for host_window in (run_dir / "fragments" / f"window_{window}").glob("*.json"):
+        retrans += json.loads(host_window.read_text())["tcp"].get("RetransSegs", 0)
+    return {"single-stream decode tok/s (cold, excl. TTFT)": steps["first_response"]["decode_tok_s"]["median"],
+            "aggregate tok/s, 6 concurrent": steps["concurrent"]["aggregate_output_tok_s"],
+            "TCP segments retransmitted in the ladder (both hosts)": retrans}
+
+
+def bench_serve(runs_wanted: int) -> dict[str, list[float]]:
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    samples: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        try:
+            for n in range(runs_wanted):
+                for profile in ("clean", "lossy"):
+                    timed([*INFERLAB, "run", "link_profile", "-e", "link_profile_host=lab-a", "-e",
+                           f"link_profile_name={profile}", "--run-dir", f"{runs}/profile-{profile}-{n}"])
+                    run_dir = Path(runs) / f"serve-{profile}-{n}"
+                    code = cli.run_and_record(REPO / "playbooks" / "serve.yml", inventory, run_dir,
+                                              {"sglang_tp_modes": ["baseline"]})
+                    if code != 0:
+                        raise SystemExit(f"serve run {run_dir} failed with exit {code}")
+                    for name, value in serve_figures(run_dir).items():
+                        samples.setdefault(f"{name}, {profile}", []).append(value)
+        finally:
+            timed([*INFERLAB, "run", "restore", "--run-dir", f"{runs}/restore"])
+    return samples
+
+
 def cpu_ticks(pid: int) -> int:
     """utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -112,18 +153,19 @@ def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("suite", nargs="?", choices=["lab", "link", "sampler"], default="lab")
+    parser.add_argument("suite", nargs="?", choices=["lab", "link", "sampler", "serve"], default="lab")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    samples = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler}[args.suite](args.runs)
+    samples = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler, "serve": bench_serve}[args.suite](
+        args.runs)
     figures = {"machine": machine(), "results": {name: summary(s) for name, s in samples.items()}}
     print(f"machine: {figures['machine']}")
     print("| what | median | min | max | runs |")
     print("| --- | --- | --- | --- | --- |")
     for name, result in figures["results"].items():
-        unit = "" if "%" in name else " s"
+        unit = "" if "%" in name or "tok/s" in name or "segments" in name else " s"
         print(f"| {name} | {result['median_s']}{unit} | {result['min_s']}{unit} | {result['max_s']}{unit} "
               f"| {result['runs']} |")
     if args.json:

@@ -92,3 +92,14 @@ def test_every_rank_in_the_ledger_is_undone(host):
     ranks = [e for e in last.values() if "sglang-" in json.dumps(e["params"])]
     assert ranks, "no rank was recorded in the ledger"
     assert {e["state"] for e in ranks} == {"undone"}
+
+
+@pytest.mark.parametrize("stage, words", [
+    ("negative_hang", "hang"),
+    ("negative_rank_killed", "rank 1 on lab-b"),
+])
+def test_the_failed_ladders_were_recorded_with_their_reason(stage, words):
+    result = json.loads((RUN_DIR / "fragments" / stage / "baseline.json").read_text())
+    acceptance = result["acceptance"]
+    assert not acceptance["passed"]
+    assert any(words in problem for problem in acceptance["problems"]), acceptance["problems"]
