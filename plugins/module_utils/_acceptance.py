@@ -131,7 +131,6 @@ def _exception_line(lines, start):
     return '(the traceback is cut off)'
 
 
-
 def rank_problems(healths):
     """``[{host, rank, running, pid, failure_lines}]`` -> one sentence per problem, naming the rank."""
     if not isinstance(healths, list):

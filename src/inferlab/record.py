@@ -17,7 +17,6 @@ SCHEMA_VERSION = 1
 SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests", "serving": "serving"}
 
 
-
 class RecordError(Exception):
     """A fragment or the assembled record is not what the schema promises."""
 

@@ -79,7 +79,7 @@ def _serving(mode: str, result: dict) -> list[str]:
             accept = (batch.get("spec_accept_length") or {}).get("value")
             lines.append(f"| {name} | {batch['concurrency']} | {_value(batch.get('wall_s'))} "
                          f"| {_value(batch.get('aggregate_output_tok_s'))} | {_value(accept)} |")
-    definitions = next((b.get("definitions") for _, b in batches if b and b.get("definitions")), None)
+    definitions = next((b.get("definitions") for _name, b in batches if b and b.get("definitions")), None)
     if definitions:
         lines += ["", "Definitions:", ""] + [f"- `{name}`: {text}" for name, text in sorted(definitions.items())]
     cached_long = [b for n, b in batches if n == "long_context" and b and (b.get("cached_tokens_total") or 0) > 0]

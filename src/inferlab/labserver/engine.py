@@ -184,7 +184,7 @@ class Engine:
                     if self._stopping:
                         return
                     room = len(self._waiting) if self.max_running is None else self.max_running - len(self._running)
-                    new = [self._waiting.popleft() for _ in range(max(0, min(room, len(self._waiting))))]
+                    new = [self._waiting.popleft() for _admitted in range(max(0, min(room, len(self._waiting))))]
                 if new:
                     self._prefill(new)
                 else:

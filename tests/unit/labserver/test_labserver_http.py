@@ -340,7 +340,7 @@ def test_sigterm_is_a_clean_exit(start_server):
 
 def test_a_client_reset_is_logged_without_a_traceback(start_server):
     server = start_server()
-    for _ in range(3):
+    for _attempt in range(3):
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
             sock.recv(1024)

@@ -262,8 +262,8 @@ def test_container_run_argv(kwargs, expected):
     (dict(engine="docker", name="r", image="i", argv=["x"], volumes=["/m:models"]), "DST absolute"),
     (dict(engine="docker", name="r", image="i", argv=["x"], volumes=["/m:/m:"]), "a volume must read"),
     (dict(engine="docker", name="r", image="i", argv=["x"], options=[1]), "container options must be strings"),
-    (dict(engine="docker", name="r", image="i", argv=["x"], log_path="/l.log"), "docker cannot write a container "
-                                                                               "log to a chosen file"),
+    (dict(engine="docker", name="r", image="i", argv=["x"], log_path="/l.log"),
+     "docker cannot write a container log to a chosen file"),
     (dict(engine="podman", name="r", image="i", argv=["x"], log_path="l.log"), "log_path must be an absolute"),
 ])
 def test_container_bad_arguments(kwargs, message):
