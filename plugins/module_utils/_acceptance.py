@@ -269,7 +269,8 @@ def acceptance_summary(steps, window, min_ratio, link_interface, mgmt_interface)
 
 
 def public_environment(environment):
-    """An environment for the record: NCCL_*, GLOO_* and CUDA_VISIBLE_DEVICES as they are, other values hidden."""
+    """An environment for the record: NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES and PYTHONPATH as they are, other values
+    hidden (a token passed to a rank must not reach the record)."""
     environment = _mapping(environment, 'environment')
     shown = ('NCCL_', 'GLOO_', 'CUDA_VISIBLE_DEVICES', 'PYTHONPATH')
     return dict((key, value if key.startswith(shown) else '(set)') for key, value in environment.items())

@@ -60,31 +60,30 @@ def _serving(mode: str, result: dict) -> list[str]:
              f"- direct-link traffic during the ladder: {_value(traffic.get('message'))}"]
     lines += [f"- problem: {problem}" for problem in acceptance["problems"]]
     lines += ["", "Per request (median over the step's requests):", "",
-              "| step | kind | cache | ok/requests | TTFT ms | decode tok/s (excl. TTFT) | output tok/s (incl. TTFT) "
-              "| cached tokens |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| step | kind | cache | ok/requests | TTFT ms | decode tok/s (excl. TTFT) | output tok/s (incl. TTFT) |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     batches = [(step["step"], step.get("batch")) for step in acceptance["steps"]]
     for name, batch in batches:
         if not batch:
-            lines.append(f"| {name} | — | — | did not run | — | — | — | — |")
+            lines.append(f"| {name} | — | — | did not run | — | — | — |")
             continue
         lines.append(f"| {name} | {batch['kind']} | {batch['cache']} | {_value(batch.get('ok'))}/"
                      f"{_value(batch.get('requests'))} | {_stat(batch, 'ttft_s', scale=1000)} "
-                     f"| {_stat(batch, 'decode_tok_s')} | {_stat(batch, 'output_tok_s')} "
-                     f"| {_value(batch.get('cached_tokens_total'))} |")
+                     f"| {_stat(batch, 'decode_tok_s')} | {_stat(batch, 'output_tok_s')} |")
     lines += ["", "Per batch:", "", "| step | concurrency | wall s | aggregate output tok/s (all tokens / wall) "
-              "| accept length |", "| --- | --- | --- | --- | --- |"]
+              "| cached tokens (sum) | accept length |", "| --- | --- | --- | --- | --- | --- |"]
     for name, batch in batches:
         if batch:
             accept = (batch.get("spec_accept_length") or {}).get("value")
             lines.append(f"| {name} | {batch['concurrency']} | {_value(batch.get('wall_s'))} "
-                         f"| {_value(batch.get('aggregate_output_tok_s'))} | {_value(accept)} |")
+                         f"| {_value(batch.get('aggregate_output_tok_s'))} "
+                         f"| {_value(batch.get('cached_tokens_total'))} | {_value(accept)} |")
     definitions = next((b.get("definitions") for _name, b in batches if b and b.get("definitions")), None)
     if definitions:
         lines += ["", "Definitions:", ""] + [f"- `{name}`: {text}" for name, text in sorted(definitions.items())]
     cached_long = [b for n, b in batches if n == "long_context" and b and (b.get("cached_tokens_total") or 0) > 0]
     if cached_long:
-        lines += ["", f"Not shown: the long-context request reused {cached_long[0]['cached_tokens_total']} cached "
+        lines += ["", f"Note: the long-context request reused {cached_long[0]['cached_tokens_total']} cached "
                   "tokens, so its TTFT is not a cold-prefill result."]
     lines.append("")
     return lines

@@ -42,6 +42,8 @@ MODEL = "bench-model"
 MODEL_CONFIG = {"hidden_size": 896, "num_hidden_layers": 24, "max_position_embeddings": 32768}
 CEILING_AIM = 20000.0
 TTFT_AIM_MS = 1.0
+# loopback only, never through a proxy from the environment
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def machine() -> str:
@@ -70,7 +72,7 @@ def start_server(model_dir: Path, port: int, log: Path, cores: set[int]) -> subp
         if server.poll() is not None:
             raise RuntimeError(f"the lab server exited with {server.returncode}; its log:\n{log.read_text()}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as answer:
+            with DIRECT.open(f"http://127.0.0.1:{port}/health", timeout=1) as answer:
                 if answer.status == 200:
                     return server
         except OSError:
@@ -81,7 +83,7 @@ def start_server(model_dir: Path, port: int, log: Path, cores: set[int]) -> subp
 
 def generation_tokens_total(url: str) -> float:
     """Sum of every ``sglang:generation_tokens_total`` series on ``/metrics``."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+    with DIRECT.open(f"{url}/metrics", timeout=10) as answer:
         text = answer.read().decode()
     total, found = 0.0, False
     for line in text.splitlines():

@@ -151,6 +151,6 @@ def test_report_keeps_per_request_rates_and_batch_aggregates_apart(tmp_path):
     data = json.loads(record.write(tmp_path, RUN).read_text())
     text = report.render(data)
     assert "### nextn: accepted (runtime=sglang_tp2, speculation=nextn)" in text
-    assert "| concurrent | concurrent | warm | 6/6 | 7.1 | 430.9 | 420 | 0 |" in text
-    assert "| concurrent | 6 | 1.2 | 640 | 2.41 |" in text
+    assert "| concurrent | concurrent | warm | 6/6 | 7.1 | 430.9 | 420 |" in text
+    assert "| concurrent | 6 | 1.2 | 640 | 0 | 2.41 |" in text
     assert report.summary(data) == ["serving nextn: accepted (1/1 ladder steps)"]
