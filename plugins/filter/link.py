@@ -19,15 +19,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _iperf3, _link_verdict
-
-
-def _plain(value):
-    """Mappings and lists as plain dicts and lists (the module_utils check for dict and list)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 
 def _registered_stdout(value, name):
@@ -53,19 +45,19 @@ def _call(name, function, *args, **kwargs):
 
 def iperf3_summary(result):
     """See plugins/filter/iperf3_summary.yml."""
-    result = _plain(_registered_stdout(result, "iperf3_summary"))
+    result = plain(_registered_stdout(result, "iperf3_summary"))
     return _call("iperf3_summary", _iperf3.iperf3_summary, result)
 
 
 def asymmetry_verdict(a_to_b, b_to_a, host_a, host_b, threshold=_link_verdict.DEFAULT_THRESHOLD, control=None):
     """See plugins/filter/asymmetry_verdict.yml."""
     return _call("asymmetry_verdict", _link_verdict.asymmetry_verdict, a_to_b, b_to_a, host_a, host_b,
-                 threshold=threshold, control=_plain(control))
+                 threshold=threshold, control=plain(control))
 
 
 def flow_limit(by_flows, threshold=_link_verdict.DEFAULT_THRESHOLD):
     """See plugins/filter/flow_limit.yml."""
-    return _call("flow_limit", _link_verdict.flow_limit, _plain(by_flows), threshold=threshold)
+    return _call("flow_limit", _link_verdict.flow_limit, plain(by_flows), threshold=threshold)
 
 
 def ping_summary(stdout):
@@ -75,7 +67,7 @@ def ping_summary(stdout):
 
 def link_condition_table(runs, metrics=None):
     """See plugins/filter/link_condition_table.yml."""
-    return _call("link_condition_table", _link_verdict.link_condition_table, _plain(runs), metrics=_plain(metrics))
+    return _call("link_condition_table", _link_verdict.link_condition_table, plain(runs), metrics=plain(metrics))
 
 
 class FilterModule(object):

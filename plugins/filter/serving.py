@@ -13,26 +13,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from collections.abc import Mapping
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance
-
-
-def _plain(value):
-    """Ansible's lazy mappings and lists as plain dicts and lists (the module_utils check for dict and list)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 
 def _wrap(function):
     def wrapper(*args, **kwargs):
         try:
-            return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+            return function(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
         except _acceptance.AcceptanceError as exc:
             raise AnsibleFilterError('%s: %s' % (function.__name__, exc)) from exc
     wrapper.__name__ = function.__name__

@@ -14,27 +14,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from collections.abc import Mapping
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _sglang_launch
-
-
-def _plain(value):
-    """Mappings, lists and strings as plain dicts, lists and str (the module_utils check for exactly those)."""
-    if isinstance(value, Mapping):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 
 def _call(name, function, *args):
     try:
-        return function(*[_plain(arg) for arg in args])
+        return function(*[plain(arg) for arg in args])
     except _sglang_launch.SpecError as exc:
         raise AnsibleFilterError("%s: malformed SGLang rank spec: %s" % (name, exc)) from None
 

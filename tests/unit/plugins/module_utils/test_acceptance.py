@@ -5,9 +5,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferlab.distributed.plugins.filter import serving
 from ansible_collections.inferlab.distributed.plugins.filter.serving import FilterModule
 from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance as acc
 
@@ -244,3 +248,13 @@ def test_filters_wrap_errors():
                             "ladder_step_verdict", "link_traffic", "acceptance_summary", "public_environment"}
     with pytest.raises(AnsibleFilterError, match="ladder_step_verdict: unknown ladder step"):
         FILTERS["ladder_step_verdict"]({"step": "nope"})
+
+
+@pytest.mark.parametrize("name", sorted(FILTERS))
+def test_every_filter_has_its_sidecar_documentation(name):
+    """Several filters share serving.py, so each is documented in plugins/filter/<name>.yml, named after it."""
+    sidecar = Path(serving.__file__).with_name(f"{name}.yml")
+    doc = yaml.safe_load(sidecar.read_text())
+    assert doc["DOCUMENTATION"]["name"] == name
+    assert doc["EXAMPLES"].strip() and doc["RETURN"]["_value"]["description"]
+    assert not hasattr(serving, "DOCUMENTATION")  # it would shadow every sidecar in ansible-doc
