@@ -58,6 +58,17 @@ class RequestError(Exception):
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
+def _drain(queue) -> list:
+    """Wait for the engine's next item, then take every item already queued: a stream that fell behind catches up
+    in one write (SGLang merges chunks the same way)."""
+    items = [queue.get()]
+    while True:
+        try:
+            items.append(queue.get_nowait())
+        except Empty:
+            return items
+
+
 def _engine_error(exc: EngineError) -> RequestError:
     return RequestError(500, f"Internal server error: {exc}", kind="InternalServerError")
 
@@ -473,12 +484,7 @@ class Handler(BaseHTTPRequestHandler):
         started = False
         try:
             while True:
-                items = [req.queue.get()]
-                while True:
-                    try:
-                        items.append(req.queue.get_nowait())
-                    except Empty:
-                        break
+                items = _drain(req.queue)
                 out = []
                 done = False
                 for item in items:
@@ -545,12 +551,7 @@ class Handler(BaseHTTPRequestHandler):
         sent = 0
         try:
             while True:
-                items = [req.queue.get()]
-                while True:
-                    try:
-                        items.append(req.queue.get_nowait())
-                    except Empty:
-                        break
+                items = _drain(req.queue)
                 if any(isinstance(item, EngineError) for item in items):
                     error = _engine_error(next(i for i in items if isinstance(i, EngineError))).body()
                     self._chunk(b"data: %s\n\ndata: [DONE]\n\n" % json.dumps(error).encode())
