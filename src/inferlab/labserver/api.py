@@ -524,9 +524,13 @@ class Handler(BaseHTTPRequestHandler):
                     self._end_stream()
                     return
         except (BrokenPipeError, ConnectionResetError):
-            lab.engine.abort(req)
-            log.info("client went away mid-stream (request %s)", req.rid)
-            self.close_connection = True
+            self._client_gone(req)
+
+    def _client_gone(self, req: Request) -> None:
+        """The client closed a stream: the engine drops the request at its next step, the connection is done."""
+        self.lab.engine.abort(req)
+        log.info("client went away mid-stream (request %s)", req.rid)
+        self.close_connection = True
 
     def _post_generate(self, path, raw):
         lab = self.lab
@@ -569,9 +573,7 @@ class Handler(BaseHTTPRequestHandler):
                     self._end_stream()
                     return
         except (BrokenPipeError, ConnectionResetError):
-            lab.engine.abort(req)
-            log.info("client went away mid-stream (request %s)", req.rid)
-            self.close_connection = True
+            self._client_gone(req)
 
 
 ROUTES = {
