@@ -164,7 +164,8 @@ def _accept_length(batch):
 def ladder_step_verdict(step, max_accept_length=None):
     """Judge one ladder step: ``{step, batch, error, ranks}`` -> the same with ``passed`` and ``problems``.
 
-    ``ranks`` is the list of rank problems read after the batch (see :func:`rank_problems`). With speculation on,
+    ``error`` is llm_workload's message when the module itself failed (a refused cache flush, a bad option), and
+    ``ranks`` the list of rank problems read after the batch (see :func:`rank_problems`). With speculation on,
     ``max_accept_length`` (num_steps + 1) bounds the observed accept length from above; it is never below 1.
     """
     step = dict(_mapping(step, 'step'))
@@ -173,12 +174,12 @@ def ladder_step_verdict(step, max_accept_length=None):
         raise AcceptanceError('unknown ladder step %r (expected one of %s)' % (name, ', '.join(LADDER_STEPS)))
     problems = []
     batch = step.get('batch')
-    if step.get('error') and not batch:
-        problems.append('the batch did not run: %s' % step['error'])
-    elif not isinstance(batch, dict):
-        problems.append('the batch returned no result')
-    else:
+    if step.get('error'):
+        problems.append('the batch did not complete: %s' % step['error'])
+    if isinstance(batch, dict):
         problems.extend(_batch_problems(name, batch, max_accept_length))
+    elif not step.get('error'):
+        problems.append('the batch returned no result')
     problems.extend(step.get('ranks') or [])
     step['problems'] = problems
     step['passed'] = not problems

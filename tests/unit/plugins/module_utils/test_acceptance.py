@@ -188,9 +188,14 @@ def test_rank_problems_fail_a_step_whose_requests_passed():
     assert step["problems"] == ["rank 1 on lab-b (pid 11) is not running"]
 
 
-def test_a_batch_that_did_not_run():
+def test_a_batch_that_did_not_complete():
     step = acc.ladder_step_verdict({"step": "long_context", "batch": None, "error": "connection refused"})
-    assert step["problems"] == ["the batch did not run: connection refused"]
+    assert step["problems"] == ["the batch did not complete: connection refused"]
+    refused = acc.ladder_step_verdict({"step": "first_response", "batch": batch([]),
+                                       "error": "flush_cache refused (HTTP 400): requests are running"})
+    assert refused["problems"] == ["the batch did not complete: flush_cache refused (HTTP 400): requests are running",
+                                   "no request records in the batch"]
+    assert acc.ladder_step_verdict({"step": "repeated"})["problems"] == ["the batch returned no result"]
 
 
 def test_unknown_step_is_refused():
