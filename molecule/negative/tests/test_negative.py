@@ -2,13 +2,14 @@
 
 import json
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import RING, RUN_DIR, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -51,3 +52,11 @@ def test_original_services_answer_again(host):
         assert host.run(f'python3 -c "{probe}"').rc == 0
     temporary = Path(lab_host(host)["dir"]).parent.parent / "negative-sysfs-a"
     assert not temporary.exists(), "the malformed copy of the fixture root must be removed"
+
+
+def test_router_refused_before_any_request_and_answers_again():
+    assert not (RUN_DIR / "fragments" / "negative_router_down").exists(), "a router that is not ready gets no request"
+    router = json.loads((LAB_DIR / "lab.json").read_text())["router"]
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # lab addresses only, never a proxy
+    with direct.open(router["readiness_url"], timeout=5) as answer:
+        assert json.loads(answer.read())["healthy_workers"] == 2
