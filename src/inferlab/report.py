@@ -212,6 +212,16 @@ def render(record: dict) -> str:
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):
             lines += _link_ab(host, ab)
+    if record.get("continuity"):
+        lines += ["## Continuity of the public route", "",
+                  "| prober | url | model | requests | failed | budget | worst gap s | served by |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for label, result in sorted(record["continuity"].items()):
+            served = ", ".join(f"{backend} {count}" for backend, count in sorted(result["by_backend"].items()))
+            verdict = "within" if result["within_budget"] else "**OVER**"
+            lines.append(f"| {label} | {result['url']} | {result['model']} | {result['total']} | {result['failed']} "
+                         f"| {result['budget']} ({verdict}) | {_value(result['worst_gap_s'])} | {served or '—'} |")
+        lines.append("")
     if record["restore"]:
         lines += ["## Restore", "", "| host | verified | undone | differences from known-good |",
                   "| --- | --- | --- | --- |"]
@@ -234,6 +244,10 @@ def summary(record: dict) -> list[str]:
     for host, restore in sorted(record["restore"].items()):
         verdict = "verified" if restore["verified"] else "NOT verified: " + "; ".join(restore["differences"])
         lines.append(f"{host}: restore {verdict}")
+    for label, result in sorted(record.get("continuity", {}).items()):
+        verdict = "within" if result["within_budget"] else "OVER"
+        lines.append(f"continuity {label}: {result['failed']} of {result['total']} public-route requests failed "
+                     f"(budget {result['budget']}: {verdict})")
     for mode, result in record.get("serving", {}).items():
         acceptance = result["acceptance"]
         passed = sum(1 for step in acceptance["steps"] if step["passed"])

@@ -154,3 +154,16 @@ def test_report_keeps_per_request_rates_and_batch_aggregates_apart(tmp_path):
     assert "| concurrent | concurrent | warm | 6/6 | 7.1 | 430.9 | 420 |" in text
     assert "| concurrent | 6 | 1.2 | 640 | 0 | 2.41 |" in text
     assert report.summary(data) == ["serving nextn: accepted (1/1 ladder steps)"]
+
+
+def test_continuity_is_recorded_and_reported_with_its_budget(tmp_path):
+    summary = {"total": 40, "ok": 37, "failed": 3, "failed_by_kind": {"connection": 3}, "worst_gap_s": 1.62,
+               "by_backend": {"lab-a": 19, "lab-b": 18}, "budget": 0, "within_budget": False,
+               "output": "continuity-prober.jsonl", "url": "http://169.254.77.1:8100", "model": "lab-qwen-small"}
+    write_fragment(tmp_path, "continuity", "prober", summary)
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+    assert data["continuity"]["prober"]["failed"] == 3
+    text = report.render(data)
+    assert ("| prober | http://169.254.77.1:8100 | lab-qwen-small | 40 | 3 | 0 (**OVER**) | 1.62 | lab-a 19, lab-b 18 |"
+            in text)
+    assert report.summary(data) == ["continuity prober: 3 of 40 public-route requests failed (budget 0: OVER)"]

@@ -60,3 +60,10 @@ def test_router_refused_before_any_request_and_answers_again():
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # lab addresses only, never a proxy
     with direct.open(router["readiness_url"], timeout=5) as answer:
         assert json.loads(answer.read())["healthy_workers"] == 2
+
+
+def test_the_prober_counted_the_router_outage():
+    summary = json.loads((RUN_DIR / "fragments" / "continuity" / "negative-router-down.json").read_text())
+    assert summary["ok"] > 0 and summary["failed"] > 0 and not summary["within_budget"]
+    assert set(summary["failed_by_kind"]) <= {"connection", "http", "timeout"}
+    assert (RUN_DIR / summary["output"]).is_file()
