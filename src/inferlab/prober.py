@@ -135,6 +135,11 @@ def read_api_key(path):
     return key
 
 
+def _integer(value) -> bool:
+    """An int that is not a bool (JSON true is not a count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def judge_answer(status, text):
     """``(ok, error)`` of an HTTP answer: a route that answers 200 with nothing in it does not serve clients."""
     if status != 200:
@@ -151,7 +156,7 @@ def judge_answer(status, text):
     content = message.get("content") if isinstance(message, dict) else None
     usage = answer.get("usage")
     tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    if (isinstance(content, str) and content) or (type(tokens) is int and tokens > 0):
+    if (isinstance(content, str) and content) or (_integer(tokens) and tokens > 0):
         return True, None
     return False, {"kind": "malformed", "message": "HTTP 200 without an answer (no choices[0].message.content and "
                    f"no usage.completion_tokens > 0): {cut(text)}"}
@@ -381,7 +386,7 @@ def _entry_problem(entry):
         return "not a JSON object"
     if "event" in entry:
         return None if entry["event"] in EVENTS else f"unknown event {entry['event']!r}"
-    if type(entry.get("seq")) is not int or entry["seq"] < 0:
+    if not _integer(entry.get("seq")) or entry["seq"] < 0:
         return "no seq (an integer >= 0)"
     if not isinstance(entry.get("ok"), bool):
         return "no ok (true or false)"

@@ -374,7 +374,7 @@ class Gateway:
             handler.send_response(200)
             handler.send_header("Content-Length", "100")
             handler.end_headers()
-            for _ in range(100):
+            for _byte in range(100):
                 handler.wfile.write(b" ")
                 handler.wfile.flush()
                 time.sleep(0.05)
