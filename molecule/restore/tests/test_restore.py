@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import RING, RUN_DIR, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -46,3 +46,15 @@ def test_the_restore_was_verified_against_known_good(host):
     assert fragment["compared_with"] == "known_good"
     assert fragment["differences"] == []
     assert fragment["known_good"].endswith(f"known_good/{name}.json")
+
+
+def test_the_killed_runs_prober_on_the_controller_is_stopped_through_its_ledger():
+    controller_ledger = LAB_DIR / "controller" / "state" / "ledger" / "localhost.jsonl"
+    last = {}
+    for line in controller_ledger.read_text().splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    probers = [e for e in last.values() if "inferlab.prober" in json.dumps(e["params"])]
+    assert probers and {e["state"] for e in probers} == {"undone"}
+    pidfile = LAB_DIR / "controller" / "state" / "run" / "continuity-killed-run.pid"
+    assert not pidfile.exists()
