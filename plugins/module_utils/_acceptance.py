@@ -252,13 +252,17 @@ def link_traffic(window, link_interface, mgmt_interface, min_ratio):
     return result
 
 
-def acceptance_summary(steps, window, min_ratio, link_interface, mgmt_interface):
-    """The ladder's outcome for the record: every step's verdict, the traffic check and one ``passed``."""
+def acceptance_summary(steps, traffic):
+    """The ladder's outcome for the record: every step's verdict, the traffic check and one ``passed``.
+
+    ``traffic`` is :func:`link_traffic`'s judgement of the ladder's counter window, None when no window was opened.
+    """
     if not isinstance(steps, list):
         raise AcceptanceError('steps must be the list of judged ladder steps')
+    if traffic is not None:
+        _mapping(traffic, 'traffic')
     names = [s.get('step') for s in steps]
     missing = [name for name in LADDER_STEPS if name not in names]
-    traffic = link_traffic(window, link_interface, mgmt_interface, min_ratio) if window else None
     problems = [p for s in steps for p in s.get('problems', [])]
     if missing:
         problems.append('steps not reached: %s' % ', '.join(missing))

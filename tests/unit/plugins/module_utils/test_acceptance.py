@@ -234,11 +234,11 @@ def test_link_traffic_without_deltas_fails_clearly():
 def test_summary_needs_every_step_and_the_traffic():
     steps = [acc.ladder_step_verdict({"step": name, "batch": batch([request(), request(cached_tokens=5)])})
              for name in acc.LADDER_STEPS]
-    good = window((500, 500), (5, 5), (500, 500), (5, 5))
-    assert acc.acceptance_summary(steps, good, 10, "thunderbolt0", "mgmt0")["passed"]
-    partial = acc.acceptance_summary(steps[:2], good, 10, "thunderbolt0", "mgmt0")
+    good = acc.link_traffic(window((500, 500), (5, 5), (500, 500), (5, 5)), "thunderbolt0", "mgmt0", 10)
+    assert acc.acceptance_summary(steps, good)["passed"]
+    partial = acc.acceptance_summary(steps[:2], good)
     assert partial["problems"] == ["steps not reached: concurrent, repeated_prefix, long_context"]
-    no_window = acc.acceptance_summary(steps, {}, 10, "thunderbolt0", "mgmt0")
+    no_window = acc.acceptance_summary(steps, None)
     assert no_window["problems"] == ["no counter window"] and no_window["traffic"] is None
 
 
