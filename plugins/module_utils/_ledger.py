@@ -594,6 +594,58 @@ def _undo(ledger_dir, host, ids, run_id, ctx, check_mode):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# starting a detached process (managed_process's `process` manager, and the undo that resumes a paused service)
+
+
+# The children spawned by this process, by pid: their exit status is ours to read, and keeping the Popen objects
+# stops subprocess from reaping them behind our back when they would be garbage-collected.
+SPAWNED = {}
+
+
+def make_parent_dir(path):
+    """Create the directory of ``path`` (and its parents) with mode 0755 when missing."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+
+
+def write_pidfile(pidfile, pid):
+    """Write ``pid`` to ``pidfile`` atomically (a temporary file renamed over it), so a reader never sees it
+    half-written."""
+    make_parent_dir(pidfile)
+    tmp = os.path.join(os.path.dirname(pidfile), f'.{os.path.basename(pidfile)}.{os.getpid()}.tmp')
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f'{int(pid)}\n'.encode('ascii'))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, pidfile)
+
+
+def spawn_detached(argv, env, log_path, pidfile, working_dir=None):
+    """Start ``argv`` with exactly ``env``, detached from the caller, and return its pid once ``pidfile`` names it.
+
+    The child outlives whoever started it (an Ansible module over SSH with pipelining, or this script run by a
+    watchdog): it gets a session of its own (no hangup from the caller's session, its own process group, which the
+    undo of a process signals whole), stdin from /dev/null, stdout and stderr appended to ``log_path`` and no other
+    descriptor, so it holds no pipe of an SSH channel open. It runs in ``working_dir``, or ``/`` (like a service).
+    Popen returns once the program is exec'd (or raises OSError when it cannot be), so /proc then describes the new
+    program."""
+    make_parent_dir(log_path)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        with open(os.devnull, 'rb') as devnull:
+            proc = subprocess.Popen(argv, stdin=devnull, stdout=log_fd, stderr=log_fd, env=env,
+                                    cwd=working_dir or '/', close_fds=True, start_new_session=True)
+    finally:
+        os.close(log_fd)
+    SPAWNED[proc.pid] = proc
+    write_pidfile(pidfile, proc.pid)
+    return proc.pid
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # kind: process
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import subprocess
 import time
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
@@ -296,9 +295,10 @@ def parse_container_status(rc, out, err):
 # the process manager: detached children with a pidfile
 
 
-# The children spawned by this process, by pid: their exit status is ours to read (exit_status), and keeping the
-# Popen objects stops subprocess from reaping them behind our back when they would be garbage-collected.
-_SPAWNED = {}
+# The children spawned by this process, by pid (the ledger's own table: its undo of a paused service spawns too).
+_SPAWNED = _ledger.SPAWNED
+make_parent_dir = _ledger.make_parent_dir
+write_pidfile = _ledger.write_pidfile
 
 
 def spawn_environment(environment=None):
@@ -317,53 +317,17 @@ def spawn_environment(environment=None):
     return env
 
 
-def make_parent_dir(path):
-    """Create the directory of ``path`` (and its parents) with mode 0755 when missing."""
-    parent = os.path.dirname(path)
-    if parent and not os.path.isdir(parent):
-        os.makedirs(parent, mode=0o755, exist_ok=True)
-
-
-def write_pidfile(pidfile, pid):
-    """Write ``pid`` to ``pidfile`` atomically (a temporary file renamed over it), so a reader never sees it
-    half-written."""
-    make_parent_dir(pidfile)
-    tmp = os.path.join(os.path.dirname(pidfile), f'.{os.path.basename(pidfile)}.{os.getpid()}.tmp')
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, f'{int(pid)}\n'.encode('ascii'))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, pidfile)
-
-
 def spawn_detached(argv, environment, log_path, pidfile, working_dir=None):
-    """Start ``argv`` detached from the caller and return its pid, once the pidfile names it.
-
-    The child outlives the Ansible module that started it, over SSH with pipelining too: it gets a session of its
-    own (no hangup from the caller's session, its own process group, which the ledger's undo signals whole),
-    stdin from /dev/null, stdout and stderr appended to ``log_path`` and no other descriptor, so it holds no pipe
-    of the SSH channel open. It runs in ``working_dir``, or ``/`` (like a service): the module's own directory is
-    Ansible's temporary one, deleted when the module exits. Popen returns once the program is exec'd (or raises
-    when it cannot be), so /proc then describes the new program."""
+    """Start ``argv`` detached (``_ledger.spawn_detached``) with the clean environment of ``spawn_environment``
+    and return its pid, once the pidfile names it."""
     argv = check_argv(argv)
     env = spawn_environment(environment)
     _check_absolute(log_path, 'log_path')
     _check_absolute(pidfile, 'pidfile')
-    make_parent_dir(log_path)
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        with open(os.devnull, 'rb') as devnull:
-            proc = subprocess.Popen(argv, stdin=devnull, stdout=log_fd, stderr=log_fd, env=env,
-                                    cwd=working_dir or '/', close_fds=True, start_new_session=True)
+        return _ledger.spawn_detached(argv, env, log_path, pidfile, working_dir)
     except OSError as exc:
         raise ProcessManagerError(f'cannot start {argv[0]}: {exc}') from exc
-    finally:
-        os.close(log_fd)
-    _SPAWNED[proc.pid] = proc
-    write_pidfile(pidfile, proc.pid)
-    return proc.pid
 
 
 def exit_status(pid):
