@@ -10,19 +10,20 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv
+DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv \
+	nginx-light
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv collection demo test lint sanity unit contract molecule bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract molecule bench lab-up lab-down clean
 
 all: test
 
-bootstrap: deb venv collection
+bootstrap: deb venv gateway-venv collection
 
 # Debian packages. openssh-server would start and enable sshd on :22 on a systemd machine:
 # hold services off with a temporary policy-rc.d, and leave an existing one alone.
 deb: .cache/deb.stamp
-.cache/deb.stamp:
+.cache/deb.stamp: Makefile
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done)
 	if [ -n "$$missing" ]; then
 	  echo "installing Debian packages: $$missing"
@@ -38,6 +39,15 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt -e '.[lab,test]'
+	touch $@
+
+# The lab gateway's LiteLLM, in a venv of its own beside .venv (the lab role finds it there): its pins conflict with
+# the controller's. litellm[proxy]==1.108.7, never 1.107.0 (a compromised release).
+GATEWAY_VENV := .venv-gateway
+gateway-venv: $(GATEWAY_VENV)/.installed
+$(GATEWAY_VENV)/.installed: constraints-gateway.txt
+	test -x $(GATEWAY_VENV)/bin/python || python3 -m venv $(GATEWAY_VENV)
+	$(GATEWAY_VENV)/bin/pip install -q -c constraints-gateway.txt 'litellm[proxy]==1.108.7'
 	touch $@
 
 collection: $(COLLECTION_LINK)

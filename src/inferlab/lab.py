@@ -66,6 +66,7 @@ REQUIRED_TOOLS = {
     "unshare": "util-linux",
     "nsenter": "util-linux",
     "setsid": "util-linux",
+    "nginx": "nginx-light",
 }
 SBIN_PATHS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
@@ -323,7 +324,8 @@ def stop_pid(pidfile: Path, expect: str, timeout: float = 5.0) -> dict:
 
 
 def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
-    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, and the router (``<lab_dir>/run/``).
+    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, the router (``<lab_dir>/run/``) and
+    the gateway's daemons (``<lab_dir>/gateway/run/``).
 
     The check before a signal: a host daemon's command line mentions that host's directory (sshd's ``-f <host
     dir>/sshd_config``, the lab server's ``--lab-pidfile``); the router's is its process title."""
@@ -334,6 +336,11 @@ def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
     router_pidfile = Path(lab_dir) / "run" / "router.pid"
     if router_pidfile.exists():
         results.append(stop_pid(router_pidfile, ROUTER_TITLE, timeout))
+    # the gateway's daemons (nginx, LiteLLM instances, the large-model server) all name the gateway directory in
+    # their command line (-p, --config, --lab-pidfile)
+    gateway_dir = Path(lab_dir) / "gateway"
+    for pidfile in sorted(gateway_dir.glob("run/*.pid")):
+        results.append(stop_pid(pidfile, f"{gateway_dir}/", timeout))
     return {"changed": any(r["changed"] for r in results), "results": results}
 
 
@@ -458,6 +465,11 @@ def build_record(spec: dict, spec_digest: str, built_at: str) -> dict:
     record["hosts"] = hosts
     if record.get("router"):
         record["router"] = {**record["router"], "pid": read_pidfile(record["router"]["pidfile"])}
+    if record.get("gateway"):
+        gateway = json.loads(json.dumps(record["gateway"]))
+        for daemon in [gateway["large"], gateway["front"], *gateway["instances"]]:
+            daemon["pid"] = read_pidfile(daemon["pidfile"])
+        record["gateway"] = gateway
     return record
 
 
@@ -467,6 +479,9 @@ def write_record(lab_dir: Path, payload: dict, check: bool = False) -> dict:
     missing = [h["name"] for h in record["hosts"] if not h["ssh"]["pid"]]
     missing += [s["name"] for h in record["hosts"] for s in h.get("services", []) if not s["pid"]]
     missing += ["the router"] if record.get("router") and not record["router"]["pid"] else []
+    if record.get("gateway"):
+        gateway = record["gateway"]
+        missing += [f"the gateway's {what}" for what, daemon in gateway_daemons(gateway) if not daemon["pid"]]
     if missing:
         raise LabError(f"no PID recorded for {', '.join(missing)}: the lab is not fully up")
     path = Path(lab_dir) / "lab.json"
@@ -708,6 +723,34 @@ def router_status(router: dict, probe) -> dict:
             "alive": alive, "healthy": ready, "problems": problems}
 
 
+def gateway_daemons(gateway: dict) -> list[tuple[str, dict]]:
+    """The gateway's daemons as ``(what, spec)``: the large-model server, each LiteLLM instance, nginx."""
+    return ([("large-model server", gateway["large"])]
+            + [(f"instance {i['name']}", i) for i in gateway["instances"]] + [("nginx", gateway["front"])])
+
+
+def gateway_status(gateway: dict, probe) -> dict:
+    """The lab's gateway: each daemon runs (its command line names the gateway directory) and answers 200 on its
+    health URL; the public route is nginx's ``/health/readiness``."""
+    expect = f"{gateway['dir']}/"
+    checks = {
+        "large": gateway["large"]["health_url"],
+        **{i["name"]: f"{i['url']}/health/readiness" for i in gateway["instances"]},
+        "front": gateway["front"]["readiness_url"],
+    }
+    problems, results = [], {}
+    for (key, url), (what, daemon) in zip(checks.items(), gateway_daemons(gateway), strict=True):
+        alive = probe.process(daemon.get("pid"), expect, None)
+        healthy = alive and probe.http_ok(url)
+        results[key] = {"pid": daemon.get("pid"), "url": url, "alive": alive, "healthy": healthy}
+        if not alive:
+            problems.append(f"gateway: {what} (pid {daemon.get('pid')}) is not running")
+        elif not healthy:
+            problems.append(f"gateway: {what}: {url} does not answer 200")
+    return {"public_url": gateway["front"]["url"], "key_file": gateway["key_file"], "config": gateway["config"],
+            "daemons": results, "healthy": not problems, "problems": problems}
+
+
 def status(where, probe=None) -> dict:
     """The lab's state: ``where`` is a lab dir, or a lab inventory (file or directory) naming one.
 
@@ -757,6 +800,9 @@ def status(where, probe=None) -> dict:
     if record.get("router"):
         result["router"] = router_status(record["router"], probe)
         result["problems"].extend(result["router"]["problems"])
+    if record.get("gateway"):
+        result["gateway"] = gateway_status(record["gateway"], probe)
+        result["problems"].extend(result["gateway"]["problems"])
     if result["stray_netns"]:
         result["problems"].append(f"stray namespaces not in lab.json: {', '.join(result['stray_netns'])}")
     result["healthy"] = not result["problems"]
@@ -789,6 +835,10 @@ def render_status_text(st: dict) -> str:
             router = st["router"]
             lines.append(f"  router {router['url']} over {', '.join(router['workers'])}: "
                          f"{'ok' if router['healthy'] else 'FAIL'} (pid {router['pid']}, log {router['log']})")
+        if st.get("gateway"):
+            gateway = st["gateway"]
+            daemons = ", ".join(f"{name} {'ok' if d['healthy'] else 'FAIL'}" for name, d in gateway["daemons"].items())
+            lines.append(f"  gateway {gateway['public_url']} (key file {gateway['key_file']}): {daemons}")
     for problem in st["problems"]:
         lines.append(f"  problem: {problem}")
     return "\n".join(lines)
