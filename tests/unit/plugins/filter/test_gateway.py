@@ -1,0 +1,90 @@
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The gateway config filters on the lab's LiteLLM config and on malformed configs."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.filter.gateway import FilterModule
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "gateway"
+FILTERS = FilterModule().filters()
+roles = FILTERS["gateway_config_roles"]
+with_fallback = FILTERS["gateway_config_with_fallback"]
+
+
+def fixture(name):
+    return (FIXTURES / name).read_text()
+
+
+def test_roles_of_the_lab_config():
+    assert roles(fixture("litellm-lab.yaml")) == {
+        "models": ["small", "large"],
+        "fallbacks": {},
+        "context_window_fallbacks": {"small": ["large"]},
+        "content_policy_fallbacks": {},
+    }
+
+
+def test_roles_read_router_settings_and_list_a_role_once():
+    summary = roles(fixture("litellm-router-settings.yaml"))
+    assert summary["models"] == ["small", "large", "embed"]
+    assert summary["fallbacks"] == {"embed": ["large"]}
+    assert summary["content_policy_fallbacks"] == {"small": ["large"]}
+
+
+def test_with_fallback_adds_one_entry_and_keeps_everything_else():
+    text = fixture("litellm-lab.yaml")
+    new = yaml.safe_load(with_fallback(text, "small", "large"))
+    old = yaml.safe_load(text)
+    assert new["litellm_settings"]["fallbacks"] == [{"small": ["large"]}]
+    assert new["litellm_settings"]["context_window_fallbacks"] == [{"small": ["large"]}]
+    del new["litellm_settings"]["fallbacks"]
+    assert new == old
+
+
+def test_with_fallback_appends_to_the_operators_other_fallbacks():
+    new = yaml.safe_load(with_fallback(fixture("litellm-router-settings.yaml"), "small", "large"))
+    assert new["litellm_settings"] == {"fallbacks": [{"small": ["large"]}]}
+    assert new["router_settings"]["fallbacks"] == [{"embed": ["large"]}]
+    assert roles(yaml.safe_dump(new))["fallbacks"] == {"embed": ["large"], "small": ["large"]}
+
+
+@pytest.mark.parametrize(("public", "target", "message"), [
+    ("tiny", "large", r"model role\(s\) tiny not in the config's model_list \(it has small, large\)"),
+    ("small", "huge", r"model role\(s\) huge not in"),
+    ("small", "small", "must be another role than the public one"),
+])
+def test_with_fallback_refuses_missing_or_same_roles(public, target, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        with_fallback(fixture("litellm-lab.yaml"), public, target)
+
+
+def test_with_fallback_refuses_an_existing_general_fallback_for_the_public_role():
+    text = fixture("litellm-router-settings.yaml")
+    with pytest.raises(AnsibleFilterError, match="already has a general fallback for embed -> large"):
+        with_fallback(text, "embed", "small")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("model_list: [", "not valid YAML"),
+    ("- a\n- b\n", "expected a mapping at the top level, found list"),
+    ("general_settings: {}\n", "expected a non-empty model_list"),
+    ("model_list:\n  - litellm_params: {}\n", r"model_list\[0\] has no model_name"),
+    ("model_list: [{model_name: a}]\nlitellm_settings: [1]\n", "litellm_settings must be a mapping"),
+    ("model_list: [{model_name: a}]\nrouter_settings: {fallbacks: {a: b}}\n",
+     "router_settings.fallbacks must be a list"),
+    ("model_list: [{model_name: a}]\nlitellm_settings: {fallbacks: [a]}\n", "entry that is not a mapping"),
+])
+def test_malformed_configs_are_refused_with_the_reason(text, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        roles(text)
+
+
+def test_unknown_gateway_kind_names_the_variable():
+    with pytest.raises(AnsibleFilterError, match="unknown gateway kind 'envoy'.*inferlab_gateway_kind"):
+        roles(fixture("litellm-lab.yaml"), "envoy")
