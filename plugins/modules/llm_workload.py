@@ -66,6 +66,11 @@ options:
     description:
       - Sent as the bearer token of an C(Authorization) header when set.
     type: str
+  api_key_file:
+    description:
+      - A file whose first line is the key, read on the host that runs the module, so the key never passes through
+        Ansible's variables or output (a gateway's client key, mode C(0600)). Exclusive with O(api_key).
+    type: path
   kind:
     description:
       - V(single_stream) sends O(requests) requests one after another, each with a prompt of its own.
@@ -309,9 +314,12 @@ class LlmWorkload:
         if self.module.check_mode:
             self.module.exit_json(changed=False, skipped=True, cache_flushed=False,
                                   msg="check mode - no request sent and no cache flushed")
+        api_key = params['api_key']
+        if params['api_key_file']:
+            api_key = self.read_key(params['api_key_file'])
         try:
             batch = run_batch(
-                params['url'], params['kind'], api=params['api'], model=params['model'], api_key=params['api_key'],
+                params['url'], params['kind'], api=params['api'], model=params['model'], api_key=api_key,
                 requests=params['requests'], concurrency=params['concurrency'], prompt_tokens=params['prompt_tokens'],
                 prefix_tokens=params['prefix_tokens'], output_tokens=params['output_tokens'],
                 flush=params['flush_cache'], first_token_timeout_s=params['first_token_timeout_s'],
@@ -329,6 +337,16 @@ class LlmWorkload:
                     % (batch['failed'], batch['requests'], batch['requests'], failure_summary(batch)),
                 batch=batch, cache_flushed=batch['cache_flushed'])
         self.module.exit_json(changed=False, batch=batch, cache_flushed=batch['cache_flushed'])
+
+    def read_key(self, path):
+        try:
+            with open(path) as handle:
+                key = handle.readline().strip()
+        except OSError as err:
+            self.module.fail_json(msg="could not read api_key_file %s: %s" % (path, err.strerror or err))
+        if not key:
+            self.module.fail_json(msg="api_key_file %s is empty: expected the key on its first line" % path)
+        return key
 
     def write_record(self, path, batch):
         temporary = '%s.tmp.%d' % (path, os.getpid())
@@ -349,6 +367,7 @@ def build_module():
             api=dict(type='str', choices=list(APIS), default='openai_chat'),
             model=dict(type='str'),
             api_key=dict(type='str', no_log=True),
+            api_key_file=dict(type='path', no_log=False),
             kind=dict(type='str', required=True, choices=list(KINDS)),
             requests=dict(type='int', default=1),
             concurrency=dict(type='int', default=1),
@@ -364,6 +383,7 @@ def build_module():
             fail_on_error=dict(type='bool', default=True),
             record_path=dict(type='path'),
         ),
+        mutually_exclusive=[('api_key', 'api_key_file')],
         required_if=[
             ('api', 'openai_chat', ['model']),
             ('kind', 'long_context', ['prompt_tokens']),

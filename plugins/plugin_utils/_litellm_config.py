@@ -70,14 +70,22 @@ def _fallback_map(data, kind):
 
 
 def config_roles(text):
-    """What the config offers: ``{models: [role, ...], fallbacks: {...}, context_window_fallbacks: {...},
-    content_policy_fallbacks: {...}}``, roles in file order, each once."""
+    """What the config offers: ``{models: [role, ...], backends: {role: [api_base, ...]}, fallbacks: {...},
+    context_window_fallbacks: {...}, content_policy_fallbacks: {...}}``, roles in file order, each once.
+
+    ``backends`` are the deployments' ``litellm_params.api_base`` values: what the gateway's
+    ``x-litellm-model-api-base`` response header names, so a reply tells which role's backend served it."""
     data = parse_config(text)
-    models = []
+    models, backends = [], {}
     for entry in data['model_list']:
         if entry['model_name'] not in models:
             models.append(entry['model_name'])
-    summary = {'models': models}
+        params = entry.get('litellm_params')
+        api_base = params.get('api_base') if isinstance(params, dict) else None
+        bases = backends.setdefault(entry['model_name'], [])
+        if isinstance(api_base, str) and api_base not in bases:
+            bases.append(api_base)
+    summary = {'models': models, 'backends': backends}
     for kind in FALLBACK_KINDS:
         summary[kind] = _fallback_map(data, kind)
     return summary

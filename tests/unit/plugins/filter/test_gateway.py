@@ -24,6 +24,7 @@ def fixture(name):
 def test_roles_of_the_lab_config():
     assert roles(fixture("litellm-lab.yaml")) == {
         "models": ["small", "large"],
+        "backends": {"small": ["http://169.254.77.1:8100/v1"], "large": ["http://169.254.77.1:8200/v1"]},
         "fallbacks": {},
         "context_window_fallbacks": {"small": ["large"]},
         "content_policy_fallbacks": {},
@@ -33,6 +34,7 @@ def test_roles_of_the_lab_config():
 def test_roles_read_router_settings_and_list_a_role_once():
     summary = roles(fixture("litellm-router-settings.yaml"))
     assert summary["models"] == ["small", "large", "embed"]
+    assert summary["backends"]["small"] == ["http://10.0.0.5:8100/v1", "http://10.0.0.6:8100/v1"]
     assert summary["fallbacks"] == {"embed": ["large"]}
     assert summary["content_policy_fallbacks"] == {"small": ["large"]}
 

@@ -5,6 +5,7 @@
 which paths answer, with what status, headers and SSE events, and how fast."""
 
 import json
+import re
 import socket
 import threading
 import time
@@ -541,3 +542,34 @@ def test_documentation_parses_and_every_return_says_when():
     assert set(returns) == {"msg", "cache_flushed", "batch"}
     assert all("returned" in r for r in returns.values())
     assert all("returned" in r for r in returns["batch"]["contains"].values())
+
+
+# --- the key from a file --------------------------------------------------------------------------------------------
+
+def test_api_key_file_sends_its_first_line_and_never_returns_it(server, tmp_path):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a", "b"], prompt=4, completion=2))
+    key_file = tmp_path / "key"
+    key_file.write_text("sk-from-file\nsecond line ignored\n")
+    failed, result = run(server, api_key_file=str(key_file), output_tokens=2, **CHAT)
+    assert not failed, result
+    [sent] = server.requests_to("/v1/chat/completions")
+    assert sent["headers"]["Authorization"] == "Bearer sk-from-file"
+    assert "sk-from-file" not in json.dumps(result)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "could not read api_key_file .*/key: No such file or directory"),
+    ("\n", "api_key_file .*/key is empty: expected the key on its first line"),
+])
+def test_api_key_file_missing_or_empty_fails_before_any_request(server, tmp_path, content, message):
+    key_file = tmp_path / "key"
+    if content is not None:
+        key_file.write_text(content)
+    failed, result = run(server, api_key_file=str(key_file), **CHAT)
+    assert failed and re.search(message, result["msg"]), result
+    assert server.seen == []
+
+
+def test_api_key_and_api_key_file_are_exclusive(server, tmp_path):
+    failed, result = run(server, api_key="k", api_key_file=str(tmp_path / "key"), **CHAT)
+    assert failed and "mutually exclusive: api_key|api_key_file" in result["msg"]
