@@ -31,6 +31,7 @@ controller, as ``inferlab_gateway_swap.py`` beside ``inferlab_ledger.py``.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -843,3 +844,109 @@ def _restore_front(front, original, drain_timeout_s, procfs_root):
         return (f'restored the upstream file {front["upstream_file"]}, but reloading nginx failed: {exc}; reload '
                 'it by hand (nginx -s reload)')
     return f'restored the upstream file {front["upstream_file"]} and reloaded nginx'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the change ledger's gateway_config kind: a temporary gateway config, and its undo
+
+
+CHANGE_KEYS = ('kind', 'config_path', 'original_sha256', 'backup_path', 'instances', 'front', 'admin_key_file',
+               'public_model', 'original_fallbacks', 'ready_timeout_s', 'drain_timeout_s', 'front_backup_path',
+               'front_original_sha256')
+SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
+
+
+def sha256_file(path):
+    """The sha256 of a file's bytes, hex."""
+    digest = hashlib.sha256()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_change_params(params):
+    """Validate the params of a ``gateway_config`` ledger entry (raises GatewayError): the config and its backup,
+    the original's sha256, the instances and front to apply it through, and how to check an instance."""
+    unknown = sorted(set(params) - set(CHANGE_KEYS))
+    if unknown:
+        raise GatewayError(f'unknown params for a gateway_config entry: {", ".join(unknown)}')
+    if params.get('kind') != 'litellm':
+        raise GatewayError(f'gateway kind must be "litellm", got {params.get("kind")!r}')
+    for name in ('config_path', 'backup_path', 'admin_key_file'):
+        _absolute(params.get(name), name)
+    _text(params.get('public_model'), 'public_model')
+    for name in ('original_sha256', 'front_original_sha256'):
+        if (name in params or name == 'original_sha256') and not SHA256_RE.match(str(params.get(name))):
+            raise GatewayError(f'"{name}" must be a hex sha256, got {params.get(name)!r}')
+    if not isinstance(params.get('instances'), list) or not params['instances']:
+        raise GatewayError('"instances" must be a non-empty list')
+    params['instances'] = [check_instance(i) for i in params['instances']]
+    params['front'] = check_front(params.get('front') or {})
+    if params['front']:
+        _absolute(params.get('front_backup_path'), 'front_backup_path')
+        if 'front_original_sha256' not in params:
+            raise GatewayError('a gateway_config entry with a front needs "front_original_sha256"')
+    params['original_fallbacks'] = _check_expect(params.get('original_fallbacks', []))
+    for name in ('ready_timeout_s', 'drain_timeout_s'):
+        try:
+            params[name] = float(params.get(name, 60.0))
+        except (TypeError, ValueError):
+            raise GatewayError(f'"{name}" must be a number of seconds, got {params.get(name)!r}') from None
+    return params
+
+
+def _put_back(path, backup, original_sha256, what):
+    """``path`` gets the bytes of ``backup`` when it differs from the original; returns ``(restored, sentence)``."""
+    try:
+        current = sha256_file(path)
+    except OSError as exc:
+        current = None
+        missing = f'cannot read it ({exc.strerror or exc})'
+    if current == original_sha256:
+        return False, f'{what} {path} is the original'
+    if not os.path.exists(backup):
+        raise GatewayError(f'{what} {path} is not the original (sha256 {current or missing}) and its backup {backup} '
+                           'is gone: put the original back by hand')
+    with open(backup, 'rb') as handle:
+        data = handle.read()
+    if hashlib.sha256(data).hexdigest() != original_sha256:
+        raise GatewayError(f'the backup {backup} of {what} {path} does not match the recorded sha256 '
+                           f'{original_sha256}: put the original back by hand')
+    write_atomic(path, data)
+    return True, f'{what} {path} restored from {backup}'
+
+
+def undo_change(params, procfs_root='/proc', systemctl='systemctl'):
+    """The undo of a ``gateway_config`` entry: the original config (and the front's upstream file) back from their
+    backups, then a rolling restart of every instance that does not run the original, proven instance by instance
+    (readiness, a warm-up request, its general fallbacks for the public role as in the original). Safe when the
+    change never happened and when it is run twice: an instance that already reports the original fallbacks and
+    answers is left alone. Returns a one-line description; raises GatewayError when it cannot prove the original."""
+    said = [_put_back(params['config_path'], params['backup_path'], params['original_sha256'], 'the config')[1]]
+    front = params['front']
+    if front:
+        restored, sentence = _put_back(front['upstream_file'], params['front_backup_path'],
+                                       params['front_original_sha256'], 'the upstream file')
+        said.append(sentence)
+        if restored:  # nginx may still run the drained upstream of an interrupted swap
+            reload_front(front, params['drain_timeout_s'], procfs_root)
+    key = read_key(params['admin_key_file'])
+    expect = params['original_fallbacks']
+    stale = []
+    for instance in params['instances']:
+        try:
+            if fallback_models(instance['url'], params['public_model'], key) == expect:
+                continue
+        except GatewayError:
+            pass  # not answering: restart it too
+        stale.append(instance)
+    if stale:
+        rolling_restart(stale, front, key, params['public_model'], expect, params['ready_timeout_s'],
+                        params['drain_timeout_s'], procfs_root, systemctl)
+        said.append('restarted ' + ', '.join(i['name'] for i in stale) + ' with it')
+    else:
+        said.append('every instance already runs it')
+    if sha256_file(params['config_path']) != params['original_sha256']:
+        raise GatewayError(f'the config {params["config_path"]} changed again during the restore')
+    return '; '.join(said)

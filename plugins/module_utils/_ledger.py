@@ -39,8 +39,12 @@ one-line description and raises ``UndoError`` when it cannot. An undo must be sa
 
 The kinds: ``process`` and ``sampler`` (a process known by pid and start time, or by pidfile and cmdline; undo
 signals it), ``file`` (undo restores a backup or removes a created file), ``tc_profile`` (undo deletes the root
-qdisc inferlab made), ``systemd_unit`` (a transient unit from systemd-run; undo stops it) and ``container`` (a docker
-or podman container; undo stops and removes it).
+qdisc inferlab made), ``systemd_unit`` (a transient unit from systemd-run; undo stops it), ``container`` (a docker
+or podman container; undo stops and removes it), ``service_pause`` (a production service stopped to borrow its
+GPUs; undo starts it again: a process from its recorded argv, environment, working directory and log file, a unit
+with ``systemctl start``, a container with ``<engine> start``), and ``gateway_config`` (a temporary gateway config;
+undo puts the original bytes back from the backup and restarts the instances that run another config, one at a time
+behind the front: ``inferlab_gateway_swap.py``, installed beside this script, does that part).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from __future__ import annotations
 import argparse
 import collections
 import fcntl
+import importlib
 import json
 import math
 import os
@@ -1172,6 +1177,308 @@ def _undo_container(params, ctx):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# kind: service_pause (a production service stopped to borrow its GPUs, by the paused_service module; undo starts
+# it again)
+#
+# A pause frees the service's GPU memory, so it is a stop, never SIGSTOP, and the params hold what starting it again
+# needs. A ``process`` service is started again by ``spawn_detached`` with the argv, environment, working directory
+# and log file read from /proc before the stop; a systemd unit or a container keeps its own definition, so
+# ``systemctl start`` or ``<engine> start`` brings it back. ``pid`` and ``start_time`` are those of the process that
+# was stopped (for the record, and to tell that it still runs when the stop never happened); ``how`` says how it
+# stopped. The undo is safe when the stop never happened (a pending entry of a killed run): a service that runs
+# already is left alone.
+
+SERVICE_MANAGERS = ('process', 'systemd', 'docker', 'podman')
+SERVICE_COMMON_KEYS = {'manager', 'name', 'start_timeout', 'how', 'pid', 'start_time'}
+SERVICE_MANAGER_KEYS = {
+    'process': {'pidfile', 'argv', 'environment', 'working_dir', 'log_path'},
+    'systemd': {'unit'},
+    'docker': {'container'},
+    'podman': {'container'},
+}
+SERVICE_START_TIMEOUT = 30.0
+# a process started again must still run this long (seconds) after its start, else the undo fails quoting its log
+SERVICE_SETTLE = 0.5
+SERVICE_LOG_TAIL_LINES = 20
+SERVICE_LOG_TAIL_MAX_BYTES = 64 * 1024
+UNIT_UP_STATES = ('active', 'reloading')
+UNIT_STARTING_STATES = ('activating',)
+
+
+def _check_absolute_param(params, key):
+    value = params.get(key)
+    if not isinstance(value, str) or not os.path.isabs(value) or '\0' in value:
+        raise LedgerError(f'"{key}" of a service_pause entry must be an absolute path, got {value!r}')
+    return value
+
+
+def _check_service_pause(params):
+    manager = params.get('manager')
+    if manager not in SERVICE_MANAGERS:
+        raise LedgerError(f'"manager" of a service_pause entry must be one of {", ".join(SERVICE_MANAGERS)}, got '
+                          f'{manager!r}')
+    _no_unknown(f'service_pause (manager {manager})', params, SERVICE_COMMON_KEYS | SERVICE_MANAGER_KEYS[manager])
+    name = params.get('name')
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in '\0\n\r'):
+        raise LedgerError(f'"name" of a service_pause entry must be the name of the service (one line, not empty), '
+                          f'got {name!r}')
+    if manager == 'process':
+        for key in ('pidfile', 'working_dir', 'log_path'):
+            _check_absolute_param(params, key)
+        argv = params.get('argv')
+        if not (isinstance(argv, list) and argv and all(isinstance(a, str) and '\0' not in a for a in argv)
+                and argv[0]):
+            raise LedgerError('"argv" of a service_pause entry must be the command that starts the service again, a '
+                              'non-empty list of strings')
+        environment = params.get('environment')
+        if not isinstance(environment, dict) or not all(
+                isinstance(k, str) and k and '=' not in k and '\0' not in k and isinstance(v, str) and '\0' not in v
+                for k, v in environment.items()):
+            # the values are never quoted: they may hold secrets
+            raise LedgerError('"environment" of a service_pause entry must map variable names (not empty, without '
+                              '"=") to strings')
+    elif manager == 'systemd':
+        params['unit'] = service_unit_name(params.get('unit'))
+    else:
+        params['container'] = container_name(params.get('container'))
+    if params.get('pid') is not None:
+        params['pid'] = _as_int(params['pid'], 'pid', minimum=1)
+        if params.get('start_time') is None:
+            raise LedgerError(f'a service_pause entry with pid {params["pid"]} needs "start_time" (field 22 of '
+                              '/proc/PID/stat), so that a process that reused the pid is never taken for it')
+    if params.get('start_time') is not None:
+        params['start_time'] = _as_int(params['start_time'], 'start_time', minimum=0)
+    params['start_timeout'] = _as_float(params.get('start_timeout', SERVICE_START_TIMEOUT), 'start_timeout')
+    how = params.get('how')
+    if how is not None and (not isinstance(how, str) or '\n' in how):
+        raise LedgerError(f'"how" of a service_pause entry must be a one-line note, got {how!r}')
+    return params
+
+
+def _undo_service_pause(params, ctx):
+    if params['manager'] == 'process':
+        return _resume_process(params, ctx)
+    if params['manager'] == 'systemd':
+        return _resume_unit(params, ctx)
+    return _resume_container(params, ctx)
+
+
+def _service_process_running(params, ctx):
+    """The pid of the paused service when it runs: the pidfile's live process with the recorded argv, or the very
+    process that was to be stopped (same pid and start time: the stop never happened). None otherwise."""
+    try:
+        named = _read_pidfile(params['pidfile'])
+    except UndoError:
+        named = None  # not a pid: the start writes the pidfile anew
+    if named is not None and pid_alive(named, ctx.procfs_root) \
+            and read_proc_cmdline(named, ctx.procfs_root) == params['argv']:
+        return named
+    pid = params.get('pid')
+    if pid is not None and pid_alive(pid, ctx.procfs_root):
+        info = read_proc_stat(pid, ctx.procfs_root)
+        if info is not None and info['start_time'] == params.get('start_time'):
+            return pid
+    return None
+
+
+def _pidfile_alive(pidfile, ctx):
+    """The pid ``pidfile`` names when that process is alive, else None."""
+    try:
+        named = _read_pidfile(pidfile)
+    except UndoError:
+        return None
+    return named if named is not None and pid_alive(named, ctx.procfs_root) else None
+
+
+def _spawned_exit(pid):
+    proc = SPAWNED.get(pid)
+    if proc is None or proc.poll() is None:
+        return 'exited'
+    if proc.returncode < 0:
+        return f'was killed by signal {-proc.returncode}'
+    return f'exited with status {proc.returncode}'
+
+
+def _file_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _log_tail(path, start):
+    """The last lines ``path`` got after byte ``start``, for an error message."""
+    if path == os.devnull:
+        return '(none: its output went to /dev/null)'
+    try:
+        with open(path, 'rb') as handle:
+            size = os.fstat(handle.fileno()).st_size
+            begin = start if start <= size else 0  # a log truncated meanwhile is read from its start
+            handle.seek(max(begin, size - SERVICE_LOG_TAIL_MAX_BYTES))
+            text = handle.read().decode('utf-8', 'replace')
+    except OSError as exc:
+        return f'(cannot read it: {exc})'
+    lines = text.splitlines()[-SERVICE_LOG_TAIL_LINES:]
+    return '\n'.join(lines) if lines else '(nothing)'
+
+
+def _resume_process(params, ctx):
+    name, pidfile, log_path, argv = params['name'], params['pidfile'], params['log_path'], params['argv']
+    running = _service_process_running(params, ctx)
+    if running is not None:
+        return f'service {name} is already running (pid {running}): nothing to start'
+    log_start = _file_size(log_path)
+    # argv[0] only in messages: the rest of the command line may hold a secret (an API key)
+    try:
+        pid = spawn_detached(argv, params['environment'], log_path, pidfile, params['working_dir'])
+    except OSError as exc:
+        raise UndoError(f'cannot start service {name} again ({argv[0]} in {params["working_dir"]}): {exc}; start it '
+                        'by hand') from exc
+    started = time.monotonic()
+    deadline = started + max(SERVICE_SETTLE, params.get('start_timeout', SERVICE_START_TIMEOUT))
+    while True:
+        up = _pidfile_alive(pidfile, ctx)
+        now = time.monotonic()
+        if up is None and not pid_alive(pid, ctx.procfs_root):
+            died = (f'service {name} was started again (pid {pid}) but {_spawned_exit(pid)} after '
+                    f'{now - started:.1f}s')
+            raise UndoError(f'{died}{_remove_pidfile(pidfile, pid, ctx)}; last lines of its output ({log_path}):\n'
+                            f'{_log_tail(log_path, log_start)}')
+        if up is not None and now - started >= SERVICE_SETTLE:
+            return f'started service {name} again: pid {up}, output to {log_path}'
+        if now >= deadline:
+            raise UndoError(f'service {name} was started again (pid {pid}) but pidfile {pidfile} names no live '
+                            f'process {deadline - started:.1f}s later; look at its output ({log_path})')
+        time.sleep(ctx.poll_interval)
+
+
+def _service_command(configured, name, package, what):
+    try:
+        return _command_argv(configured, name, package, what)
+    except UndoError:
+        raise UndoError(f'{name} is not installed on this host ({package}), so {what} cannot be started again; '
+                        'install it or start the service by hand, then run the undo again') from None
+
+
+def _unit_state(systemctl, unit, ctx):
+    """``systemctl is-active UNIT``: active, inactive, failed, activating... (it exits 3 for all but active)."""
+    argv = systemctl + ['is-active', unit]
+    rc, out, err = _run_command(argv, ctx)
+    state = out.strip().splitlines()[0].strip() if out.strip() else ''
+    if not state or ' ' in state:
+        raise UndoError(f'{" ".join(argv)} exited {rc}: {_output(out, err) or "(no output)"}')
+    return state
+
+
+def _resume_unit(params, ctx):
+    unit = params['unit']
+    systemctl = _service_command(ctx.systemctl_command, 'systemctl', 'package systemd', f'unit {unit}')
+    state = _unit_state(systemctl, unit, ctx)
+    if state in UNIT_UP_STATES + UNIT_STARTING_STATES:
+        return f'unit {unit} is already {state}: nothing to start'
+    timeout = params.get('start_timeout', SERVICE_START_TIMEOUT)
+    start = systemctl + ['start', unit]
+    rc, out, err = _run_command(start, ctx, timeout=timeout + COMMAND_GRACE)
+    if rc != 0:
+        raise UndoError(f'{" ".join(start)} exited {rc}: {_output(out, err)} (see journalctl -u {unit})')
+    deadline = time.monotonic() + timeout
+    while True:
+        state = _unit_state(systemctl, unit, ctx)
+        if state in UNIT_UP_STATES:
+            return f'started unit {unit} again'
+        if state not in UNIT_STARTING_STATES:
+            raise UndoError(f'unit {unit} is {state} after {" ".join(start)} (see journalctl -u {unit})')
+        if time.monotonic() >= deadline:
+            raise UndoError(f'unit {unit} is still {state} {timeout}s after {" ".join(start)} (see journalctl -u '
+                            f'{unit})')
+        time.sleep(ctx.poll_interval)
+
+
+def _container_state(base, engine, name, ctx):
+    """``<engine> container inspect -f {{.State.Status}} NAME``: running, exited, created, restarting..."""
+    argv = base + ['container', 'inspect', '-f', '{{.State.Status}}', name]
+    rc, out, err = _run_command(argv, ctx)
+    said = _output(out, err)
+    if rc != 0:
+        if _no_such_container(said) or 'no such object' in said.lower():
+            raise UndoError(f'there is no {engine} container {name} any more (removed while paused?), so it cannot '
+                            'be started again: start the service by hand')
+        raise UndoError(f'{" ".join(argv)} exited {rc}: {said}')
+    state = out.strip()
+    if not state or ' ' in state or '\n' in state:
+        raise UndoError(f'{" ".join(argv)} printed {out[:120]!r}, not a container state')
+    return state
+
+
+def _resume_container(params, ctx):
+    engine, name = params['manager'], params['container']
+    base = _service_command(ctx.container_commands.get(engine), engine, f'the {engine} CLI', f'container {name}')
+    state = _container_state(base, engine, name, ctx)
+    if state in ('running', 'restarting'):
+        return f'{engine} container {name} is already {state}: nothing to start'
+    timeout = params.get('start_timeout', SERVICE_START_TIMEOUT)
+    start = base + ['start', name]
+    rc, out, err = _run_command(start, ctx, timeout=timeout + COMMAND_GRACE)
+    if rc != 0:
+        raise UndoError(f'{" ".join(start)} exited {rc}: {_output(out, err)}')
+    deadline = time.monotonic() + timeout
+    while True:
+        state = _container_state(base, engine, name, ctx)
+        if state == 'running':
+            return f'started {engine} container {name} again'
+        if state not in ('restarting', 'created'):
+            raise UndoError(f'{engine} container {name} is {state} after {" ".join(start)} (see {engine} logs '
+                            f'{name})')
+        if time.monotonic() >= deadline:
+            raise UndoError(f'{engine} container {name} is still {state} {timeout}s after {" ".join(start)}')
+        time.sleep(ctx.poll_interval)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kind: gateway_config
+
+
+# by name, so that this file keeps no ansible import (it runs alone on hosts); modules that undo a gateway_config
+# entry import _gateway_swap themselves, which bundles it
+GATEWAY_SWAP_MODULE = 'ansible_collections.inferlab.distributed.plugins.module_utils._gateway_swap'
+
+
+def _gateway_swap():
+    """The gateway's rolling restart (plugins/module_utils/_gateway_swap.py), imported when first needed: inside the
+    collection as a module_utils, and beside this script as ``inferlab_gateway_swap.py`` (the ledger role installs
+    both). It imports this module in turn, so it cannot be imported at the top."""
+    try:
+        swap = importlib.import_module(GATEWAY_SWAP_MODULE)
+    except ImportError:
+        here = os.path.dirname(os.path.abspath(__file__))
+        if here not in sys.path:
+            sys.path.insert(0, here)  # `python3 -I` leaves the script's directory off sys.path
+        try:
+            import inferlab_gateway_swap as swap
+        except ImportError as exc:
+            raise UndoError(f'the gateway_config undo needs inferlab_gateway_swap.py beside {__file__}: {exc}') \
+                from None
+    return swap
+
+
+def _check_gateway_config(params):
+    swap = _gateway_swap()
+    try:
+        return swap.check_change_params(params)
+    except swap.GatewayError as exc:
+        raise LedgerError(str(exc)) from None
+
+
+def _undo_gateway_config(params, ctx):
+    swap = _gateway_swap()
+    systemctl = ctx.systemctl_command[0] if ctx.systemctl_command else 'systemctl'
+    try:
+        return swap.undo_change(params, procfs_root=ctx.procfs_root, systemctl=systemctl)
+    except (swap.GatewayError, OSError) as exc:
+        raise UndoError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the registry of kinds: kind name -> Kind(check, undo). Add a kind here.
 
 KINDS = {
@@ -1185,6 +1492,11 @@ KINDS = {
     'systemd_unit': Kind(_check_systemd_unit, _undo_systemd_unit),
     # a docker or podman container; undo stops and removes it, and is a no-op when there is no such container
     'container': Kind(_check_container, _undo_container),
+    # a production service paused (stopped) to borrow its GPUs; undo starts it again, and is a no-op when it runs
+    'service_pause': Kind(_check_service_pause, _undo_service_pause),
+    # a temporary gateway config (a fallback); undo puts the original bytes back and restarts the instances that
+    # run another config, one at a time behind the front (plugins/module_utils/_gateway_swap.py)
+    'gateway_config': Kind(_check_gateway_config, _undo_gateway_config),
 }
 
 
@@ -1214,9 +1526,12 @@ def _parser():
     p_undo.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
     p_undo.add_argument('--tc', dest='tc_command', help='the tc binary for tc_profile entries (default: tc from '
                         'PATH or /usr/sbin, /sbin)')
-    p_undo.add_argument('--systemctl', help='the systemctl binary for systemd_unit entries (default: from PATH)')
-    p_undo.add_argument('--docker', help='the docker binary for docker container entries (default: from PATH)')
-    p_undo.add_argument('--podman', help='the podman binary for podman container entries (default: from PATH)')
+    p_undo.add_argument('--systemctl', help='the systemctl binary for systemd_unit and service_pause entries (default: '
+                        'from PATH)')
+    p_undo.add_argument('--docker', help='the docker binary for docker container and service_pause entries (default: '
+                        'from PATH)')
+    p_undo.add_argument('--podman', help='the podman binary for podman container and service_pause entries (default: '
+                        'from PATH)')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')

@@ -96,7 +96,7 @@ options:
   kind:
     description:
       - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile),
-        V(systemd_unit), V(container).
+        V(systemd_unit), V(container), V(service_pause), V(gateway_config).
     type: str
   params:
     description:
@@ -119,6 +119,17 @@ options:
       - 'V(container): C(engine) (V(docker) or V(podman)) and C(name), optionally C(stop_timeout) (default 10),
         C(command), C(pid), C(start_time). Undo runs C(stop -t SECONDS NAME) then C(rm NAME); no such container
         has nothing to stop.'
+      - 'V(service_pause): a production service stopped to borrow its GPUs (the paused_service module records it).
+        C(manager) (V(process), V(systemd), V(docker), V(podman)) and C(name); for V(process) C(pidfile), C(argv),
+        C(environment), C(working_dir), C(log_path); for V(systemd) C(unit); for the container engines C(container);
+        optionally C(pid) with C(start_time), C(start_timeout) (default 30) and C(how). Undo starts the service
+        again (a detached process from the recorded command, C(systemctl start), C(ENGINE start)) and does nothing
+        when it already runs.'
+      - 'V(gateway_config): a temporary gateway config (the gateway_fallback module records it). C(kind)
+        (V(litellm)), C(config_path), C(backup_path), C(original_sha256), C(instances), C(front) (with
+        C(front_backup_path) and C(front_original_sha256)), C(admin_key_file), C(public_model), optionally
+        C(original_fallbacks), C(ready_timeout_s), C(drain_timeout_s). Undo puts the original bytes back and restarts
+        every instance that runs another config, one at a time behind the front.'
     type: dict
   id:
     description:
@@ -285,7 +296,11 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger  # noqa: E402
+# _gateway_swap: bundled for the undo of a gateway_config entry, which _ledger imports by name when it needs it
+from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
+    _gateway_swap,  # noqa: F401
+    _ledger,
+)
 
 
 class ChangeLedger:

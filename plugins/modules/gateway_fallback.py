@@ -1,0 +1,513 @@
+#!/usr/bin/python
+
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gateway_fallback
+short_description: Check a gateway's public route, add a temporary general fallback to its config, remove it
+version_added: 0.1.0
+description:
+  - V(checked) reads only, from where the clients are. The public route must answer its readiness check, accept
+    the clients' key, list the public role and the fallback target, answer a real request for the target from the
+    target's backend, and answer a real request for the public role from one of the public role's own backends.
+    Each failure has its own message, naming the variable to set.
+  - V(added) runs on the gateway host. It records a C(gateway_config) entry in the host's change ledger as
+    V(pending) BEFORE any change, with the original config's sha256 and backup. Then it writes the backups (mode
+    C(0600)), writes O(content) in place of the config (same mode) and applies it by a rolling restart with an
+    explicit drain behind the front (plugins/module_utils/_gateway_swap.py), so clients lose no request. Every
+    instance must then report the fallback (C(GET /fallback/<role>)).
+  - V(removed) runs on the gateway host and is the undo of those ledger entries, the code a standalone restore runs
+    too. The original bytes come back from the backup, the instances that carry the fallback are restarted the
+    same way, and the config's sha256 is compared with the original's (RV(byte_identical)).
+  - The only gateway kind today is V(litellm) (a LiteLLM proxy configured from a file, FACTS.md section 3).
+author:
+  - inferlab developers (@inferlab)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: V(checked) sends its requests (it reads only). V(added) and V(removed) read the config, the ledger and
+      the instances' fallbacks, and change nothing.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  state:
+    description:
+      - V(checked) checks the public route (reads only); V(added) adds the fallback; V(removed) undoes the open
+        C(gateway_config) entries of O(config_path).
+    type: str
+    required: true
+    choices: [checked, added, removed]
+  kind:
+    description:
+      - The gateway kind.
+    type: str
+    choices: [litellm]
+    default: litellm
+  public_url:
+    description:
+      - The public route's base URL (the front, for example nginx). Required for V(checked).
+    type: str
+  public_model:
+    description:
+      - The model role clients use. Required for V(checked) and V(added).
+    type: str
+  target_model:
+    description:
+      - The role the public one falls back to. Required for V(checked) and V(added).
+    type: str
+  api_key_file:
+    description:
+      - The clients' key, on the first line of this file (on the host that runs the module). Required for
+        V(checked). The key is never returned or logged.
+    type: path
+  public_backends:
+    description:
+      - The public role's backends, as the config's C(api_base) values. For V(checked) a reply for the public role
+        must name one of them in C(x-litellm-model-api-base).
+    type: list
+    elements: str
+    default: []
+  target_backends:
+    description:
+      - The fallback target's backends, as for O(public_backends).
+    type: list
+    elements: str
+    default: []
+  request_timeout_s:
+    description:
+      - Seconds each request of V(checked) may take.
+    type: float
+    default: 30
+  config_path:
+    description:
+      - The gateway's config file on the gateway host. Required for V(added) and V(removed).
+    type: path
+  content:
+    description:
+      - The config with the fallback (filter C(inferlab.distributed.gateway_config_with_fallback)). Required for
+        V(added). Not logged: a config may carry backend keys.
+    type: str
+  instances:
+    description:
+      - The gateway's instances, each C({name, url, manager, pidfile, start_argv, log, match}) for the V(process)
+        manager or C({name, url, manager, unit}) for V(systemd) (inventory C(inferlab_gateway_instances)).
+        Required for V(added).
+    type: list
+    elements: dict
+  front:
+    description:
+      - The front, C({kind, upstream_file, pidfile}) (nginx), or C({}) for a single instance without one, whose
+        restart is a brief outage.
+    type: dict
+    default: {}
+  admin_key_file:
+    description:
+      - The key the gateway host uses for the warm-up requests and C(GET /fallback/<role>), on the first line of
+        this file on the gateway host. Required for V(added); recorded (the path only) in the ledger entry for the
+        undo.
+    type: path
+  ready_timeout_s:
+    description:
+      - Seconds a restarted instance gets to answer C(/health/readiness).
+    type: float
+    default: 90
+  drain_timeout_s:
+    description:
+      - Seconds the front's old workers get to finish their requests after a reload.
+    type: float
+    default: 30
+  ledger_dir:
+    description:
+      - The gateway host's ledger directory, C(<inferlab_state_dir>/ledger). Required for V(added) and V(removed).
+    type: path
+  ledger_host:
+    description:
+      - Whose ledger (the gateway host's inventory name). Required for V(added) and V(removed).
+    type: str
+  run_id:
+    description:
+      - The run, stamped into the ledger lines; V(added) fails when another run holds the ledger's lock.
+    type: str
+  procfs_root:
+    description:
+      - Where procfs is mounted (the front's workers and the instances' pids are read below it).
+    type: path
+    default: /proc
+notes:
+  - The backups live in C(<ledger_dir>/../backup/), mode C(0600), and stay after the undo, as evidence.
+seealso:
+  - module: inferlab.distributed.change_ledger
+  - module: inferlab.distributed.paused_service
+"""
+
+EXAMPLES = r"""
+- name: Check the public route from the controller
+  inferlab.distributed.gateway_fallback:
+    state: checked
+    public_url: http://169.254.77.1:4000
+    public_model: small
+    target_model: large
+    api_key_file: /etc/inferlab/client.key
+    public_backends: [http://169.254.77.1:8100/v1]
+    target_backends: [http://169.254.77.1:8200/v1]
+
+- name: Add the fallback on the gateway host
+  inferlab.distributed.gateway_fallback:
+    state: added
+    config_path: /etc/litellm/config.yaml
+    content: "{{ config_text | inferlab.distributed.gateway_config_with_fallback('small', 'large') }}"
+    instances: "{{ inferlab_gateway_instances }}"
+    front: "{{ inferlab_gateway_front }}"
+    admin_key_file: /etc/litellm/master.key
+    public_model: small
+    target_model: large
+    ledger_dir: /var/lib/inferlab/ledger
+    ledger_host: "{{ inventory_hostname }}"
+    run_id: "{{ inferlab_run_dir | basename }}"
+
+- name: Remove it (the original bytes back)
+  inferlab.distributed.gateway_fallback:
+    state: removed
+    config_path: /etc/litellm/config.yaml
+    ledger_dir: /var/lib/inferlab/ledger
+    ledger_host: "{{ inventory_hostname }}"
+"""
+
+RETURN = r"""
+route:
+  description: What V(checked) found on the public route.
+  returned: state is checked
+  type: dict
+  contains:
+    ready_s:
+      description: Seconds the readiness check took.
+      type: float
+      returned: always
+    models:
+      description: The roles the gateway lists for the clients' key.
+      type: list
+      returned: always
+    target_reply:
+      description: C({status, api_base, model_group, elapsed_s}) of the real request for the target role.
+      type: dict
+      returned: always
+    public_reply:
+      description: C({status, api_base, model_group, elapsed_s}) of the real request for the public role.
+      type: dict
+      returned: always
+entry_id:
+  description: The C(gateway_config) ledger entry of the added fallback.
+  returned: state is added
+  type: str
+original_sha256:
+  description: sha256 of the original config.
+  returned: state is added or removed
+  type: str
+config_sha256:
+  description: sha256 of the config file now.
+  returned: state is added or removed
+  type: str
+backup_path:
+  description: The backup of the original config.
+  returned: state is added
+  type: str
+steps:
+  description: The rolling restart, one dict per instance (C(instance), C(drained), C(ready_s), C(warmup_status),
+    C(fallbacks), C(seconds)).
+  returned: state is added and changed
+  type: list
+seconds:
+  description: How long the rolling restart took.
+  returned: state is added and changed
+  type: float
+fallbacks:
+  description: C({instance: [role, ...]}), the general fallbacks of the public role each instance reports now.
+  returned: state is added or removed
+  type: dict
+undone:
+  description: The ledger entries undone.
+  returned: state is removed
+  type: list
+byte_identical:
+  description: Whether the config's sha256 equals the original's.
+  returned: state is removed
+  type: bool
+message:
+  description: What was done.
+  returned: always
+  type: str
+"""
+
+import hashlib
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+
+KIND = 'gateway_config'
+
+
+def reply_summary(answer):
+    headers = answer['headers']
+    return {'status': answer['status'], 'api_base': headers.get('x-litellm-model-api-base'),
+            'model_group': headers.get('x-litellm-model-group'), 'elapsed_s': answer['elapsed_s']}
+
+
+class GatewayFallback:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+
+    def fail(self, msg, **extra):
+        self.module.fail_json(msg=msg, **extra)
+
+    def require(self, *names):
+        missing = [n for n in names if self.params[n] in (None, '', [])]
+        if missing:
+            self.fail('state=%s needs %s' % (self.params['state'], ', '.join(missing)))
+
+    # --- checked -------------------------------------------------------------------------------------------------
+
+    def checked(self):
+        self.require('public_url', 'public_model', 'target_model', 'api_key_file')
+        p = self.params
+        url, public, target, timeout = p['public_url'].rstrip('/'), p['public_model'], p['target_model'], \
+            p['request_timeout_s']
+        try:
+            ready_s = swap.wait_ready(url, timeout_s=min(timeout, 10.0))
+        except swap.GatewayError as exc:
+            self.fail('Nothing was changed: the public route %s does not answer (%s). Expected its '
+                      '/health/readiness to answer 200: is the gateway running, and is inferlab_public_url right?'
+                      % (url, exc))
+        try:
+            key = swap.read_key(p['api_key_file'])
+            answer = swap.http_request('GET', url + '/v1/models', key=key, timeout=timeout)
+        except swap.GatewayError as exc:
+            self.fail('Nothing was changed: %s (inferlab_public_api_key_file)' % exc)
+        if answer['status'] != 200:
+            self.fail('Nothing was changed: the gateway refused the client key from %s: GET %s/v1/models answered '
+                      'HTTP %d: %s. Expected a key the gateway accepts; set inferlab_public_api_key_file to the '
+                      "clients' key file." % (p['api_key_file'], url, answer['status'],
+                                             swap.short_body(answer['body'], key)))
+        models = self.model_ids(answer, url)
+        for role, variable in ((public, 'inferlab_public_model'), (target, 'inferlab_fallback_target_model')):
+            if role not in models:
+                self.fail('Nothing was changed: the gateway at %s lists the roles %s for this key, not %r; set %s.'
+                          % (url, ', '.join(models) or 'none', role, variable))
+        route = {'ready_s': ready_s, 'models': models}
+        for name, role, backends, what in (('target_reply', target, p['target_backends'], 'fallback target'),
+                                           ('public_reply', public, p['public_backends'], 'public role')):
+            try:
+                answer = swap.chat_once(url, role, key, timeout=timeout)
+            except swap.GatewayError as exc:
+                self.fail('Nothing was changed: a real request for the %s %r through the gateway failed: %s'
+                          % (what, role, exc))
+            reply = reply_summary(answer)
+            route[name] = reply
+            if answer['status'] != 200:
+                self.fail('Nothing was changed: a real request for the %s %r through the gateway at %s answered '
+                          'HTTP %d: %s' % (what, role, url, answer['status'], swap.short_body(answer['body'], key)),
+                          route=route)
+            if backends and reply['api_base'] not in backends:
+                self.fail('Nothing was changed: the request for the %s %r was served by %s, expected one of its own '
+                          'backends %s (x-litellm-model-api-base); the route must be healthy before an experiment.'
+                          % (what, role, reply['api_base'], ', '.join(backends)), route=route)
+        self.module.exit_json(changed=False, route=route, message='the public route %s is ready, accepts the '
+                              'key, and serves %s and %s from their own backends' % (url, public, target))
+
+    def model_ids(self, answer, url):
+        try:
+            data = json.loads(answer['body'])['data']
+            return [m['id'] for m in data]
+        except (ValueError, KeyError, TypeError):
+            self.fail('Nothing was changed: GET %s/v1/models answered 200 without an OpenAI model list: %s'
+                      % (url, swap.short_body(answer['body'])))
+
+    # --- the ledger ----------------------------------------------------------------------------------------------
+
+    def entries(self):
+        """This config's gateway_config entries (their last lines), oldest first."""
+        try:
+            lines, _problems = _ledger.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
+        except _ledger.LedgerError as exc:
+            self.fail(str(exc))
+        return [e for e in _ledger.current_entries(lines).values()
+                if e['kind'] == KIND and e['params'].get('config_path') == self.params['config_path']]
+
+    def instance_fallbacks(self, instances, public, key):
+        found = {}
+        for instance in instances:
+            try:
+                found[instance['name']] = swap.fallback_models(instance['url'], public, key)
+            except swap.GatewayError as exc:
+                found[instance['name']] = 'unknown: %s' % exc
+        return found
+
+    # --- added ---------------------------------------------------------------------------------------------------
+
+    def added(self):
+        self.require('config_path', 'content', 'instances', 'public_model', 'target_model', 'admin_key_file',
+                     'ledger_dir', 'ledger_host')
+        p = self.params
+        try:
+            instances = [swap.check_instance(i) for i in p['instances']]
+            front = swap.check_front(p['front']) if p['front'] else {}
+            key = swap.read_key(p['admin_key_file'])
+        except swap.GatewayError as exc:
+            self.fail(str(exc))
+        if len(instances) > 1 and not front:
+            self.fail('%d gateway instances but no front: a rolling restart needs the front that drains them '
+                      '(inferlab_gateway_front)' % len(instances))
+        open_entries = [e for e in self.entries() if e['state'] in ('pending', 'applied')]
+        if open_entries:
+            return self.already_added(open_entries[-1], instances, key)
+        original_sha = swap.sha256_file(p['config_path'])
+        content = p['content'].encode('utf-8')
+        if hashlib.sha256(content).hexdigest() == original_sha:
+            self.fail('the new config is the original config: nothing to add')
+        if self.module.check_mode:
+            self.module.exit_json(changed=True, original_sha256=original_sha, config_sha256=original_sha,
+                                  fallbacks={}, message='would add the fallback and restart %d instances'
+                                  % len(instances))
+        params = self.entry_params(instances, front, original_sha)
+        try:
+            entry = _ledger.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
+            self.write_backups(params)
+            swap.write_atomic(p['config_path'], content)
+            _ledger.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
+        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
+            self.fail('could not add the fallback to %s: %s' % (p['config_path'], exc))
+        result = dict(changed=True, entry_id=entry['id'], original_sha256=original_sha,
+                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
+        try:
+            steps = swap.rolling_restart(instances, front, key, p['public_model'], [p['target_model']],
+                                         ready_timeout_s=p['ready_timeout_s'], drain_timeout_s=p['drain_timeout_s'],
+                                         procfs_root=p['procfs_root'])
+        except swap.GatewayError as exc:
+            self.fail('the config with the fallback is written (ledger entry %s), but applying it failed: %s. '
+                      'The restore (playbooks/restore.yml) puts the original back.' % (entry['id'], exc), **result)
+        result.update(steps=steps, seconds=round(sum(s['seconds'] for s in steps), 3),
+                      fallbacks={s['instance']: s['fallbacks'] for s in steps},
+                      message='added the fallback %s -> %s and restarted %d instances one at a time'
+                      % (p['public_model'], p['target_model'], len(steps)))
+        self.module.exit_json(**result)
+
+    def already_added(self, entry, instances, key):
+        p = self.params
+        fallbacks = self.instance_fallbacks(instances, p['public_model'], key)
+        if all(f == [p['target_model']] for f in fallbacks.values()):
+            self.module.exit_json(changed=False, entry_id=entry['id'],
+                                  original_sha256=entry['params']['original_sha256'],
+                                  config_sha256=swap.sha256_file(p['config_path']),
+                                  backup_path=entry['params']['backup_path'], fallbacks=fallbacks,
+                                  message='the fallback is already added (ledger entry %s)' % entry['id'])
+        self.fail('ledger entry %s (run %s) holds a %s change of %s, but the instances report %s, not the fallback: '
+                  'run playbooks/restore.yml first' % (entry['id'], entry.get('run_id'), entry['state'],
+                                                       p['config_path'], fallbacks))
+
+    def entry_params(self, instances, front, original_sha):
+        p = self.params
+        backup_dir = os.path.join(os.path.dirname(os.path.abspath(p['ledger_dir'])), 'backup')
+        stamp = '%s-%s' % (_ledger.utc_now().replace(':', ''), os.urandom(2).hex())
+        params = {'kind': p['kind'], 'config_path': p['config_path'], 'original_sha256': original_sha,
+                  'backup_path': os.path.join(backup_dir, '%s.%s' % (os.path.basename(p['config_path']), stamp)),
+                  'instances': instances, 'front': front, 'admin_key_file': p['admin_key_file'],
+                  'public_model': p['public_model'], 'original_fallbacks': [],
+                  'ready_timeout_s': p['ready_timeout_s'], 'drain_timeout_s': p['drain_timeout_s']}
+        if front:
+            params['front_backup_path'] = os.path.join(
+                backup_dir, '%s.%s' % (os.path.basename(front['upstream_file']), stamp))
+            params['front_original_sha256'] = swap.sha256_file(front['upstream_file'])
+        return params
+
+    def write_backups(self, params):
+        pairs = [(self.params['config_path'], params['backup_path'])]
+        if params.get('front_backup_path'):
+            pairs.append((params['front']['upstream_file'], params['front_backup_path']))
+        for source, backup in pairs:
+            os.makedirs(os.path.dirname(backup), mode=0o700, exist_ok=True)
+            with open(source, 'rb') as handle:
+                swap.write_atomic(backup, handle.read(), mode=0o600)
+
+    # --- removed -------------------------------------------------------------------------------------------------
+
+    def removed(self):
+        self.require('config_path', 'ledger_dir', 'ledger_host')
+        p = self.params
+        entries = self.entries()
+        if not entries:
+            self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
+                      % (p['ledger_host'], p['ledger_dir'], p['config_path']))
+        open_ids = [e['id'] for e in entries if e['state'] not in ('undone',)]
+        undone, message = [], 'no open gateway_config entry for %s: nothing to undo' % p['config_path']
+        if open_ids:
+            ctx = _ledger.UndoContext(procfs_root=p['procfs_root'])
+            try:
+                outcome = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=open_ids, ctx=ctx,
+                                       check_mode=self.module.check_mode)
+            except _ledger.LedgerError as exc:
+                self.fail('could not undo the gateway config change: %s' % exc)
+            if outcome['failed']:
+                self.fail(outcome['message'], undone=outcome['undone'])
+            undone, message = outcome['undone'], outcome['message']
+        last = entries[-1]['params']
+        current = swap.sha256_file(p['config_path'])
+        try:
+            key = swap.read_key(last['admin_key_file'])
+            fallbacks = self.instance_fallbacks(last['instances'], last['public_model'], key)
+        except swap.GatewayError as exc:
+            fallbacks = {'unknown': str(exc)}
+        self.module.exit_json(changed=bool(open_ids), undone=undone, original_sha256=last['original_sha256'],
+                              config_sha256=current, byte_identical=current == last['original_sha256'],
+                              fallbacks=fallbacks, message=message)
+
+    def run(self):
+        getattr(self, self.params['state'])()
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            state=dict(type='str', required=True, choices=['checked', 'added', 'removed']),
+            kind=dict(type='str', choices=['litellm'], default='litellm'),
+            public_url=dict(type='str'),
+            public_model=dict(type='str'),
+            target_model=dict(type='str'),
+            api_key_file=dict(type='path', no_log=False),
+            public_backends=dict(type='list', elements='str', default=[]),
+            target_backends=dict(type='list', elements='str', default=[]),
+            request_timeout_s=dict(type='float', default=30.0),
+            config_path=dict(type='path'),
+            content=dict(type='str', no_log=True),
+            instances=dict(type='list', elements='dict'),
+            front=dict(type='dict', default={}),
+            admin_key_file=dict(type='path', no_log=False),
+            ready_timeout_s=dict(type='float', default=90.0),
+            drain_timeout_s=dict(type='float', default=30.0),
+            ledger_dir=dict(type='path'),
+            ledger_host=dict(type='str'),
+            run_id=dict(type='str'),
+            procfs_root=dict(type='path', default='/proc'),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    GatewayFallback(build_module()).run()
+
+
+if __name__ == '__main__':
+    main()
