@@ -461,7 +461,8 @@ class GatewayFallback:
                 self.fail('could not undo the gateway config change: %s' % exc)
             if outcome['failed']:
                 self.fail(outcome['message'], undone=outcome['undone'])
-            undone, message = outcome['undone'], outcome['message']
+            undone = outcome['undone']
+            message = '; '.join(d['message'] for d in outcome['details'] if d.get('message')) or outcome['message']
         last = entries[-1]['params']
         current = swap.sha256_file(p['config_path'])
         try:
