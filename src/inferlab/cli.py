@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 from inferlab import exit_codes, paths, plots, record, report, runner
 
 
@@ -14,15 +16,31 @@ class UsageError(Exception):
     pass
 
 
-def parse_extravars(pairs: list[str]) -> dict[str, str]:
-    """`-e KEY=VALUE` as ansible-playbook reads it: values stay strings; argument specs convert types."""
+def parse_extravars(pairs: list[str]) -> dict:
+    """`-e KEY=VALUE` and `-e @FILE` as ansible-playbook reads them: a KEY=VALUE value stays a string (argument
+    specs convert types); FILE is YAML or JSON holding a mapping, for lists and dicts."""
     extravars = {}
     for pair in pairs:
+        if pair.startswith("@"):
+            extravars.update(read_vars_file(Path(pair[1:])))
+            continue
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"-e expects KEY=VALUE, got {pair!r}")
         extravars[key.strip()] = value
     return extravars
+
+
+def read_vars_file(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"-e @{path}: cannot read it: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"-e @{path}: not YAML or JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"-e @{path}: expected a mapping of variables, found {type(data).__name__}")
+    return data
 
 
 def render_outputs(run_dir: Path, data: dict) -> Path:
@@ -111,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a playbook through ansible-runner in a new run directory")
     run.add_argument("playbook", help="playbooks/NAME.yml, NAME.yml or NAME")
     run.add_argument("-i", "--inventory", help=f"inventory (default {paths.DEFAULT_INVENTORY})")
-    run.add_argument("-e", "--extra-var", dest="extravars", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("-e", "--extra-var", dest="extravars", action="append", default=[], metavar="KEY=VALUE|@FILE")
     run.add_argument("--run-dir", help="run directory (default runs/<UTC stamp>-<playbook>/)")
     run.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     run.set_defaults(func=cmd_run)

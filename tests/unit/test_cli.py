@@ -9,6 +9,26 @@ def test_extravars_parse_like_ansible():
     assert cli.parse_extravars(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
 
 
+def test_extravars_from_a_file_keep_their_types(tmp_path):
+    path = tmp_path / "vars.yml"
+    path.write_text("front: {}\ninstances:\n  - {name: a, port: 4001}\n")
+    assert cli.parse_extravars(["a=1", f"@{path}", "front=x"]) == {
+        "a": "1", "front": "x", "instances": [{"name": "a", "port": 4001}]}
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read it: No such file or directory"),
+    ("a: [", "not YAML or JSON"),
+    ("- a\n", "expected a mapping of variables, found list"),
+])
+def test_extravars_file_errors(tmp_path, content, message):
+    path = tmp_path / "vars.yml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(cli.UsageError, match=message):
+        cli.parse_extravars([f"@{path}"])
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
