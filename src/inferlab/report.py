@@ -179,6 +179,50 @@ def _link_ab(host: str, ab: dict) -> list[str]:
     return lines
 
 
+def _served_by(counts: dict) -> str:
+    return ", ".join(f"{backend} {count}" for backend, count in sorted(counts.items())) or "none"
+
+
+def _primary_again(step: dict) -> str:
+    return f"{step['primary_again']['served_by']} (try {step['primary_again']['attempts']})"
+
+
+def _fallback(fallback: dict) -> list[str]:
+    """The fallback route: what was added, what each proof observed, and whether the config came back."""
+    lines = ["## Fallback route", "",
+             "Real requests through the exact public route (the gateway URL, the public role, the clients' key); "
+             "`x-litellm-model-api-base` names the backend that served each one.", "",
+             "| step | requests | ok | failed | served by | primary serves again |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    negative = fallback.get("negative_proof")
+    if negative:
+        verdict = "reproduced" if negative["reproduced"] else "**not reproduced**"
+        ok = negative["requests"] - negative["failed"]
+        lines.append(f"| without the fallback, primaries paused (expected to fail: {verdict}) | {negative['requests']} "
+                     f"| {ok} | {negative['failed']} | — | {_primary_again(negative)} |")
+    prove = fallback.get("prove")
+    if prove:
+        lines.append(f"| with the fallback, primaries paused | {prove['requests']} | {prove['ok']} | {prove['failed']} "
+                     f"| {_served_by(prove['served_by'])} | {_primary_again(prove)} |")
+    lines.append("")
+    add, remove = fallback.get("add"), fallback.get("remove")
+    if add:
+        steps = add.get("steps", [])
+        applied = ", ".join(f"{s['instance']} {'drained' if s['drained'] else 'not drained'} "
+                            f"{_value(s['seconds'])} s" for s in steps)
+        lines.append(f"- added `fallbacks: [{{{add['public_model']}: [{add['target_model']}]}}]` to `{add['config']}` "
+                     f"on {add['gateway_host']} (original sha256 `{add['original_sha256'][:16]}…`), applied through "
+                     f"{add['front']}: {applied or 'already added'}")
+    if remove:
+        verdict = "byte-identical" if remove["byte_identical"] else "**NOT the original**"
+        lines.append(f"- removed: the config is {verdict} (sha256 `{remove['config_sha256'][:16]}…`), "
+                     f"primary serving again: {_primary_again(remove)}")
+    if negative and negative["errors"]:
+        lines.append(f"- the failure without the fallback: {negative['errors'][0]}")
+    lines.append("")
+    return lines
+
+
 def render(record: dict) -> str:
     run = record["run"]
     lines = [
@@ -212,15 +256,17 @@ def render(record: dict) -> str:
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):
             lines += _link_ab(host, ab)
+    if record.get("fallback"):
+        lines += _fallback(record["fallback"])
     if record.get("continuity"):
         lines += ["## Continuity of the public route", "",
                   "| prober | url | model | requests | failed | budget | worst gap s | served by |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for label, result in sorted(record["continuity"].items()):
-            served = ", ".join(f"{backend} {count}" for backend, count in sorted(result["by_backend"].items()))
+            served = _served_by(result["by_backend"])
             verdict = "within" if result["within_budget"] else "**OVER**"
             lines.append(f"| {label} | {result['url']} | {result['model']} | {result['total']} | {result['failed']} "
-                         f"| {result['budget']} ({verdict}) | {_value(result['worst_gap_s'])} | {served or '—'} |")
+                         f"| {result['budget']} ({verdict}) | {_value(result['worst_gap_s'])} | {served} |")
         lines.append("")
     if record["restore"]:
         lines += ["## Restore", "", "| host | verified | undone | differences from known-good |",
@@ -248,6 +294,14 @@ def summary(record: dict) -> list[str]:
         verdict = "within" if result["within_budget"] else "OVER"
         lines.append(f"continuity {label}: {result['failed']} of {result['total']} public-route requests failed "
                      f"(budget {result['budget']}: {verdict})")
+    fallback = record.get("fallback", {})
+    if "prove" in fallback:
+        prove = fallback["prove"]
+        lines.append(f"fallback: {prove['ok']} of {prove['requests']} public-route requests served with the primaries "
+                     f"paused, by {_served_by(prove['served_by'])}")
+    if "remove" in fallback:
+        verdict = "byte-identical" if fallback["remove"]["byte_identical"] else "NOT the original"
+        lines.append(f"fallback removed: gateway config {verdict}")
     for mode, result in record.get("serving", {}).items():
         acceptance = result["acceptance"]
         passed = sum(1 for step in acceptance["steps"] if step["passed"])
