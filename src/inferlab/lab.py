@@ -631,6 +631,13 @@ def resolve_lab(where) -> tuple[str | None, Path]:
     return None, where
 
 
+def current_pid(daemon: dict) -> int | None:
+    """The daemon's pid now: its pidfile's, else the one lab.json recorded at build time. A service that inferlab
+    paused and resumed, or a gateway instance restarted with another config, runs under a new pid."""
+    pidfile = daemon.get("pidfile")
+    return (read_pidfile(Path(pidfile)) if pidfile else None) or daemon.get("pid")
+
+
 def host_status(host: dict, probe) -> dict:
     netns = host["netns"]
     mgmt, link, ssh = host["management"], host["link"], host["ssh"]
@@ -664,14 +671,15 @@ def host_status(host: dict, probe) -> dict:
         problems.append(f"no SSH-2.0 banner from {ssh['address']}:{ssh['port']}")
     services = []
     for svc in host.get("services", []):
-        alive = probe.process(svc.get("pid"), host_dir, netns)
+        pid = current_pid(svc)
+        alive = probe.process(pid, host_dir, netns)
         healthy = alive and probe.http_ok(svc["health_url"])
         if not alive:
-            problems.append(f"service {svc['name']} (pid {svc.get('pid')}) is not running in {netns}")
+            problems.append(f"service {svc['name']} (pid {pid}) is not running in {netns}")
         elif not healthy:
             problems.append(f"service {svc['name']}: {svc['health_url']} does not answer 200")
         services.append({"name": svc["name"], "url": svc["url"], "model": svc["model"], "port": svc["port"],
-                         "pid": svc.get("pid"), "log": svc.get("log"), "alive": alive, "healthy": healthy})
+                         "pid": pid, "log": svc.get("log"), "alive": alive, "healthy": healthy})
     checks["services"] = all(s["healthy"] for s in services)
     out = {
         "name": host["name"],
@@ -740,11 +748,12 @@ def gateway_status(gateway: dict, probe) -> dict:
     }
     problems, results = [], {}
     for (key, url), (what, daemon) in zip(checks.items(), gateway_daemons(gateway), strict=True):
-        alive = probe.process(daemon.get("pid"), expect, None)
+        pid = current_pid(daemon)
+        alive = probe.process(pid, expect, None)
         healthy = alive and probe.http_ok(url)
-        results[key] = {"pid": daemon.get("pid"), "url": url, "alive": alive, "healthy": healthy}
+        results[key] = {"pid": pid, "url": url, "alive": alive, "healthy": healthy}
         if not alive:
-            problems.append(f"gateway: {what} (pid {daemon.get('pid')}) is not running")
+            problems.append(f"gateway: {what} (pid {pid}) is not running")
         elif not healthy:
             problems.append(f"gateway: {what}: {url} does not answer 200")
     return {"public_url": gateway["front"]["url"], "key_file": gateway["key_file"], "config": gateway["config"],

@@ -371,9 +371,20 @@ def make_spec(lab_dir: Path) -> dict:
               "workers": ["http://169.254.77.2:8000", "http://169.254.77.6:8000"],
               "pidfile": str(lab_dir / "run/router.pid"), "log": str(lab_dir / "logs/router.log"),
               "log_dir": str(lab_dir / "logs/router"), "python": "/venv/bin/python"}
+    gw = lab_dir / "gateway"
+    (gw / "run").mkdir(parents=True, exist_ok=True)
+    gateway = {
+        "dir": str(gw), "key_file": str(gw / "master_key"), "config": str(gw / "litellm.yaml"),
+        "large": {"url": "http://169.254.77.1:8200/v1", "health_url": "http://169.254.77.1:8200/health",
+                  "pidfile": str(gw / "run/large.pid")},
+        "instances": [{"name": f"litellm-{i}", "url": f"http://169.254.77.1:{4001 + n}",
+                       "pidfile": str(gw / f"run/litellm-{i}.pid")} for n, i in enumerate("ab")],
+        "front": {"url": "http://169.254.77.1:4000", "readiness_url": "http://169.254.77.1:4000/health/readiness",
+                  "pidfile": str(gw / "run/nginx.pid")},
+    }
     return {"name": "ilab", "octet": 77, "lab_dir": str(lab_dir),
             "ssh": {"private_key": str(lab_dir / "ssh/id_ed25519"), "known_hosts": str(lab_dir / "ssh/known_hosts")},
-            "hosts": hosts, "router": router}
+            "hosts": hosts, "router": router, "gateway": gateway}
 
 
 def write_pids(spec: dict, base: int = 1000) -> None:
@@ -382,6 +393,9 @@ def write_pids(spec: dict, base: int = 1000) -> None:
         for m, svc in enumerate(host["services"]):
             Path(svc["pidfile"]).write_text(f"{base + 10 * n + m + 1}\n")
     Path(spec["router"]["pidfile"]).write_text(f"{base + 99}\n")
+    gateway = spec["gateway"]
+    for n, daemon in enumerate([gateway["large"], *gateway["instances"], gateway["front"]]):
+        Path(daemon["pidfile"]).write_text(f"{base + 200 + n}\n")
 
 
 def test_write_record(tmp_path):
@@ -398,6 +412,8 @@ def test_write_record(tmp_path):
     assert record["hosts"][1]["ssh"]["pid"] == 1010
     assert record["hosts"][1]["services"][0]["pid"] == 1011
     assert record["router"]["pid"] == 1099
+    assert [i["pid"] for i in record["gateway"]["instances"]] == [1201, 1202]
+    assert record["gateway"]["front"]["pid"] == 1203
     assert "pid" not in spec["hosts"][0]["ssh"]  # the spec itself is left alone
 
 
@@ -474,6 +490,8 @@ def test_status_up(built_lab):
     assert "lab-b" in text and "original-b http://169.254.77.6:8000/v1 ok" in text
     assert st["router"]["healthy"] is True
     assert "router http://169.254.77.1:8100 over http://169.254.77.2:8000, http://169.254.77.6:8000: ok" in text
+    assert st["gateway"]["healthy"] is True
+    assert "litellm-a ok, litellm-b ok, front ok" in text
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -484,6 +502,10 @@ def test_status_up(built_lab):
     ({"bad_health": {"http://169.254.77.2:8000/health"}}, "does not answer 200"),
     ({"dead_pids": {1099}}, "router (pid 1099) is not running"),
     ({"bad_health": {"http://169.254.77.1:8100/readiness"}}, "router: http://169.254.77.1:8100/readiness does not"),
+    ({"dead_pids": {1201}}, "gateway: instance litellm-a (pid 1201) is not running"),
+    ({"bad_health": {"http://169.254.77.1:4000/health/readiness"}},
+     "gateway: nginx: http://169.254.77.1:4000/health/readiness does not answer 200"),
+    ({"bad_health": {"http://169.254.77.1:8200/health"}}, "gateway: large-model server"),
 ])
 def test_status_degraded(built_lab, kwargs, words):
     lab_dir, spec = built_lab
@@ -492,6 +514,39 @@ def test_status_degraded(built_lab, kwargs, words):
     assert st["healthy"] is False
     assert any(words in p for p in st["problems"]), st["problems"]
     assert "problem:" in lab.render_status_text(st)
+
+
+def test_status_follows_a_restarted_daemon_through_its_pidfile(built_lab):
+    """A service paused and resumed, or a gateway instance restarted with another config, runs under a new pid:
+    the status reads the pidfile, not the pid lab.json recorded at build time."""
+    lab_dir, spec = built_lab
+    Path(spec["hosts"][1]["services"][0]["pidfile"]).write_text("2011\n")
+    Path(spec["gateway"]["instances"][0]["pidfile"]).write_text("2201\n")
+    st = lab.status(lab_dir, probe=FakeProbe(spec, dead_pids={1011, 1201}))
+    assert st["state"] == "up", st["problems"]
+    assert st["hosts"][1]["services"][0]["pid"] == 2011
+    assert st["gateway"]["daemons"]["litellm-a"]["pid"] == 2201
+    Path(spec["gateway"]["instances"][0]["pidfile"]).unlink()  # no pidfile: the recorded pid
+    assert lab.current_pid(spec["gateway"]["instances"][0] | {"pid": 1201}) == 1201
+
+
+def test_stop_pidfiles_stops_the_gateways_daemons_by_their_directory(tmp_path):
+    gw = tmp_path / "gateway"
+    (gw / "run").mkdir(parents=True)
+    proc = subprocess.Popen(["sleep", "30", f"{gw}/"], start_new_session=True)
+    foreign = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        (gw / "run" / "litellm-a.pid").write_text(f"{proc.pid}\n")
+        (gw / "run" / "nginx.pid").write_text(f"{foreign.pid}\n")  # does not name the gateway dir: left alone
+        result = lab.stop_pidfiles(tmp_path)
+        assert sorted(r["state"] for r in result["results"]) == ["mismatch", "stopped"]
+        assert proc.wait(timeout=5) == -signal.SIGTERM
+        assert foreign.poll() is None
+    finally:
+        for p in (proc, foreign):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
 
 
 def test_status_not_built(tmp_path, monkeypatch):

@@ -67,3 +67,10 @@ def test_the_prober_counted_the_router_outage():
     assert summary["ok"] > 0 and summary["failed"] > 0 and not summary["within_budget"]
     assert set(summary["failed_by_kind"]) <= {"connection", "http", "timeout"}
     assert (RUN_DIR / summary["output"]).is_file()
+
+
+def test_refused_fallback_routes_changed_no_routing():
+    assert not (RUN_DIR / "fragments" / "fallback").exists(), "a refused fallback route must record no step"
+    ledger = LAB_DIR / "gateway" / "state" / "ledger" / "lab-gw.jsonl"
+    assert not ledger.exists() or ledger.read_text().strip() == "", "a refused fallback route must record no change"
+    assert "fallbacks:" not in (LAB_DIR / "gateway" / "litellm.yaml").read_text()
