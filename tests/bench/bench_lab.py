@@ -9,9 +9,12 @@ Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) a
 - `serve`: lab TP2 (baseline mode of playbooks/serve.yml) with lab-a's direct link `clean` and then `lossy`, the two
   conditions interleaved run by run; figures from each run's record: the single-stream decode rate of the ladder's
   first request (cold cache, TTFT excluded), the aggregate rate of its 6 concurrent requests, and the TCP segments
-  retransmitted on both hosts during the ladder. Ends with playbooks/restore.yml (no profile left).
+  retransmitted on both hosts during the ladder. Ends with playbooks/restore.yml (no profile left);
+- `fallback`: playbooks/fallback.yml with the gateway's two instances drained behind nginx, and with one instance
+  and no front (its restart is an outage), interleaved run by run; figures from each run's record: the rolling
+  restart's seconds, the prober's failed probes and worst gap, the fallback's latency with the primaries paused.
 
-    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve] [--runs 5] [--json FILE]
+    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve|fallback] [--runs 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from inferlab import cli, paths
+from inferlab import cli, lab, paths
 
 REPO = Path(__file__).resolve().parents[2]
 INFERLAB = [sys.executable, "-m", "inferlab.cli"]
@@ -120,6 +123,45 @@ def bench_serve(runs_wanted: int) -> dict[str, list[float]]:
     return samples
 
 
+def fallback_figures(run_dir: Path, label: str) -> dict[str, float]:
+    data = json.loads((run_dir / "record.json").read_text())
+    fallback, prober = data["fallback"], data["continuity"][label]
+    return {"add: rolling restart of the gateway": fallback["add"]["seconds"],
+            "public-route probes failed (prober, 0.5 s interval)": prober["failed"],
+            "public-route probes sent": prober["total"],
+            "worst gap between answers": prober["worst_gap_s"],
+            "fallback latency with the primaries paused (median)": fallback["prove"]["latency_s"]["median"]}
+
+
+def bench_fallback(runs_wanted: int) -> dict[str, list[float]]:
+    """playbooks/fallback.yml on the lab: two instances drained behind nginx, and one instance without a front (its
+    restart is the outage the drain avoids), interleaved run by run."""
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    first = lab.read_lab_json(lab.resolve_lab(inventory)[1])["gateway"]["instances"][0]
+    single = {"inferlab_public_url": first["url"], "inferlab_gateway_front": {}, "continuity_budget": 1000,
+              "continuity_label": "single-instance",
+              "inferlab_gateway_instances": [{k: first[k] for k in
+                                              ("name", "manager", "url", "pidfile", "log", "start_argv", "match")}]}
+    conditions = {"two instances behind nginx, drained": ({}, "prober"), "one instance, no front": (single,
+                                                                                                 "single-instance")}
+    samples: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        for n in range(runs_wanted):
+            for condition, (extravars, label) in conditions.items():
+                run_dir = Path(runs) / f"fallback-{label}-{n}"
+                start = time.monotonic()
+                code = cli.run_and_record(REPO / "playbooks" / "fallback.yml", inventory, run_dir, extravars)
+                elapsed = time.monotonic() - start
+                if code != 0:
+                    raise SystemExit(f"fallback run {run_dir} failed with exit {code}")
+                figures = {"whole run (inferlab run fallback)": elapsed, **fallback_figures(run_dir, label)}
+                for name, value in figures.items():
+                    samples.setdefault(f"{name}, {condition}", []).append(value)
+    return samples
+
+
 def cpu_ticks(pid: int) -> int:
     """utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -153,19 +195,20 @@ def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("suite", nargs="?", choices=["lab", "link", "sampler", "serve"], default="lab")
+    parser.add_argument("suite", nargs="?", choices=["lab", "link", "sampler", "serve", "fallback"], default="lab")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    samples = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler, "serve": bench_serve}[args.suite](
-        args.runs)
+    suites = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler, "serve": bench_serve,
+              "fallback": bench_fallback}
+    samples = suites[args.suite](args.runs)
     figures = {"machine": machine(), "results": {name: summary(s) for name, s in samples.items()}}
     print(f"machine: {figures['machine']}")
     print("| what | median | min | max | runs |")
     print("| --- | --- | --- | --- | --- |")
     for name, result in figures["results"].items():
-        unit = "" if "%" in name or "tok/s" in name or "segments" in name else " s"
+        unit = "" if any(word in name for word in ("%", "tok/s", "segments", "probes")) else " s"
         print(f"| {name} | {result['median_s']}{unit} | {result['min_s']}{unit} | {result['max_s']}{unit} "
               f"| {result['runs']} |")
     if args.json:
