@@ -733,6 +733,33 @@ def _check_expect(expect_fallback):
     return list(expect_fallback)
 
 
+def drain_plan(instances, front):
+    """Check, before anything changes, that the front can drain every instance in turn: ``(original upstream bytes,
+    {instance name: the upstream bytes with that instance marked down})``. GatewayError when the upstream file
+    cannot be read, lacks an instance's server line (or has it twice, or already down), or when marking one down would
+    leave no server up."""
+    front = check_front(front)
+    try:
+        with open(front['upstream_file'], 'rb') as handle:
+            original = handle.read()
+        text = original.decode('utf-8')
+    except OSError as exc:
+        raise GatewayError(f'cannot read the upstream file {front["upstream_file"]}: {exc}') from None
+    except UnicodeDecodeError as exc:
+        raise GatewayError(f'the upstream file {front["upstream_file"]} is not UTF-8: {exc}') from None
+    marked = {}
+    for instance in instances:
+        try:
+            marked[instance['name']] = mark_down(text, instance['upstream_server']).encode('utf-8')
+        except GatewayError as exc:
+            raise GatewayError(f'instance {instance["name"]}: {exc} ({front["upstream_file"]})') from None
+        if not _servers_up(marked[instance['name']].decode('utf-8')):
+            raise GatewayError(f'marking {instance["name"]} ({instance["upstream_server"]}) down would leave no '
+                               f'server up in {front["upstream_file"]}; a drained restart needs another '
+                               'instance to serve meanwhile')
+    return original, marked
+
+
 def rolling_restart(instances, front, key, public_model, expect_fallback, ready_timeout_s=60.0,
                     drain_timeout_s=30.0, procfs_root='/proc', systemctl='systemctl', log=None):
     """Restart every instance in turn, drained through the front when there is one (see the module docstring), and
@@ -753,27 +780,7 @@ def rolling_restart(instances, front, key, public_model, expect_fallback, ready_
         if duplicates:
             raise GatewayError(f'two instances share the {field} {", ".join(duplicates)}')
     say = log or (lambda line: None)
-    original = None
-    marked = {}
-    if front:
-        try:
-            with open(front['upstream_file'], 'rb') as handle:
-                original = handle.read()
-            text = original.decode('utf-8')
-        except OSError as exc:
-            raise GatewayError(f'cannot read the upstream file {front["upstream_file"]}: {exc}') from None
-        except UnicodeDecodeError as exc:
-            raise GatewayError(f'the upstream file {front["upstream_file"]} is not UTF-8: {exc}') from None
-        # every instance is checked before anything changes
-        for instance in instances:
-            try:
-                marked[instance['name']] = mark_down(text, instance['upstream_server']).encode('utf-8')
-            except GatewayError as exc:
-                raise GatewayError(f'instance {instance["name"]}: {exc} ({front["upstream_file"]})') from None
-            if not _servers_up(marked[instance['name']].decode('utf-8')):
-                raise GatewayError(f'marking {instance["name"]} ({instance["upstream_server"]}) down would leave no '
-                                   f'server up in {front["upstream_file"]}; a drained restart needs another '
-                                   'instance to serve meanwhile')
+    original, marked = drain_plan(instances, front) if front else (None, {})
     steps = []
     touched = False
     try:

@@ -365,15 +365,17 @@ class GatewayFallback:
             instances = [swap.check_instance(i) for i in p['instances']]
             front = swap.check_front(p['front']) if p['front'] else {}
             key = swap.read_key(p['admin_key_file'])
+            if front:
+                swap.drain_plan(instances, front)
         except swap.GatewayError as exc:
-            self.fail(str(exc))
+            self.fail('Nothing was changed: %s' % exc)
         if len(instances) > 1 and not front:
-            self.fail('%d gateway instances but no front: a rolling restart needs the front that drains them '
-                      '(inferlab_gateway_front)' % len(instances))
-        open_entries = [e for e in self.entries() if e['state'] in ('pending', 'applied')]
+            self.fail('Nothing was changed: %d gateway instances but no front: a rolling restart needs the front '
+                      'that drains them (inferlab_gateway_front)' % len(instances))
+        open_entries = [e for e in self.entries() if e['state'] != 'undone']
         if open_entries:
             return self.already_added(open_entries[-1], instances, key)
-        original_sha = swap.sha256_file(p['config_path'])
+        original_sha = self.config_sha256('Nothing was changed: cannot read')
         content = p['content'].encode('utf-8')
         if hashlib.sha256(content).hexdigest() == original_sha:
             self.fail('the new config is the original config: nothing to add')
@@ -404,13 +406,19 @@ class GatewayFallback:
                       % (p['public_model'], p['target_model'], len(steps)))
         self.module.exit_json(**result)
 
+    def config_sha256(self, what):
+        try:
+            return swap.sha256_file(self.params['config_path'])
+        except OSError as exc:
+            self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
+
     def already_added(self, entry, instances, key):
         p = self.params
         fallbacks = self.instance_fallbacks(instances, p['public_model'], key)
-        if all(f == [p['target_model']] for f in fallbacks.values()):
+        if entry['state'] in ('pending', 'applied') and all(f == [p['target_model']] for f in fallbacks.values()):
             self.module.exit_json(changed=False, entry_id=entry['id'],
                                   original_sha256=entry['params']['original_sha256'],
-                                  config_sha256=swap.sha256_file(p['config_path']),
+                                  config_sha256=self.config_sha256('cannot read'),
                                   backup_path=entry['params']['backup_path'], fallbacks=fallbacks,
                                   message='the fallback is already added (ledger entry %s)' % entry['id'])
         self.fail('ledger entry %s (run %s) holds a %s change of %s, but the instances report %s, not the fallback: '
@@ -464,7 +472,7 @@ class GatewayFallback:
             undone = outcome['undone']
             message = '; '.join(d['message'] for d in outcome['details'] if d.get('message')) or outcome['message']
         last = entries[-1]['params']
-        current = swap.sha256_file(p['config_path'])
+        current = self.config_sha256('after the undo, cannot read')
         try:
             key = swap.read_key(last['admin_key_file'])
             fallbacks = self.instance_fallbacks(last['instances'], last['public_model'], key)

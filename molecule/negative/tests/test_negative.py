@@ -6,6 +6,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
@@ -73,4 +74,5 @@ def test_refused_fallback_routes_changed_no_routing():
     assert not (RUN_DIR / "fragments" / "fallback").exists(), "a refused fallback route must record no step"
     ledger = LAB_DIR / "gateway" / "state" / "ledger" / "lab-gw.jsonl"
     assert not ledger.exists() or ledger.read_text().strip() == "", "a refused fallback route must record no change"
-    assert "fallbacks:" not in (LAB_DIR / "gateway" / "litellm.yaml").read_text()
+    config = yaml.safe_load((LAB_DIR / "gateway" / "litellm.yaml").read_text())
+    assert "fallbacks" not in config["litellm_settings"], "the gateway config must be the lab's own"

@@ -1,8 +1,14 @@
-"""After restore.yml: the killed run's process and files are undone, the ledger is closed, the restore verified."""
+"""After restore.yml: the killed run's process and files are undone, the ledger is closed, the restore verified;
+the killed fallback run's paused primaries run again and the gateway has its original config, applied."""
 
+import hashlib
 import json
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
@@ -58,3 +64,48 @@ def test_the_killed_runs_prober_on_the_controller_is_stopped_through_its_ledger(
     assert probers and {e["state"] for e in probers} == {"undone"}
     pidfile = LAB_DIR / "controller" / "state" / "run" / "continuity-killed-run.pid"
     assert not pidfile.exists()
+
+
+def test_the_killed_fallback_run_is_undone_on_the_gateway():
+    gateway = json.loads((LAB_DIR / "lab.json").read_text())["gateway"]
+    ledger = LAB_DIR / "gateway" / "state" / "ledger" / "lab-gw.jsonl"
+    last = {}
+    for line in ledger.read_text().splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    [entry] = [e for e in last.values() if e["kind"] == "gateway_config"]
+    assert entry["state"] == "undone" and entry["run_id"] == "killed-run"
+    params = entry["params"]
+    assert hashlib.sha256(Path(gateway["config"]).read_bytes()).hexdigest() == params["original_sha256"]
+    upstream = Path(params["front"]["upstream_file"])
+    assert hashlib.sha256(upstream.read_bytes()).hexdigest() == params["front_original_sha256"]
+    assert " down" not in upstream.read_text()
+    key = (LAB_DIR / "gateway" / "master_key").read_text().strip()
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # lab addresses only, never a proxy
+    for instance in gateway["instances"]:
+        request = urllib.request.Request(f"{instance['url']}/fallback/small",
+                                         headers={"Authorization": f"Bearer {key}"})
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            direct.open(request, timeout=5)
+        assert answer.value.code == 404  # "No general fallbacks configured for model 'small'"
+    body = json.dumps({"model": "small", "messages": [{"role": "user", "content": "after the restore"}],
+                       "max_tokens": 4}).encode()
+    request = urllib.request.Request(f"{gateway['front']['url']}/v1/chat/completions", data=body,
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    router = json.loads((LAB_DIR / "lab.json").read_text())["router"]
+    with direct.open(request, timeout=30) as answer:
+        assert answer.headers["x-litellm-model-api-base"] == f"{router['url']}/v1"
+
+
+def test_the_paused_primaries_run_again(host):
+    name = host.backend.get_hostname()
+    ledger = Path(lab_host(host)["state_dir"]) / "ledger" / f"{name}.jsonl"
+    last = {}
+    for line in host.file(str(ledger)).content_string.splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    pauses = [e for e in last.values() if e["kind"] == "service_pause"]
+    assert pauses and {e["state"] for e in pauses} == {"undone"}
+    for service in lab_host(host)["services"]:
+        probe = f"import urllib.request; urllib.request.urlopen('{service['health_url']}', timeout=5)"
+        assert host.run(f'python3 -c "{probe}"').rc == 0

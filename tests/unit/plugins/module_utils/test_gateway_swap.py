@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -24,6 +23,18 @@ from oldpython import find_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
+    FAKE_NGINX,
+    Gateway,
+    Processes,
+    alive,
+    free_port,
+    pid_of,
+    read_events,
+    start_fake_front,
+    upstream_for,
+    wait_for,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 SOURCE = REPO_ROOT / "plugins" / "module_utils" / "_gateway_swap.py"
@@ -86,69 +97,6 @@ with open(settings["events"], "a") as handle:
 server.serve_forever()
 '''
 
-FAKE_NGINX = '''\
-"""A stand-in for an nginx master: writes its pidfile, forks workers; on SIGHUP it reads the upstream file (a file
-containing "reject" is a configuration nginx refuses: it keeps its old workers), forks new workers and sends SIGQUIT
-to the old ones, which linger (finishing their in-flight requests) before they exit. Reloads go to the events file."""
-import json, os, signal, sys, time
-
-pidfile, count, upstream, events, linger = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
-flags = {"hup": False, "term": False}
-signal.signal(signal.SIGHUP, lambda signum, frame: flags.update(hup=True))
-signal.signal(signal.SIGTERM, lambda signum, frame: flags.update(term=True))
-
-
-def worker():
-    quitting = {"now": False}
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, lambda signum, frame: quitting.update(now=True))
-    while not quitting["now"]:
-        time.sleep(0.01)
-    time.sleep(linger)
-
-
-def spawn():
-    pid = os.fork()
-    if pid == 0:
-        try:
-            worker()
-        finally:
-            os._exit(0)
-    return pid
-
-
-def record(event):
-    with open(events, "a") as handle:
-        handle.write(json.dumps(event) + "\\n")
-
-
-current = [spawn() for index in range(count)]
-with open(pidfile + ".tmp", "w") as handle:
-    handle.write("%d\\n" % os.getpid())
-os.rename(pidfile + ".tmp", pidfile)
-while not flags["term"]:
-    if flags["hup"]:
-        flags["hup"] = False
-        with open(upstream) as handle:
-            text = handle.read()
-        if "reject" in text:
-            record({"event": "rejected"})
-        else:
-            record({"event": "reload", "upstream": text})
-            old, current = current, [spawn() for index in range(count)]
-            for pid in old:
-                os.kill(pid, signal.SIGQUIT)
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-    except ChildProcessError:
-        pass
-    time.sleep(0.01)
-for pid in current:
-    os.kill(pid, signal.SIGTERM)
-'''
-
 SLEEPER = '''\
 import signal, sys, time
 if sys.argv[1:] == ["ignore-term"]:
@@ -171,54 +119,13 @@ exit 0
 # --- fixtures -----------------------------------------------------------------------------------------------------
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def alive(pid):
-    info = _ledger.read_proc_stat(pid)
-    return info is not None and info["state"] not in ("Z", "X")
-
-
-def wait_for(condition, what, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def cleanup(tmp_path):
-    """Every process a test starts, by pid: ``cleanup.pids`` (killed as a process group when it leads one) and
-    ``cleanup.pidfiles`` (whatever pid they name at the end). Only processes whose command line mentions this test's
-    tmp_path are killed, so a reused pid is never touched; each is reaped when it is our child."""
-
-    class Cleanup:
-        pids = []
-        pidfiles = []
-        popens = []
-
-    yield Cleanup
-    pids = list(Cleanup.pids) + [p.pid for p in Cleanup.popens]
-    for pidfile in Cleanup.pidfiles:
-        try:
-            pids.append(int(Path(pidfile).read_text().split()[0]))
-        except (OSError, ValueError, IndexError):
-            pass
-    for pid in pids:
-        if alive(pid) and str(tmp_path) in " ".join(_ledger.read_proc_cmdline(pid) or []):
-            try:
-                os.killpg(pid, signal.SIGKILL) if _ledger.read_proc_stat(pid)["pgrp"] == pid else os.kill(
-                    pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc = _ledger.SPAWNED.pop(pid, None)
-        if proc is not None:
-            proc.wait(timeout=10)
-    for proc in Cleanup.popens:
-        proc.wait(timeout=10)
+    """Every process a test starts, by pid (gateway_fakes.Processes): ``cleanup.pids``, ``cleanup.pidfiles``,
+    ``cleanup.popens``; killed at the end of the test."""
+    processes = Processes(tmp_path)
+    yield processes
+    processes.kill_all()
 
 
 @pytest.fixture
@@ -260,32 +167,14 @@ def fake_instance(tmp_path, scripts, cleanup):
     return make
 
 
-def pid_of(instance):
-    return int(Path(instance["pidfile"]).read_text())
-
-
-def read_events(path):
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 @pytest.fixture
 def fake_front(tmp_path, scripts, cleanup):
     """``fake_front(upstream_text, workers=2, linger=0.0)``: a running fake nginx master (own session, killed as a
     process group at the end) and the front dict naming its upstream file and pidfile."""
 
     def make(upstream_text, workers=2, linger=0.0, events=None):
-        upstream = tmp_path / "front" / "upstream.conf"
-        upstream.parent.mkdir(exist_ok=True)
-        upstream.write_text(upstream_text)
-        pidfile = tmp_path / "front" / "nginx.pid"
-        events = events or tmp_path / "front-events.jsonl"
-        proc = subprocess.Popen([sys.executable, str(scripts["nginx"]), str(pidfile), str(workers), str(upstream),
-                                 str(events), str(linger)], start_new_session=True)
-        cleanup.popens.append(proc)
-        wait_for(lambda: pidfile.exists() and len(gs.front_workers(proc.pid)) == workers, "the fake nginx master")
-        return {"kind": "nginx", "upstream_file": str(upstream), "pidfile": str(pidfile)}, proc
+        return start_fake_front(scripts["nginx"], tmp_path / "front", upstream_text, cleanup, workers=workers,
+                                linger=linger, events=events or tmp_path / "front-events.jsonl")
 
     return make
 
@@ -810,13 +699,6 @@ def test_reload_front_refuses_what_is_not_nginx(tmp_path, cleanup):
 # --- the rolling restart, end to end on loopback ----------------------------------------------------------------
 
 
-def upstream_for(*instances):
-    lines = ["# the gateway front (inferlab lab)", "upstream litellm {"]
-    lines += [f"    server {gs.check_instance(i)['upstream_server']} max_fails=1 fail_timeout=10s;" for i in instances]
-    lines += ["    keepalive 8;", "}", ""]
-    return "\n".join(lines)
-
-
 def test_rolling_restart_drains_each_instance(tmp_path, fake_instance, fake_front):
     first, second = fake_instance("litellm-a"), fake_instance("litellm-b")
     text = upstream_for(first, second)
@@ -900,8 +782,8 @@ def test_single_instance_restart_without_front(fake_instance):
 
 
 def test_rolling_restart_stops_waiting_for_an_instance_that_exited(tmp_path, fake_instance):
-    instance = fake_instance("litellm-a", start=False, argv=[sys.executable, "-c", "import sys; sys.exit(3)",
-                                                               "fake-litellm"])
+    argv = [sys.executable, "-c", "import sys; sys.exit(3)", "fake-litellm"]
+    instance = fake_instance("litellm-a", start=False, argv=argv)
     started = time.monotonic()
     with pytest.raises(gs.GatewayError, match=r"will not become ready: litellm-a \(pid \d+\) exited \(exit status "
                                               r"3\); see its log"):
@@ -951,3 +833,177 @@ def test_standalone_copy_on_old_python(tmp_path, fake_instance, version):
     assert result["marked"] == "server a:1 down;"
     assert result["steps"][0]["fallbacks"] == ["large"] and "with SIGTERM" in result["steps"][0]["stopped"]
     assert pid_of(instance) != before and alive(pid_of(instance))
+
+
+# --- the ledger kind gateway_config -------------------------------------------------------------------------------
+
+LEDGER_HOST = "lab-gw"
+DROP = object()  # a key left out of the params
+FRONT = {"kind": "nginx", "upstream_file": "/srv/gw/nginx/upstream.conf", "pidfile": "/srv/gw/run/nginx.pid"}
+CHANGE = {"kind": "litellm", "config_path": "/srv/gw/litellm.yaml", "original_sha256": "a" * 64,
+          "backup_path": "/srv/gw/state/backup/litellm.yaml.2026-11-30T101500Z-ab12", "instances": [PROCESS_INSTANCE],
+          "front": FRONT, "admin_key_file": "/srv/gw/master.key", "public_model": "small", "original_fallbacks": [],
+          "ready_timeout_s": 90, "drain_timeout_s": 30,
+          "front_backup_path": "/srv/gw/state/backup/upstream.conf.2026-11-30T101500Z-ab12",
+          "front_original_sha256": "b" * 64}
+
+
+def test_gateway_config_params_are_checked_and_normalised(tmp_path):
+    line = _ledger.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", CHANGE, run_id="run1")
+    params = line["params"]
+    assert (line["kind"], line["state"]) == ("gateway_config", "pending")
+    assert params["instances"] == [gs.check_instance(PROCESS_INSTANCE)]
+    assert params["instances"][0]["url"] == "http://169.254.77.1:4001"
+    assert (params["ready_timeout_s"], params["drain_timeout_s"]) == (90.0, 30.0)
+    assert {k: v for k, v in params.items() if k != "instances"} == {
+        k: v for k, v in CHANGE.items() if k != "instances"}
+    without_front = dict(CHANGE, front={})
+    for key in ("front_backup_path", "front_original_sha256", "original_fallbacks", "ready_timeout_s"):
+        del without_front[key]
+    params = _ledger.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", without_front)["params"]
+    assert (params["front"], params["original_fallbacks"], params["ready_timeout_s"]) == ({}, [], 60.0)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    pytest.param({"original_sha256": "abc"}, "\"original_sha256\" must be a hex sha256, got 'abc'", id="short_sha"),
+    pytest.param({"original_sha256": "A" * 64}, '"original_sha256" must be a hex sha256', id="uppercase_sha"),
+    pytest.param({"original_sha256": DROP}, "\"original_sha256\" must be a hex sha256, got None", id="no_sha"),
+    pytest.param({"front_original_sha256": "z" * 64}, '"front_original_sha256" must be a hex sha256',
+                 id="bad_front_sha"),
+    pytest.param({"config_path": "litellm.yaml"}, "config_path must be an absolute path, got 'litellm.yaml'",
+                 id="relative_config"),
+    pytest.param({"backup_path": "backup/litellm.yaml.1"}, "backup_path must be an absolute path",
+                 id="relative_backup"),
+    pytest.param({"admin_key_file": "master.key"}, "admin_key_file must be an absolute path", id="relative_key"),
+    pytest.param({"front_backup_path": "upstream.conf.1"}, "front_backup_path must be an absolute path",
+                 id="relative_front_backup"),
+    pytest.param({"front": dict(FRONT, upstream_file="upstream.conf")}, '"upstream_file" must be an absolute path',
+                 id="relative_upstream"),
+    pytest.param({"colour": "blue", "size": 1}, "unknown params for a gateway_config entry: colour, size",
+                 id="unknown_keys"),
+    pytest.param({"front_original_sha256": DROP},
+                 'a gateway_config entry with a front needs "front_original_sha256"', id="front_without_sha"),
+    pytest.param({"kind": "nginx"}, "gateway kind must be \"litellm\", got 'nginx'", id="kind"),
+    pytest.param({"instances": []}, '"instances" must be a non-empty list', id="no_instances"),
+    pytest.param({"instances": [dict(PROCESS_INSTANCE, pidfile="a.pid")]}, '"pidfile" must be an absolute path',
+                 id="bad_instance"),
+    pytest.param({"public_model": ""}, "public_model must be a non-empty string", id="no_public_model"),
+    pytest.param({"original_fallbacks": "large"}, "expect_fallback must be a list", id="fallbacks_not_a_list"),
+    pytest.param({"drain_timeout_s": "soon"}, "\"drain_timeout_s\" must be a number of seconds, got 'soon'",
+                 id="timeout"),
+])
+def test_gateway_config_params_refused(tmp_path, change, message):
+    params = {k: v for k, v in dict(CHANGE, **change).items() if v is not DROP}
+    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
+        _ledger.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", params)
+    assert not (tmp_path / "ledger").exists()
+
+
+@pytest.fixture
+def gateway(tmp_path):
+    """A loopback gateway (gateway_fakes.Gateway): backends, fake LiteLLM instances, a fake nginx front."""
+    made = Gateway(tmp_path, Processes(tmp_path))
+    yield made
+    made.close()
+
+
+def gateway_change(gateway, stamp="2026-11-30T101500Z-ab12"):
+    """The params the gateway_fallback module records for this gateway, before it writes anything."""
+    backup = gateway.ledger_dir.parent / "backup"
+    upstream = gateway.front["upstream_file"]
+    return {"kind": "litellm", "config_path": str(gateway.config_path),
+            "original_sha256": gs.sha256_file(str(gateway.config_path)),
+            "backup_path": str(backup / f"litellm.yaml.{stamp}"), "instances": gateway.instances,
+            "front": gateway.front, "admin_key_file": str(gateway.key_file), "public_model": "small",
+            "original_fallbacks": [], "ready_timeout_s": 10, "drain_timeout_s": 5,
+            "front_backup_path": str(backup / f"upstream.conf.{stamp}"),
+            "front_original_sha256": gs.sha256_file(upstream)}
+
+
+def test_undo_of_a_pending_gateway_config_that_changed_nothing(gateway):
+    """A run killed after recording `pending` and before writing anything: no backup, the original config, every
+    instance reporting the original fallbacks. The undo proves that and restarts nothing."""
+    original = gateway.write_config()
+    gateway.add_instance("litellm-a")
+    gateway.add_instance("litellm-b")
+    gateway.add_front()
+    upstream = Path(gateway.front["upstream_file"]).read_bytes()
+    ledger_dir = str(gateway.ledger_dir)
+    params = gateway_change(gateway)
+    entry = _ledger.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
+    before = gateway.pids()
+
+    result = _ledger.undo(ledger_dir, LEDGER_HOST)
+
+    assert result["undone"] == [entry["id"]] and result["failed"] == []
+    assert result["details"][0]["message"] == (
+        f"the config {gateway.config_path} is the original; the upstream file {gateway.front['upstream_file']} is "
+        "the original; every instance already runs it")
+    assert gateway.pids() == before and all(alive(pid) for pid in before.values())
+    assert gateway.reloads() == []
+    assert gateway.config_path.read_bytes() == original
+    assert Path(gateway.front["upstream_file"]).read_bytes() == upstream
+    assert not Path(params["backup_path"]).exists() and not Path(params["front_backup_path"]).exists()
+    states = [line["state"] for line in _ledger.read_ledger(ledger_dir, LEDGER_HOST)[0]]
+    assert states == ["pending", "undone"]
+
+
+@pytest.mark.parametrize("version", ["current", "3.8"])
+def test_standalone_undo_of_an_interrupted_swap(gateway, version):
+    """The rolling restart was killed after litellm-a came back with the fallback and before it was put back in the
+    upstream file: the config is the new one and the upstream file still marks litellm-a down. The ledger script,
+    run alone on the host (beside inferlab_gateway_swap.py, as the restore runs it), puts both files back byte for
+    byte, reloads the front, and restarts litellm-a only."""
+    python = sys.executable if version == "current" else find_python(version)
+    if python is None:
+        pytest.skip(f"no Python {version} on this machine")
+    original = gateway.write_config()
+    first = gateway.add_instance("litellm-a")
+    gateway.add_instance("litellm-b")
+    front = gateway.add_front()
+    upstream = Path(front["upstream_file"]).read_bytes()
+    ledger_dir = str(gateway.ledger_dir)
+    # what the module does: pending, the backups, the new config, applied
+    params = gateway_change(gateway)
+    entry = _ledger.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
+    Path(params["backup_path"]).parent.mkdir(parents=True)
+    gs.write_atomic(params["backup_path"], original, mode=0o600)
+    gs.write_atomic(params["front_backup_path"], upstream, mode=0o600)
+    gs.write_atomic(str(gateway.config_path), gateway.config_text(fallback=True).encode())
+    _ledger.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
+    # the rolling restart, as far as litellm-a's restart
+    down = gs.mark_down(upstream.decode(), gs.check_instance(first)["upstream_server"])
+    gs.write_atomic(front["upstream_file"], down.encode())
+    gs.reload_front(front, 5)
+    gs.stop_instance(first, 5)
+    gs.start_instance(first)
+    gs.wait_ready(first["url"], 10, poll_s=0.02)
+    assert gateway.fallbacks() == {"litellm-a": ["large"], "litellm-b": []}
+    before = gateway.pids()
+
+    folder = gateway.ledger_dir.parent / "bin"
+    folder.mkdir()
+    shutil.copy(LEDGER, folder / "inferlab_ledger.py")
+    shutil.copy(SOURCE, folder / "inferlab_gateway_swap.py")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}  # no PYTHONPATH: the copies alone
+    out = subprocess.run([python, str(folder / "inferlab_ledger.py"), "undo", "--ledger-dir", ledger_dir, "--host",
+                          LEDGER_HOST, "--json"], capture_output=True, text=True, timeout=60, env=env,
+                         cwd=str(gateway.dir), check=False)
+
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["undone"] == [entry["id"]] and result["failed"] == []
+    assert result["details"][0]["message"] == (
+        f"the config {gateway.config_path} restored from {params['backup_path']}; the upstream file "
+        f"{front['upstream_file']} restored from {params['front_backup_path']}; restarted litellm-a with it")
+    assert gateway.config_path.read_bytes() == original
+    assert stat.S_IMODE(gateway.config_path.stat().st_mode) == 0o640
+    assert Path(front["upstream_file"]).read_bytes() == upstream
+    after = gateway.pids()
+    assert after["litellm-a"] != before["litellm-a"] and alive(after["litellm-a"])
+    assert after["litellm-b"] == before["litellm-b"] and alive(after["litellm-b"])
+    assert gateway.fallbacks() == {"litellm-a": [], "litellm-b": []}
+    # the front: put back, then litellm-a drained and put back again
+    assert gateway.reloads()[-3:] == [upstream.decode(), down, upstream.decode()]
+    states = [line["state"] for line in _ledger.read_ledger(ledger_dir, LEDGER_HOST)[0]]
+    assert states == ["pending", "applied", "undone"]
