@@ -907,14 +907,15 @@ def _put_back(path, backup, original_sha256, what):
     """``path`` gets the bytes of ``backup`` when it differs from the original; returns ``(restored, sentence)``."""
     try:
         current = sha256_file(path)
+        found = f'sha256 {current}'
     except OSError as exc:
         current = None
-        missing = f'cannot read it ({exc.strerror or exc})'
+        found = f'cannot read it: {exc.strerror or exc}'
     if current == original_sha256:
         return False, f'{what} {path} is the original'
     if not os.path.exists(backup):
-        raise GatewayError(f'{what} {path} is not the original (sha256 {current or missing}) and its backup {backup} '
-                           'is gone: put the original back by hand')
+        raise GatewayError(f'{what} {path} is not the original ({found}) and its backup {backup} is gone: put the '
+                           'original back by hand')
     with open(backup, 'rb') as handle:
         data = handle.read()
     if hashlib.sha256(data).hexdigest() != original_sha256:

@@ -94,7 +94,7 @@ options:
   content:
     description:
       - The config with the fallback (filter C(inferlab.distributed.gateway_config_with_fallback)). Required for
-        V(added). Not logged: a config may carry backend keys.
+        V(added). It is never logged, since a config may carry backend keys.
     type: str
   instances:
     description:
@@ -230,7 +230,7 @@ seconds:
   returned: state is added and changed
   type: float
 fallbacks:
-  description: C({instance: [role, ...]}), the general fallbacks of the public role each instance reports now.
+  description: "C({instance: [role, ...]}), the general fallbacks of the public role each instance reports now."
   returned: state is added or removed
   type: dict
 undone:
@@ -297,10 +297,10 @@ class GatewayFallback:
         except swap.GatewayError as exc:
             self.fail('Nothing was changed: %s (inferlab_public_api_key_file)' % exc)
         if answer['status'] != 200:
+            said = swap.short_body(answer['body'], key)
             self.fail('Nothing was changed: the gateway refused the client key from %s: GET %s/v1/models answered '
                       'HTTP %d: %s. Expected a key the gateway accepts; set inferlab_public_api_key_file to the '
-                      "clients' key file." % (p['api_key_file'], url, answer['status'],
-                                             swap.short_body(answer['body'], key)))
+                      "clients' key file." % (p['api_key_file'], url, answer['status'], said))
         models = self.model_ids(answer, url)
         for role, variable in ((public, 'inferlab_public_model'), (target, 'inferlab_fallback_target_model')):
             if role not in models:

@@ -144,8 +144,8 @@ def bench_fallback(runs_wanted: int) -> dict[str, list[float]]:
               "continuity_label": "single-instance",
               "inferlab_gateway_instances": [{k: first[k] for k in
                                               ("name", "manager", "url", "pidfile", "log", "start_argv", "match")}]}
-    conditions = {"two instances behind nginx, drained": ({}, "prober"), "one instance, no front": (single,
-                                                                                                 "single-instance")}
+    conditions = {"two instances behind nginx, drained": ({}, "prober"),
+                  "one instance, no front": (single, "single-instance")}
     samples: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
         for n in range(runs_wanted):

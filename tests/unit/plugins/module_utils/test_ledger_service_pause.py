@@ -87,7 +87,7 @@ class Replicas:
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         self.started.append(proc)
         self.pidfiles.append(pidfile)
-        wait_for(lambda: pidfile.exists(), f"{name} did not write its pidfile")
+        wait_for(pidfile.exists, f"{name} did not write its pidfile")
         return proc, argv, env, pidfile, log
 
     def cleanup(self):

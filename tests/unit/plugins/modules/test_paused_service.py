@@ -84,7 +84,7 @@ class Service:
             proc = subprocess.Popen(self.argv, env=dict(self.env, **env), cwd=str(self.workdir), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.started.append(proc)
-        wait_for(lambda: self.pidfile.exists(), "the replica did not write its pidfile")
+        wait_for(self.pidfile.exists, "the replica did not write its pidfile")
         return proc
 
     def lines(self):
