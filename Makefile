@@ -58,6 +58,7 @@ $(COLLECTION_LINK):
 demo: bootstrap
 	$(BIN)/inferlab lab up
 	$(BIN)/inferlab run playbooks/verify.yml
+	$(BIN)/inferlab run playbooks/fallback.yml -e fallback_route_negative_proof=true
 	$(BIN)/inferlab run playbooks/serve.yml
 
 lab-up: bootstrap
