@@ -405,11 +405,7 @@ def write_atomic(path, data, mode=None):
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _ledger.fsync_dir(directory)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -161,7 +161,8 @@ def _ensure_dir(ledger_dir):
         os.makedirs(ledger_dir, mode=0o700, exist_ok=True)
 
 
-def _fsync_dir(path):
+def fsync_dir(path):
+    """fsync a directory, so that a file created or renamed in it survives a crash."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -276,7 +277,7 @@ def append_line(ledger_dir, host, line):
     finally:
         os.close(fd)
     if created:
-        _fsync_dir(ledger_dir)
+        fsync_dir(ledger_dir)
     return line
 
 
@@ -449,7 +450,7 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
         if holder is None:
             if not check_mode:
                 _write_new_file(path, mine)
-                _fsync_dir(ledger_dir)
+                fsync_dir(ledger_dir)
             return {'changed': True, 'lock': mine, 'took_over': None,
                     'message': f'locked the ledger of {host} for run {run_id}'}
         if not break_stale:
@@ -465,7 +466,7 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
             tmp = f'{path}.{os.getpid()}.tmp'
             _write_new_file(tmp, mine)
             os.replace(tmp, path)
-            _fsync_dir(ledger_dir)
+            fsync_dir(ledger_dir)
         return {'changed': True, 'lock': mine, 'took_over': took_over,
                 'message': f'took over the stale ledger lock of {host} from {what}'}
 
@@ -517,7 +518,7 @@ def release_lock(ledger_dir, host, run_id=None, force=False, check_mode=False):
                             f'not by run {run_id}')
         if not check_mode:
             os.unlink(path)
-            _fsync_dir(ledger_dir)
+            fsync_dir(ledger_dir)
         return {'changed': True, 'lock': holder,
                 'message': f'released the ledger lock of {host} held by {problem or describe_holder(holder)}'}
 
