@@ -44,7 +44,9 @@ or podman container; undo stops and removes it), ``service_pause`` (a production
 GPUs; undo starts it again: a process from its recorded argv, environment, working directory and log file, a unit
 with ``systemctl start``, a container with ``<engine> start``), and ``gateway_config`` (a temporary gateway config;
 undo puts the original bytes back from the backup and restarts the instances that run another config, one at a time
-behind the front: ``inferlab_gateway_swap.py``, installed beside this script, does that part).
+behind the front: ``inferlab_gateway_swap.py``, installed beside this script, does that part), and ``kernel_module``
+(the candidate ``thunderbolt_net`` loaded for a while; undo reloads the distribution's driver and verifies it
+through sysfs: ``inferlab_tbnet_driver.py``).
 """
 
 from __future__ import annotations
@@ -1439,31 +1441,33 @@ def _resume_container(params, ctx):
 # kind: gateway_config
 
 
-# by name, so that this file keeps no ansible import (it runs alone on hosts); modules that undo a gateway_config
-# entry import _gateway_swap themselves, which bundles it
-GATEWAY_SWAP_MODULE = 'ansible_collections.inferlab.distributed.plugins.module_utils._gateway_swap'
+# Kinds whose undo needs more than this file import a companion module_utils by name (so that this file keeps no
+# ansible import: it runs alone on hosts); a module that undoes such an entry imports the companion itself, which
+# bundles it. On a host the ledger role installs each companion beside this script as inferlab_<name>.py.
+COMPANIONS = {
+    'gateway_swap': 'ansible_collections.inferlab.distributed.plugins.module_utils._gateway_swap',
+    'tbnet_driver': 'ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_driver',
+}
 
 
-def _gateway_swap():
-    """The gateway's rolling restart (plugins/module_utils/_gateway_swap.py), imported when first needed: inside the
-    collection as a module_utils, and beside this script as ``inferlab_gateway_swap.py`` (the ledger role installs
-    both). It imports this module in turn, so it cannot be imported at the top."""
+def _companion(name):
+    """The companion module ``name`` (COMPANIONS), imported when first needed: inside the collection as a
+    module_utils, beside this script as ``inferlab_<name>.py``. It may import this module in turn, so it cannot be
+    imported at the top."""
     try:
-        swap = importlib.import_module(GATEWAY_SWAP_MODULE)
+        return importlib.import_module(COMPANIONS[name])
     except ImportError:
         here = os.path.dirname(os.path.abspath(__file__))
         if here not in sys.path:
             sys.path.insert(0, here)  # `python3 -I` leaves the script's directory off sys.path
         try:
-            import inferlab_gateway_swap as swap
+            return importlib.import_module(f'inferlab_{name}')
         except ImportError as exc:
-            raise UndoError(f'the gateway_config undo needs inferlab_gateway_swap.py beside {__file__}: {exc}') \
-                from None
-    return swap
+            raise UndoError(f'this undo needs inferlab_{name}.py beside {__file__}: {exc}') from None
 
 
 def _check_gateway_config(params):
-    swap = _gateway_swap()
+    swap = _companion('gateway_swap')
     try:
         return swap.check_change_params(params)
     except swap.GatewayError as exc:
@@ -1471,11 +1475,31 @@ def _check_gateway_config(params):
 
 
 def _undo_gateway_config(params, ctx):
-    swap = _gateway_swap()
+    swap = _companion('gateway_swap')
     systemctl = ctx.systemctl_command[0] if ctx.systemctl_command else 'systemctl'
     try:
         return swap.undo_change(params, procfs_root=ctx.procfs_root, systemctl=systemctl)
     except (swap.GatewayError, OSError) as exc:
+        raise UndoError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kind: kernel_module (the candidate thunderbolt_net, loaded for a while; _tbnet_driver.py does the work)
+
+
+def _check_kernel_module(params):
+    driver = _companion('tbnet_driver')
+    try:
+        return driver.check_change_params(params)
+    except driver.DriverError as exc:
+        raise LedgerError(str(exc)) from None
+
+
+def _undo_kernel_module(params, ctx):
+    driver = _companion('tbnet_driver')
+    try:
+        return driver.undo_change(params)
+    except (driver.DriverError, OSError) as exc:
         raise UndoError(str(exc)) from None
 
 
@@ -1498,6 +1522,9 @@ KINDS = {
     # a temporary gateway config (a fallback); undo puts the original bytes back and restarts the instances that
     # run another config, one at a time behind the front (plugins/module_utils/_gateway_swap.py)
     'gateway_config': Kind(_check_gateway_config, _undo_gateway_config),
+    # the candidate thunderbolt_net loaded in place of the distribution's; undo puts the distribution's back
+    # (plugins/module_utils/_tbnet_driver.py), or, in the netns lab, the fixture root's stock state
+    'kernel_module': Kind(_check_kernel_module, _undo_kernel_module),
 }
 
 

@@ -296,10 +296,12 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
 
-# _gateway_swap: bundled for the undo of a gateway_config entry, which _ledger imports by name when it needs it
+# _gateway_swap and _tbnet_driver: bundled for the undo of gateway_config and kernel_module entries, which _ledger
+# imports by name when it needs them
 from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402  # pylint: disable=unused-import
     _gateway_swap,  # noqa: F401
     _ledger,
+    _tbnet_driver,  # noqa: F401
 )
 
 

@@ -1,0 +1,318 @@
+#!/usr/bin/python
+
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: tbnet_module
+short_description: Load the candidate thunderbolt_net for a while, or put the distribution's driver back
+version_added: 0.1.0
+description:
+  - V(candidate) records what is loaded now (srcversion, parameters, taint, whether the direct link is up) in the
+    host's change ledger as a V(kernel_module) entry BEFORE any change. Then it takes the link down, unloads the
+    stock C(thunderbolt_net) and C(insmod)s the built module from its private build directory, with C(tx_e2e=1) when
+    asked. It verifies the result through sysfs, never through insmod's exit code (the stock module accepts
+    C(tx_e2e=1) with only a warning). C(parameters/tx_e2e) must exist with mode 0444 and the asked value, and the
+    srcversion must be the built module's. A failed verification puts the stock driver back before the module fails.
+  - C(tx_e2e=1) is loaded only with the operator's opt-in (O(allow_tx_e2e)), with C(e2e) = Y, and with a peer that
+    advertises E2E (C(prtcstns) bit 0), or on a test machine with no peer, the explicit O(peer_override), which the
+    result reports.
+  - V(stock) is the undo of the open V(kernel_module) entries, the same code a standalone restore runs. It unloads
+    the candidate and C(modprobe)s the distribution's driver, then checks that C(tx_e2e) is absent and that the
+    srcversion is the distribution's.
+  - A module path under C(/lib/modules) is refused. Nothing is ever installed, so nothing persists.
+  - With O(emulated=true) (the netns lab, whose hosts cannot load modules) it acts on the host's fixture sysfs root
+    instead (srcversion, the C(tx_e2e) parameter, the module taint). That is an emulation and says nothing about a
+    real driver.
+author:
+  - inferlab developers (@inferlab)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: What is loaded is read from sysfs; nothing is loaded, unloaded or recorded.
+  diff_mode:
+    support: full
+    details: The module's srcversion and parameters before and after.
+  platform:
+    support: full
+    platforms: posix
+options:
+  state:
+    description:
+      - V(candidate) loads the built module; V(stock) puts the distribution's driver back.
+    type: str
+    required: true
+    choices: [candidate, stock]
+  module_path:
+    description:
+      - The built C(thunderbolt-net.ko) in its private build directory. Required for V(candidate).
+    type: path
+  candidate_srcversion:
+    description:
+      - The built module's srcversion, as its build recorded it. Default C(modinfo -F srcversion) of O(module_path)
+        (required with O(emulated=true), where there is no module file to read).
+    type: str
+  tx_e2e:
+    description:
+      - Load the candidate with C(tx_e2e=1). Without it the candidate's C(tx_e2e) reads N, which is upstream's
+        behaviour.
+    type: bool
+    default: false
+  allow_tx_e2e:
+    description:
+      - The operator's opt-in for C(tx_e2e=1).
+    type: bool
+    default: false
+  peer_override:
+    description:
+      - Load C(tx_e2e=1) although no peer advertises E2E, on a test machine with no peer. Reported in the result.
+    type: bool
+    default: false
+  interface:
+    description:
+      - The direct-link interface, taken down for the reload and set up again when it was up.
+    type: str
+    default: thunderbolt0
+  emulated:
+    description:
+      - Act on the fixture sysfs root of a lab host instead of the kernel.
+    type: bool
+    default: false
+  sysfs_root:
+    description:
+      - Where sysfs is read (and, emulated, written).
+    type: path
+    default: /sys
+  procfs_root:
+    description:
+      - Where procfs is read (the kernel taint).
+    type: path
+    default: /proc
+  ledger_dir:
+    description:
+      - The host's ledger directory, C(<inferlab_state_dir>/ledger).
+    type: path
+    required: true
+  ledger_host:
+    description:
+      - Whose ledger (the inventory name).
+    type: str
+    required: true
+  run_id:
+    description:
+      - The run, stamped into the ledger lines; V(candidate) fails when another run holds the ledger's lock.
+    type: str
+notes:
+  - C(insmod), C(rmmod), C(modprobe), C(modinfo) (kmod) and C(ip) (iproute2) are found in the sbin directories.
+seealso:
+  - module: inferlab.distributed.tbnet_info
+  - module: inferlab.distributed.change_ledger
+"""
+
+EXAMPLES = r"""
+- name: Load the candidate with TX end-to-end flow control
+  inferlab.distributed.tbnet_module:
+    state: candidate
+    module_path: /var/lib/inferlab/build/tbnet-candidate/thunderbolt-net.ko
+    tx_e2e: true
+    allow_tx_e2e: "{{ inferlab_allow_driver_swap }}"
+    ledger_dir: /var/lib/inferlab/ledger
+    ledger_host: "{{ inventory_hostname }}"
+    run_id: "{{ inferlab_run_dir | basename }}"
+
+- name: Put the distribution's driver back
+  inferlab.distributed.tbnet_module:
+    state: stock
+    ledger_dir: /var/lib/inferlab/ledger
+    ledger_host: "{{ inventory_hostname }}"
+"""
+
+RETURN = r"""
+module:
+  description: The module as sysfs shows it after the change, C({loaded, srcversion, parameters, modes, taint}).
+  returned: always
+  type: dict
+before:
+  description: The module as sysfs showed it before, same shape.
+  returned: always
+  type: dict
+kernel_taint:
+  description: C(/proc/sys/kernel/tainted) before and after, C({before, after}) (integers, or null when unreadable).
+  returned: always
+  type: dict
+entry_id:
+  description: The C(kernel_module) ledger entry of the candidate load.
+  returned: state is candidate and changed
+  type: str
+undone:
+  description: The ledger entries undone by V(stock).
+  returned: state is stock
+  type: list
+peer_override:
+  description: Whether C(tx_e2e=1) was loaded without a peer advertising E2E.
+  returned: state is candidate
+  type: bool
+emulated:
+  description: Whether the change was emulated on a fixture root.
+  returned: always
+  type: bool
+message:
+  description: What was done.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as driver
+from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet import collect
+
+KIND = 'kernel_module'
+
+
+def kernel_taint(procfs_root):
+    try:
+        with open('%s/sys/kernel/tainted' % procfs_root) as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+class TbnetModule:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+
+    def fail(self, msg, **extra):
+        self.module.fail_json(msg=msg, emulated=self.params['emulated'], **extra)
+
+    def open_entries(self):
+        try:
+            lines, _problems = _ledger.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
+        except _ledger.LedgerError as exc:
+            self.fail(str(exc))
+        return [e for e in _ledger.current_entries(lines).values()
+                if e['kind'] == KIND and e['state'] != 'undone']
+
+    def peer_e2e(self):
+        """Whether the peer on the direct link advertises E2E (tbnet_info's reading of the same sysfs)."""
+        info = collect(self.params['sysfs_root'], self.params['procfs_root'])
+        service = info['interfaces'].get(self.params['interface'], {}).get('service')
+        for candidate in info['services']:
+            if candidate['device'] == service:
+                return bool(candidate['flags'].get('e2e'))
+        return False
+
+    def candidate(self):
+        p = self.params
+        if not p['module_path']:
+            self.fail('state=candidate needs module_path (the built module in its private build directory)')
+        before = driver.module_state(p['sysfs_root'])
+        taint_before = kernel_taint(p['procfs_root'])
+        try:
+            if p['emulated']:
+                srcversion = p['candidate_srcversion']
+                if not srcversion:
+                    self.fail('emulated=true needs candidate_srcversion (there is no module file to read)')
+            else:
+                driver.refuse_system_path(p['module_path'])
+                srcversion = p['candidate_srcversion'] or driver.modinfo_srcversion(p['module_path'])
+            refusal = driver.tx_e2e_refusal(before, self.peer_e2e(), p['tx_e2e'], p['allow_tx_e2e'],
+                                            p['peer_override'])
+        except driver.DriverError as exc:
+            self.fail('Nothing was changed: %s' % exc, before=before)
+        if refusal:
+            self.fail('Nothing was changed: %s' % refusal, before=before)
+        if not driver.verify_candidate(before, srcversion, p['tx_e2e']):
+            self.module.exit_json(changed=False, before=before, module=before, emulated=p['emulated'],
+                                  kernel_taint={'before': taint_before, 'after': taint_before},
+                                  peer_override=p['peer_override'], message='the candidate is already loaded')
+        if self.open_entries():
+            self.fail('an earlier candidate load is still open in the ledger: put the stock driver back first '
+                      '(state=stock, or playbooks/restore.yml)', before=before)
+        was_up = bool(driver.interface_up(p['sysfs_root'], p['interface']))
+        params = {'module_path': p['module_path'], 'candidate_srcversion': srcversion,
+                  'stock_srcversion': before['srcversion'], 'stock_loaded': before['loaded'],
+                  'stock_parameters': before['parameters'], 'stock_taint': before['taint'], 'tx_e2e': p['tx_e2e'],
+                  'interface': p['interface'], 'interface_was_up': was_up, 'emulated': p['emulated'],
+                  'sysfs_root': p['sysfs_root']}
+        diff = {'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']}}
+        if self.module.check_mode:
+            self.module.exit_json(changed=True, before=before, module=before, emulated=p['emulated'], diff=diff,
+                                  kernel_taint={'before': taint_before, 'after': taint_before},
+                                  peer_override=p['peer_override'], message='would load the candidate')
+        try:
+            entry = _ledger.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
+            message = driver.load_candidate(params)
+            _ledger.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
+        except (_ledger.LedgerError, driver.DriverError, OSError) as exc:
+            self.fail(str(exc), before=before, module=driver.module_state(p['sysfs_root']))
+        after = driver.module_state(p['sysfs_root'])
+        diff['after'] = {'srcversion': after['srcversion'], 'parameters': after['parameters']}
+        self.module.exit_json(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,
+                              kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
+                              peer_override=p['peer_override'] and p['tx_e2e'] and not self.peer_e2e(),
+                              emulated=p['emulated'], message=message)
+
+    def stock(self):
+        p = self.params
+        before = driver.module_state(p['sysfs_root'])
+        taint_before = kernel_taint(p['procfs_root'])
+        ids = [e['id'] for e in self.open_entries()]
+        outcome = {'undone': [], 'message': 'no candidate load is open in the ledger: nothing to undo'}
+        if ids:
+            try:
+                outcome = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
+                                       ctx=_ledger.UndoContext(procfs_root=p['procfs_root']),
+                                       check_mode=self.module.check_mode)
+            except _ledger.LedgerError as exc:
+                self.fail(str(exc), before=before)
+            if outcome['failed']:
+                self.fail(outcome['message'], before=before, module=driver.module_state(p['sysfs_root']))
+        after = driver.module_state(p['sysfs_root'])
+        if driver.PARAMETER in after['parameters'] and not self.module.check_mode:
+            self.fail('parameters/%s is present with no open candidate load in the ledger: a candidate loaded by hand? '
+                      'Unload it (rmmod thunderbolt_net; modprobe thunderbolt_net)' % driver.PARAMETER, module=after)
+        self.module.exit_json(changed=bool(ids), undone=outcome['undone'], before=before, module=after,
+                              kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
+                              emulated=p['emulated'], message=outcome['message'],
+                              diff={'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']},
+                                    'after': {'srcversion': after['srcversion'], 'parameters': after['parameters']}})
+
+    def run(self):
+        getattr(self, self.params['state'])()
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            state=dict(type='str', required=True, choices=['candidate', 'stock']),
+            module_path=dict(type='path'),
+            candidate_srcversion=dict(type='str'),
+            tx_e2e=dict(type='bool', default=False),
+            allow_tx_e2e=dict(type='bool', default=False),
+            peer_override=dict(type='bool', default=False),
+            interface=dict(type='str', default='thunderbolt0'),
+            emulated=dict(type='bool', default=False),
+            sysfs_root=dict(type='path', default='/sys'),
+            procfs_root=dict(type='path', default='/proc'),
+            ledger_dir=dict(type='path', required=True),
+            ledger_host=dict(type='str', required=True),
+            run_id=dict(type='str'),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    TbnetModule(build_module()).run()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,162 @@
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_tbnet_driver against a fixture sysfs root, with stand-ins for insmod, rmmod, modprobe, modinfo and ip that change
+that root the way the kernel changes /sys (a stock insmod that ignores tx_e2e included)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as driver
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import sysfs_tree
+
+STOCK = '6C0E2A5F1B8D94E7A3C1F02'
+CANDIDATE = 'A1B2C3D4E5F60718293A4B5'
+
+# Each stand-in acts on $SYSFS (its module/thunderbolt_net and class/net/thunderbolt0/flags) and logs its argv.
+FAKES = {
+    'insmod': r'''
+ko="$1"; shift
+src=$(cat "$ko")
+mkdir -p "$SYSFS/module/thunderbolt_net/parameters"
+echo "$src" > "$SYSFS/module/thunderbolt_net/srcversion"
+echo Y > "$SYSFS/module/thunderbolt_net/parameters/e2e"
+if [ "$src" = "{candidate}" ] && [ -z "$STOCK_IGNORES_TX_E2E" ]; then
+  if [ "$1" = tx_e2e=1 ]; then v=Y; else v=N; fi
+  echo $v > "$SYSFS/module/thunderbolt_net/parameters/tx_e2e"
+  chmod 0444 "$SYSFS/module/thunderbolt_net/parameters/tx_e2e"
+fi
+echo OE > "$SYSFS/module/thunderbolt_net/taint"
+''',
+    'rmmod': 'rm -rf "$SYSFS/module/thunderbolt_net"\n',
+    'modprobe': r'''
+mkdir -p "$SYSFS/module/thunderbolt_net/parameters"
+echo {stock} > "$SYSFS/module/thunderbolt_net/srcversion"
+echo Y > "$SYSFS/module/thunderbolt_net/parameters/e2e"
+: > "$SYSFS/module/thunderbolt_net/taint"
+''',
+    'modinfo': 'if [ -f "$3" ]; then cat "$3"; else echo {stock}; fi\n',
+    'ip': r'''
+if [ "$5" = up ]; then echo 0x1003 > "$SYSFS/class/net/$4/flags"; else echo 0x1002 > "$SYSFS/class/net/$4/flags"; fi
+''',
+}
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    root = sysfs_tree('tb_peer', tmp_path / 'sys')
+    (root / 'module/thunderbolt_net/srcversion').write_text(STOCK + '\n')
+    (root / 'module/thunderbolt_net/taint').write_text('\n')
+    flags = root / 'class/net/thunderbolt0/flags'
+    if not flags.exists():
+        flags.write_text('0x1003\n')
+    log = tmp_path / 'calls.log'
+    commands = {}
+    for name, body in FAKES.items():
+        script = tmp_path / 'bin' / name
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n' + body.format(candidate=CANDIDATE, stock=STOCK))
+        script.chmod(0o755)
+        commands[name] = [str(script)]
+    monkeypatch.setenv('SYSFS', str(root))
+    ko = tmp_path / 'build' / 'thunderbolt-net.ko'
+    ko.parent.mkdir()
+    ko.write_text(CANDIDATE + '\n')
+    return root, commands, ko, log
+
+
+def params(root, ko, **changes):
+    base = {'module_path': str(ko), 'candidate_srcversion': CANDIDATE, 'stock_srcversion': STOCK,
+            'stock_loaded': True, 'stock_parameters': {'e2e': 'Y'}, 'stock_taint': '', 'tx_e2e': True,
+            'interface': 'thunderbolt0', 'interface_was_up': True, 'emulated': False, 'sysfs_root': str(root)}
+    base.update(changes)
+    return driver.check_change_params(base)
+
+
+def test_candidate_then_stock_for_real(host):
+    root, commands, ko, log = host
+    said = driver.load_candidate(params(root, ko), commands)
+    state = driver.module_state(str(root))
+    assert (state['srcversion'], state['parameters']['tx_e2e'], state['modes']['tx_e2e']) == (CANDIDATE, 'Y', 0o444)
+    assert 'insmod' in said and driver.interface_up(str(root), 'thunderbolt0') is True
+    calls = log.read_text().splitlines()
+    assert calls[:3] == ['ip link set dev thunderbolt0 down', 'rmmod thunderbolt_net', f'insmod {ko} tx_e2e=1']
+    driver.load_stock(params(root, ko), commands)
+    state = driver.module_state(str(root))
+    assert state['srcversion'] == STOCK and 'tx_e2e' not in state['parameters']
+    assert driver.load_stock(params(root, ko), commands).endswith('already the distribution\'s driver '
+                                                                  f'({STOCK})')
+
+
+def test_without_tx_e2e_the_candidate_reads_n(host):
+    root, commands, ko, _log = host
+    driver.load_candidate(params(root, ko, tx_e2e=False), commands)
+    assert driver.module_state(str(root))['parameters']['tx_e2e'] == 'N'
+
+
+def test_a_module_that_ignores_tx_e2e_is_refused_and_the_stock_driver_comes_back(host, monkeypatch):
+    """The stock module accepts tx_e2e=1 with a warning and exit 0: only sysfs tells."""
+    root, commands, ko, _log = host
+    monkeypatch.setenv('STOCK_IGNORES_TX_E2E', '1')
+    with pytest.raises(driver.DriverError, match='parameters/tx_e2e is absent: the loaded module is not the candidate'):
+        driver.load_candidate(params(root, ko), commands)
+    state = driver.module_state(str(root))
+    assert state['srcversion'] == STOCK and 'tx_e2e' not in state['parameters']
+
+
+def test_a_module_under_lib_modules_is_refused(host, tmp_path):
+    root, commands, _ko, log = host
+    with pytest.raises(driver.DriverError, match='never from under (/usr)?/lib/modules'):
+        driver.load_candidate(params(root, '/lib/modules/6.1.0-57-amd64/kernel/drivers/net/thunderbolt/'
+                                            'thunderbolt-net.ko'), commands)
+    assert not log.exists()
+
+
+def test_emulated_on_the_fixture_root(host):
+    root, _commands, ko, log = host
+    p = params(root, ko, emulated=True)
+    driver.load_candidate(p)
+    state = driver.module_state(str(root))
+    assert (state['srcversion'], state['parameters']['tx_e2e'], state['taint']) == (CANDIDATE, 'Y', 'OE')
+    assert stat.S_IMODE(os.stat(root / 'module/thunderbolt_net/parameters/tx_e2e').st_mode) == 0o444
+    driver.load_stock(p)
+    state = driver.module_state(str(root))
+    assert (state['srcversion'], state['taint'], state['parameters']) == (STOCK, '', {'e2e': 'Y'})
+    assert not log.exists()  # no command ran
+
+
+@pytest.mark.parametrize(('e2e', 'peer', 'opt_in', 'override', 'reason'), [
+    ('Y', True, False, False, "without the operator's opt-in"),
+    ('N', True, True, False, 'needs RX E2E in effect, but thunderbolt_net e2e reads N'),
+    ('Y', False, True, False, 'needs a peer that advertises TBNET_E2E'),
+    ('Y', False, True, True, None),
+    ('Y', True, True, False, None),
+])
+def test_tx_e2e_gate(e2e, peer, opt_in, override, reason):
+    state = {'loaded': True, 'parameters': {'e2e': e2e}}
+    refusal = driver.tx_e2e_refusal(state, peer, True, opt_in, override)
+    assert (refusal is None) if reason is None else (reason in refusal)
+    assert driver.tx_e2e_refusal(state, peer, False, opt_in, override) is None
+
+
+@pytest.mark.parametrize(('change', 'message'), [
+    ({'candidate_srcversion': 'nope'}, 'must be a module srcversion'),
+    ({'sysfs_root': 'sys'}, '"sysfs_root" must be an absolute path'),
+    ({'tx_e2e': 'yes'}, '"tx_e2e" must be true or false'),
+    ({'colour': 'red'}, 'unknown params for a kernel_module entry: colour'),
+])
+def test_malformed_ledger_params(host, change, message):
+    root, _commands, ko, _log = host
+    with pytest.raises(driver.DriverError, match=message):
+        params(root, ko, **change)
+
+
+def test_interface_flags_that_are_not_hex(host):
+    root, _commands, _ko, _log = host
+    (root / 'class/net/thunderbolt0/flags').write_text('up\n')
+    with pytest.raises(driver.DriverError, match="flags reads 'up', not a hex number"):
+        driver.interface_up(str(root), 'thunderbolt0')
