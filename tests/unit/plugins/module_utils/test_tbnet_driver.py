@@ -111,8 +111,8 @@ def test_a_module_that_ignores_tx_e2e_is_refused_and_the_stock_driver_comes_back
 def test_a_module_under_lib_modules_is_refused(host, tmp_path):
     root, commands, _ko, log = host
     with pytest.raises(driver.DriverError, match='never from under (/usr)?/lib/modules'):
-        driver.load_candidate(params(root, '/lib/modules/6.1.0-57-amd64/kernel/drivers/net/thunderbolt/'
-                                            'thunderbolt-net.ko'), commands)
+        system = '/lib/modules/6.1.0-57-amd64/kernel/drivers/net/thunderbolt/thunderbolt-net.ko'
+        driver.load_candidate(params(root, system), commands)
     assert not log.exists()
 
 
