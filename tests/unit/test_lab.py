@@ -533,7 +533,8 @@ def test_status_follows_a_restarted_daemon_through_its_pidfile(built_lab):
 def test_stop_pidfiles_stops_the_gateways_daemons_by_their_directory(tmp_path):
     gw = tmp_path / "gateway"
     (gw / "run").mkdir(parents=True)
-    proc = subprocess.Popen(["sleep", "30", f"{gw}/"], start_new_session=True)
+    # a process whose command line names the gateway directory, as nginx's -p and LiteLLM's --config do
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", f"{gw}/"], start_new_session=True)
     foreign = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
         (gw / "run" / "litellm-a.pid").write_text(f"{proc.pid}\n")
