@@ -96,7 +96,7 @@ options:
   kind:
     description:
       - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile),
-        V(systemd_unit), V(container), V(service_pause), V(gateway_config).
+        V(systemd_unit), V(container), V(service_pause), V(gateway_config), V(kernel_module).
     type: str
   params:
     description:
@@ -130,6 +130,10 @@ options:
         C(front_backup_path) and C(front_original_sha256)), C(admin_key_file), C(public_model), optionally
         C(original_fallbacks), C(ready_timeout_s), C(drain_timeout_s). Undo puts the original bytes back and restarts
         every instance that runs another config, one at a time behind the front.'
+      - 'V(kernel_module): the candidate thunderbolt_net loaded in place of the distribution driver (the
+        tbnet_module module records it). C(module_path), C(candidate_srcversion), C(stock_srcversion), C(stock_loaded),
+        C(stock_parameters), C(stock_taint), C(tx_e2e), C(interface), C(interface_was_up), C(emulated),
+        C(sysfs_root). Undo unloads the candidate and loads the distribution driver, verified through sysfs.'
     type: dict
   id:
     description:

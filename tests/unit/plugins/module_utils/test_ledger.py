@@ -151,6 +151,7 @@ def test_malformed_lines_are_skipped(ledger_dir):
 def test_unknown_kind_fails_at_record_time(ledger_dir):
     with pytest.raises(_ledger.LedgerError,
                        match=r"unknown ledger kind 'tc_profil': known kinds are container, file, gateway_config, "
+                             r"kernel_module, "
                              r"process, sampler, service_pause, systemd_unit, tc_profile"):
         _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
     assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))

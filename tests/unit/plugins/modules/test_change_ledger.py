@@ -70,6 +70,7 @@ def test_record_unknown_kind_fails(ledger_dir):
     failed, result = run(ledger_dir, action="record", kind="tc_profil", params={"dev": "thunderbolt0"})
     assert failed
     assert result["msg"] == ("unknown ledger kind 'tc_profil': known kinds are container, file, gateway_config, "
+                             "kernel_module, "
                              "process, sampler, service_pause, systemd_unit, tc_profile")
     assert not os.path.exists(ledger_dir)
 
