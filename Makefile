@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv \
-	nginx-light
+	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
 .PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract molecule bench lab-up lab-down clean

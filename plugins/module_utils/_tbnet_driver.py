@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import subprocess
 import time
 
@@ -32,8 +33,8 @@ PARAMETER = 'tx_e2e'
 PARAMETER_MODE = 0o444
 SYSTEM_MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
 SRCVERSION_RE = re.compile(r'^[0-9A-F]{23,24}$')
-CHANGE_KEYS = ('module_path', 'candidate_srcversion', 'stock_srcversion', 'stock_loaded', 'stock_parameters',
-               'stock_taint', 'tx_e2e', 'interface', 'interface_was_up', 'emulated', 'sysfs_root')
+CHANGE_KEYS = ('module_path', 'candidate_srcversion', 'stock_srcversion', 'stock_build_id', 'stock_loaded',
+               'stock_parameters', 'stock_taint', 'tx_e2e', 'interface', 'interface_was_up', 'emulated', 'sysfs_root')
 COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip')
 COMMAND_DIRS = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
 
@@ -58,11 +59,33 @@ def _read(path):
         return None
 
 
+def read_build_id(path):
+    """The GNU build id (hex) in an ELF note file such as ``module/NAME/notes/.note.gnu.build-id``, or None.
+
+    Debian builds its modules without CONFIG_MODULE_SRCVERSION_ALL, so the distribution's thunderbolt_net has no
+    srcversion; its build id tells it apart from another build (``readelf -n`` of the .ko shows the same id)."""
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    offset = 0
+    while offset + 12 <= len(data):
+        namesz, descsz, kind = struct.unpack_from('<III', data, offset)
+        name_at = offset + 12
+        desc_at = name_at + (namesz + 3) // 4 * 4
+        if data[name_at:name_at + namesz].rstrip(b'\0') == b'GNU' and kind == 3:  # NT_GNU_BUILD_ID
+            return data[desc_at:desc_at + descsz].hex()
+        offset = desc_at + (descsz + 3) // 4 * 4
+    return None
+
+
 def module_state(sysfs_root='/sys'):
-    """``{loaded, srcversion, parameters: {name: value}, modes: {name: mode}, taint}`` of thunderbolt_net."""
+    """``{loaded, srcversion, build_id, parameters: {name: value}, modes: {name: mode}, taint}`` of
+    thunderbolt_net."""
     base = _module_dir(sysfs_root)
     if not os.path.isdir(base):
-        return {'loaded': False, 'srcversion': None, 'parameters': {}, 'modes': {}, 'taint': None}
+        return {'loaded': False, 'srcversion': None, 'build_id': None, 'parameters': {}, 'modes': {}, 'taint': None}
     parameters, modes = {}, {}
     param_dir = os.path.join(base, 'parameters')
     if os.path.isdir(param_dir):
@@ -70,7 +93,8 @@ def module_state(sysfs_root='/sys'):
             path = os.path.join(param_dir, name)
             parameters[name] = _read(path)
             modes[name] = os.stat(path).st_mode & 0o7777
-    return {'loaded': True, 'srcversion': _read(os.path.join(base, 'srcversion')), 'parameters': parameters,
+    return {'loaded': True, 'srcversion': _read(os.path.join(base, 'srcversion')),
+            'build_id': read_build_id(os.path.join(base, 'notes', '.note.gnu.build-id')), 'parameters': parameters,
             'modes': modes, 'taint': _read(os.path.join(base, 'taint'))}
 
 
@@ -115,10 +139,11 @@ def verify_candidate(state, srcversion, tx_e2e):
     return problems
 
 
-def verify_stock(state, stock_srcversion, stock_loaded=True):
-    """What differs from the distribution's driver as it was: a list of sentences."""
+def verify_stock(state, stock_srcversion, stock_loaded=True, stock_build_id=None):
+    """What differs from the distribution's driver as it was (its srcversion and build id, where it had them): a
+    list of sentences."""
     if not stock_loaded:
-        return [f'{MODULE} is loaded ({state["srcversion"]}), but it was not before'] if state['loaded'] else []
+        return [f'{MODULE} is loaded ({describe(state)}), but it was not before'] if state['loaded'] else []
     if not state['loaded']:
         return [f'{MODULE} is not loaded']
     problems = []
@@ -126,7 +151,18 @@ def verify_stock(state, stock_srcversion, stock_loaded=True):
         problems.append(f'parameters/{PARAMETER} is present: the candidate is still loaded')
     if stock_srcversion and state['srcversion'] != stock_srcversion:
         problems.append(f'srcversion is {state["srcversion"]}, expected the distribution\'s {stock_srcversion}')
+    if stock_build_id and state.get('build_id') != stock_build_id:
+        problems.append(f'build id is {state.get("build_id")}, expected the distribution\'s {stock_build_id}')
     return problems
+
+
+def describe(state):
+    """A module state in a few words: srcversion, else build id."""
+    if not state['loaded']:
+        return 'not loaded'
+    if state['srcversion']:
+        return f'srcversion {state["srcversion"]}'
+    return f'build id {state["build_id"]}' if state.get('build_id') else 'loaded, no srcversion or build id'
 
 
 def tx_e2e_refusal(state, peer_e2e, want, opted_in, peer_override):
@@ -261,8 +297,9 @@ def load_stock(params, commands=None):
     commands = commands or {}
     sysfs_root = params['sysfs_root']
     state = module_state(sysfs_root)
-    if not verify_stock(state, params['stock_srcversion'], params['stock_loaded']):
-        return f'{MODULE} is already the distribution\'s driver ({state["srcversion"] or "not loaded"})'
+    stock = (params['stock_srcversion'], params['stock_loaded'], params.get('stock_build_id'))
+    if not verify_stock(state, *stock):
+        return f'{MODULE} is already the distribution\'s driver ({describe(state)})'
     if params['emulated']:
         _emulate_stock(sysfs_root, params)
         said = ['emulated: the fixture root shows the stock driver again']
@@ -270,11 +307,11 @@ def load_stock(params, commands=None):
         said = [_set_link(params['interface'], False, sysfs_root, commands)]
         if state['loaded']:
             _must(command_argv('rmmod', commands.get('rmmod')) + [MODULE], f'unloading {MODULE}')
-            said.append(f'unloaded {MODULE} ({state["srcversion"]})')
+            said.append(f'unloaded {MODULE} ({describe(state)})')
         if params['stock_loaded']:
             _must(command_argv('modprobe', commands.get('modprobe')) + [MODULE], f'loading the stock {MODULE}')
             said.append(f'modprobe {MODULE}')
-    problems = verify_stock(module_state(sysfs_root), params['stock_srcversion'], params['stock_loaded'])
+    problems = verify_stock(module_state(sysfs_root), *stock)
     if problems:
         raise DriverError('the distribution\'s driver is not back: ' + '; '.join(problems))
     if params['interface_was_up'] and not params['emulated']:

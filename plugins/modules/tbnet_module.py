@@ -134,7 +134,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 module:
-  description: The module as sysfs shows it after the change, C({loaded, srcversion, parameters, modes, taint}).
+  description: >-
+    The module as sysfs shows it after the change, C({loaded, srcversion, build_id, parameters, modes, taint}).
   returned: always
   type: dict
 before:
@@ -238,7 +239,8 @@ class TbnetModule:
                       '(state=stock, or playbooks/restore.yml)', before=before)
         was_up = bool(driver.interface_up(p['sysfs_root'], p['interface']))
         params = {'module_path': p['module_path'], 'candidate_srcversion': srcversion,
-                  'stock_srcversion': before['srcversion'], 'stock_loaded': before['loaded'],
+                  'stock_srcversion': before['srcversion'], 'stock_build_id': before['build_id'],
+                  'stock_loaded': before['loaded'],
                   'stock_parameters': before['parameters'], 'stock_taint': before['taint'], 'tx_e2e': p['tx_e2e'],
                   'interface': p['interface'], 'interface_was_up': was_up, 'emulated': p['emulated'],
                   'sysfs_root': p['sysfs_root']}
@@ -249,10 +251,17 @@ class TbnetModule:
                                   peer_override=p['peer_override'], message='would load the candidate')
         try:
             entry = _ledger.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
+        except _ledger.LedgerError as exc:
+            self.fail('Nothing was changed: %s' % exc, before=before)
+        try:
             message = driver.load_candidate(params)
             _ledger.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
         except (_ledger.LedgerError, driver.DriverError, OSError) as exc:
-            self.fail(str(exc), before=before, module=driver.module_state(p['sysfs_root']))
+            # load_candidate put the stock driver back; the undo checks that and closes the entry
+            undone = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=[entry['id']],
+                                  ctx=_ledger.UndoContext(procfs_root=p['procfs_root']))
+            self.fail('%s (ledger: %s)' % (exc, undone['message']), before=before,
+                      module=driver.module_state(p['sysfs_root']))
         after = driver.module_state(p['sysfs_root'])
         diff['after'] = {'srcversion': after['srcversion'], 'parameters': after['parameters']}
         self.module.exit_json(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,

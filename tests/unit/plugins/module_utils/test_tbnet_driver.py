@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 
 import pytest
 
@@ -88,8 +89,8 @@ def test_candidate_then_stock_for_real(host):
     driver.load_stock(params(root, ko), commands)
     state = driver.module_state(str(root))
     assert state['srcversion'] == STOCK and 'tx_e2e' not in state['parameters']
-    assert driver.load_stock(params(root, ko), commands).endswith('already the distribution\'s driver '
-                                                                  f'({STOCK})')
+    assert driver.load_stock(params(root, ko), commands).endswith(
+        f"already the distribution's driver (srcversion {STOCK})")
 
 
 def test_without_tx_e2e_the_candidate_reads_n(host):
@@ -160,3 +161,31 @@ def test_interface_flags_that_are_not_hex(host):
     (root / 'class/net/thunderbolt0/flags').write_text('up\n')
     with pytest.raises(driver.DriverError, match="flags reads 'up', not a hex number"):
         driver.interface_up(str(root), 'thunderbolt0')
+
+
+def build_id_note(build_id: bytes) -> bytes:
+    """An ELF note section as /sys/module/NAME/notes/.note.gnu.build-id shows it (NT_GNU_BUILD_ID = 3)."""
+    return struct.pack('<III', 4, len(build_id), 3) + b'GNU\0' + build_id
+
+
+def test_the_build_id_tells_the_distribution_driver_apart_without_a_srcversion(host):
+    """Debian builds without CONFIG_MODULE_SRCVERSION_ALL: its thunderbolt_net has a build id but no srcversion."""
+    root, _commands, _ko, _log = host
+    notes = root / 'module/thunderbolt_net/notes'
+    notes.mkdir()
+    (notes / '.note.gnu.build-id').write_bytes(build_id_note(bytes.fromhex('3ac447976f054caab70538acd9b30fd4b43db28d')))
+    (root / 'module/thunderbolt_net/srcversion').unlink()
+    state = driver.module_state(str(root))
+    assert (state['srcversion'], state['build_id']) == (None, '3ac447976f054caab70538acd9b30fd4b43db28d')
+    assert driver.describe(state) == 'build id 3ac447976f054caab70538acd9b30fd4b43db28d'
+    assert driver.verify_stock(state, None, True, '3ac447976f054caab70538acd9b30fd4b43db28d') == []
+    assert driver.verify_stock(state, None, True, '00' * 20) == [
+        "build id is 3ac447976f054caab70538acd9b30fd4b43db28d, expected the distribution's " + '00' * 20]
+
+
+@pytest.mark.parametrize('data', [b'', b'\x04\x00', struct.pack('<III', 4, 20, 1) + b'GNU\0' + b'x' * 20])
+def test_a_note_without_a_gnu_build_id_reads_none(tmp_path, data):
+    path = tmp_path / 'note'
+    path.write_bytes(data)
+    assert driver.read_build_id(str(path)) is None
+    assert driver.read_build_id(str(tmp_path / 'missing')) is None

@@ -1,0 +1,88 @@
+"""What the candidate driver did on a real Debian 6.1 kernel, and what it left behind."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+RESULTS = json.loads((EPHEMERAL / "results.json").read_text())
+GUEST = json.loads((EPHEMERAL / "guest.json").read_text())
+GATES = json.loads((EPHEMERAL / "check_patch.json").read_text())
+# the guest's host keys come from a cached image, the same on every boot: not pinned (the guest is local and sealed)
+SSH_CONFIG = EPHEMERAL / "ssh_config"
+SSH_CONFIG.write_text(f"Host guest\n  HostName 127.0.0.1\n  Port {GUEST['port']}\n  User root\n"
+                      f"  IdentityFile {GUEST['ssh_key']}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
+                      "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+testinfra_hosts = [f"ssh://guest?ssh_config={SSH_CONFIG}"]
+
+TAINT_OOT_MODULE, TAINT_UNSIGNED_MODULE = 1 << 12, 1 << 13
+
+
+def built_candidate():
+    [case] = [c for c in GATES["cases"] if c["abi"] == GUEST["abi"] and not c["synthetic"]]
+    return case
+
+
+def test_the_gates_and_builds_passed_for_both_layouts_and_histories():
+    assert GATES["ok"]
+    assert {(c["layout"], c["history"]) for c in GATES["cases"]} == {
+        ("single", "rx_only"), ("single", "tx_always"), ("split", "rx_only"), ("split", "tx_always")}
+    assert all(c["gates"]["checkpatch"].startswith("total: 0 errors, 0 warnings") for c in GATES["cases"])
+    negatives = json.dumps(GATES["negatives"])
+    assert "trailing whitespace" in negatives and "spelling.txt" in negatives
+
+
+def test_the_candidate_loaded_with_tx_e2e_and_the_override_recorded():
+    result = RESULTS["candidate"]
+    module = result["module"]
+    assert result["changed"] and not result["emulated"]
+    assert module["parameters"]["tx_e2e"] == "Y"
+    assert module["modes"]["tx_e2e"] == 0o444
+    assert module["srcversion"] == built_candidate()["candidate"]["srcversion"]
+    assert result["peer_override"] is True  # no peer in the VM: loaded on the recorded override
+    taint = result["kernel_taint"]
+    assert taint["after"] & TAINT_OOT_MODULE and taint["after"] & TAINT_UNSIGNED_MODULE, taint
+
+
+def test_without_the_opt_in_tx_e2e_reads_n():
+    assert RESULTS["candidate_n"]["module"]["parameters"]["tx_e2e"] == "N"
+
+
+@pytest.mark.parametrize("step", ["stock", "stock_again"])
+def test_the_stock_reload_removes_tx_e2e(step):
+    result = RESULTS[step]
+    assert result["changed"] and len(result["undone"]) == 1
+    assert "tx_e2e" not in result["module"]["parameters"]
+    assert result["module"]["srcversion"] != built_candidate()["candidate"]["srcversion"]
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("no_opt_in", "Nothing was changed: tx_e2e=1 was asked for without the operator's opt-in"),
+    ("no_peer_e2e", "Nothing was changed: tx_e2e=1 needs a peer that advertises TBNET_E2E"),
+    ("under_lib_modules", "never from under"),
+    ("stock_passed_off_as_candidate", "parameters/tx_e2e is absent: the loaded module is not the candidate"),
+])
+def test_refused_loads(case, message):
+    refusal = RESULTS["refusals"][case]
+    assert message in refusal["msg"], refusal["msg"]
+    assert "tx_e2e" not in refusal["module"].get("parameters", {})
+
+
+def test_nothing_persisted():
+    persistence = RESULTS["persistence"]
+    assert persistence["differences"] == []
+    assert persistence["taint"]["after"] is not None
+
+
+def test_the_guest_runs_the_distribution_driver_and_the_ledger_is_closed(host):
+    assert host.file("/sys/module/thunderbolt_net").is_directory
+    assert not host.file("/sys/module/thunderbolt_net/parameters/tx_e2e").exists
+    assert not host.file("/var/lib/inferlab/build/tbnet-candidate").exists
+    last = {}
+    for line in host.file("/var/lib/inferlab/ledger/guest.jsonl").content_string.splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    assert {e["kind"] for e in last.values()} == {"kernel_module"}
+    assert {e["state"] for e in last.values()} == {"undone"}
