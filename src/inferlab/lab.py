@@ -324,8 +324,9 @@ def stop_pid(pidfile: Path, expect: str, timeout: float = 5.0) -> dict:
 
 
 def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
-    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, the router (``<lab_dir>/run/``) and
-    the gateway's daemons (``<lab_dir>/gateway/run/``).
+    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, the router (``<lab_dir>/run/``), the
+    gateway's daemons (``<lab_dir>/gateway/run/``) and what runs for the lab on the controller
+    (``<lab_dir>/controller/state/run/``).
 
     The check before a signal: a host daemon's command line mentions that host's directory (sshd's ``-f <host
     dir>/sshd_config``, the lab server's ``--lab-pidfile``); the router's is its process title."""
@@ -341,6 +342,10 @@ def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
     gateway_dir = Path(lab_dir) / "gateway"
     for pidfile in sorted(gateway_dir.glob("run/*.pid")):
         results.append(stop_pid(pidfile, f"{gateway_dir}/", timeout))
+    # what a killed run left on the controller side of this lab (a continuity prober: its command line names the
+    # lab's key file); a restore stops it through the controller's ledger, lab down through its pidfile
+    for pidfile in sorted(Path(lab_dir).glob("controller/state/run/*.pid")):
+        results.append(stop_pid(pidfile, f"{lab_dir}/", timeout))
     return {"changed": any(r["changed"] for r in results), "results": results}
 
 

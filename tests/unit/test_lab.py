@@ -550,6 +550,22 @@ def test_stop_pidfiles_stops_the_gateways_daemons_by_their_directory(tmp_path):
             p.wait()
 
 
+def test_stop_pidfiles_stops_a_prober_left_on_the_controller(tmp_path):
+    run = tmp_path / "controller" / "state" / "run"
+    run.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--api-key-file",
+                             f"{tmp_path}/gateway/master_key"], start_new_session=True)
+    try:
+        (run / "continuity-killed-run.pid").write_text(f"{proc.pid}\n")
+        result = lab.stop_pidfiles(tmp_path)
+        assert [r["state"] for r in result["results"]] == ["stopped"]
+        assert proc.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
 def test_status_not_built(tmp_path, monkeypatch):
     monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
     st = lab.status(tmp_path / "nothing")
