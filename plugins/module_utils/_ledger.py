@@ -12,6 +12,8 @@ it without a controller::
                                       [--podman PODMAN]
     python3 inferlab_ledger.py status --ledger-dir DIR --host NAME [--json]
     python3 inferlab_ledger.py unlock --ledger-dir DIR --host NAME (--run-id RUN | --force) [--json]
+    python3 inferlab_ledger.py watch-link --ledger-dir DIR --host NAME --id ID --interface IF --peer ADDR
+                                      [--deadline SECONDS] [--ping PING] [--json]
 
 Exit codes: 0 success; 1 at least one undo failed; 2 usage error; 3 the ledger or its lock refused the request
 (locked by another run, unknown id, unreadable file); 4 an unexpected error (a bug: the traceback is in the output).
@@ -1536,8 +1538,9 @@ def _parser():
     parser = argparse.ArgumentParser(
         prog='inferlab_ledger.py',
         description='The inferlab change ledger on this host: undo recorded changes, show the ledger, release its '
-                    'lock. Exit codes: 0 success, 1 an undo failed, 2 usage error, 3 refused (lock held by another '
-                    'run, unknown id, unreadable ledger), 4 unexpected error.')
+                    'lock, watch the direct link after a candidate driver load. Exit codes: 0 success, 1 an undo '
+                    'failed, 2 usage error, 3 refused (lock held by another run, unknown id, unreadable ledger), 4 '
+                    'unexpected error.')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     sub.required = True
 
@@ -1560,6 +1563,14 @@ def _parser():
                         'from PATH)')
     p_undo.add_argument('--podman', help='the podman binary for podman container and service_pause entries (default: '
                         'from PATH)')
+    p_watch = sub.add_parser('watch-link', help='after a candidate driver load: undo it when the direct link carries '
+                             'no traffic (no ping to the peer answered) within the deadline')
+    common(p_watch)
+    p_watch.add_argument('--id', required=True, help='the kernel_module entry of the candidate load')
+    p_watch.add_argument('--interface', required=True, help='the direct-link interface')
+    p_watch.add_argument('--peer', required=True, help="the peer's address on the direct link")
+    p_watch.add_argument('--deadline', type=float, default=30.0, help='seconds (default 30)')
+    p_watch.add_argument('--ping', help='the ping binary (default: from the sbin/bin directories)')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')
@@ -1568,6 +1579,27 @@ def _parser():
     holder.add_argument('--run-id', help='the run that holds the lock')
     holder.add_argument('--force', action='store_true', help='release it whoever holds it (the holder must be dead)')
     return parser
+
+
+def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=None):
+    """The host-side link watchdog after a candidate driver load (started by tbnet_module, recorded as a process):
+    when no ping to the peer over the direct link is answered within the deadline, undo the candidate's
+    ``kernel_module`` entry, so the stock driver comes back without the controller."""
+    driver = _companion('tbnet_driver')
+    try:
+        ok, seconds, tries = driver.watch_link(interface, peer, deadline_s, ping)
+    except driver.DriverError as exc:
+        ok, seconds, tries = False, None, 0
+        reason = str(exc)
+    else:
+        reason = f'no ping to {peer} over {interface} answered within {deadline_s:g}s ({tries} tries)'
+    if ok:
+        return {'changed': False, 'link': True, 'seconds': seconds, 'tries': tries,
+                'message': f'the direct link carried traffic {seconds}s after the candidate load ({tries} tries)'}
+    outcome = undo(ledger_dir, host, ids=[entry_id])
+    return {'changed': outcome['changed'], 'link': False, 'seconds': seconds, 'tries': tries,
+            'failed': outcome['failed'], 'undone': outcome['undone'],
+            'message': f'{reason}: the candidate was unloaded ({outcome["message"]})'}
 
 
 def _status_text(result):
@@ -1594,6 +1626,11 @@ def main(argv=None):
                           check_mode=args.check)
             rc = EXIT_UNDO_FAILED if result['failed'] else EXIT_OK
             text = [result['message']] + [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['details']]
+        elif args.command == 'watch-link':
+            result = watch_link(args.ledger_dir, args.host, args.id, args.interface, args.peer, args.deadline,
+                                [args.ping] if args.ping else None)
+            rc = EXIT_UNDO_FAILED if result.get('failed') else EXIT_OK
+            text = [result['message']]
         elif args.command == 'status':
             result = status(args.ledger_dir, args.host)
             text = _status_text(result)

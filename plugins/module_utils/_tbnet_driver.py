@@ -35,8 +35,10 @@ SYSTEM_MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
 SRCVERSION_RE = re.compile(r'^[0-9A-F]{23,24}$')
 CHANGE_KEYS = ('module_path', 'candidate_srcversion', 'stock_srcversion', 'stock_build_id', 'stock_loaded',
                'stock_parameters', 'stock_taint', 'tx_e2e', 'interface', 'interface_was_up', 'emulated', 'sysfs_root')
-COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip')
+COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip', 'ping')
 COMMAND_DIRS = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
+# the PATH of the host-side watchdog (systemd's default for services)
+BASE_PATH = ':'.join(COMMAND_DIRS)
 
 
 class DriverError(Exception):
@@ -192,7 +194,7 @@ def command_argv(name, configured=None):
         path = os.path.join(directory, name)
         if os.access(path, os.X_OK):
             return [path]
-    raise DriverError(f'{name} is not installed on this host (package kmod or iproute2)')
+    raise DriverError(f'{name} is not installed on this host (package kmod, iproute2 or iputils-ping)')
 
 
 def run(argv, timeout=60):
@@ -327,6 +329,34 @@ def wait_interface(sysfs_root, interface, timeout_s, poll_s=0.2):
             return round(time.monotonic() - started, 3)
         time.sleep(poll_s)
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the link watchdog
+
+
+def link_carries_traffic(interface, peer, ping=None, timeout_s=1):
+    """One ping to ``peer`` out of ``interface``: whether it was answered."""
+    argv = command_argv('ping', ping) + ['-c', '1', '-W', str(int(max(1, timeout_s))), '-I', interface, peer]
+    rc, _out, _err = run(argv, timeout=timeout_s + 5)
+    return rc == 0
+
+
+def watch_link(interface, peer, deadline_s, ping=None, poll_s=1.0):
+    """Wait until the direct link carries traffic (a ping to the peer answered) within ``deadline_s``.
+
+    After a candidate load this is the host's own guard against the known failure where a controller never returns
+    TX credits and the link carries nothing (the ASMedia ASM4242, FACTS.md section 1): the caller puts the stock
+    driver back when it returns False. Returns ``(ok, seconds, tries)``."""
+    started = time.monotonic()
+    tries = 0
+    while True:
+        tries += 1
+        if link_carries_traffic(interface, peer, ping):
+            return True, round(time.monotonic() - started, 3), tries
+        if time.monotonic() - started + poll_s > deadline_s:
+            return False, round(time.monotonic() - started, 3), tries
+        time.sleep(poll_s)
 
 
 # ---------------------------------------------------------------------------------------------------------------

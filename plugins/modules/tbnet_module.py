@@ -93,6 +93,24 @@ options:
       - Where procfs is read (the kernel taint).
     type: path
     default: /proc
+  watchdog_peer:
+    description:
+      - The peer's address on the direct link. After a candidate load the module starts the link watchdog on the
+        host (C(inferlab_ledger.py watch-link), recorded in the ledger as a process first). When no ping to the peer
+        over O(interface) is answered within O(watchdog_deadline_s), it unloads the candidate and loads the stock
+        driver itself, without the controller. Empty starts no watchdog (a test machine with no peer).
+    type: str
+    default: ''
+  watchdog_deadline_s:
+    description:
+      - Seconds the direct link gets to carry traffic after a candidate load.
+    type: float
+    default: 30
+  ledger_script:
+    description:
+      - The host's ledger script that runs the watchdog (installed by the C(ledger) role). Default
+        C(<ledger_dir>/../bin/inferlab_ledger.py).
+    type: path
   ledger_dir:
     description:
       - The host's ledger directory, C(<inferlab_state_dir>/ledger).
@@ -154,6 +172,12 @@ undone:
   description: The ledger entries undone by V(stock).
   returned: state is stock
   type: list
+watchdog:
+  description: >-
+    The link watchdog started after the candidate load, C({pid, peer, deadline_s, log, entry_id}), or null when none
+    was started.
+  returned: state is candidate and changed
+  type: dict
 peer_override:
   description: Whether C(tx_e2e=1) was loaded without a peer advertising E2E.
   returned: state is candidate
@@ -167,6 +191,9 @@ message:
   returned: always
   type: str
 """
+
+import os
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -193,13 +220,17 @@ class TbnetModule:
     def fail(self, msg, **extra):
         self.module.fail_json(msg=msg, emulated=self.params['emulated'], **extra)
 
-    def open_entries(self):
+    def open_entries(self, watchdogs=False):
+        """The open candidate loads (and, with ``watchdogs``, the link watchdogs started for them)."""
         try:
             lines, _problems = _ledger.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
         except _ledger.LedgerError as exc:
             self.fail(str(exc))
-        return [e for e in _ledger.current_entries(lines).values()
-                if e['kind'] == KIND and e['state'] != 'undone']
+        def wanted(entry):
+            if entry['kind'] == KIND:
+                return True
+            return watchdogs and entry['kind'] == 'process' and 'watch-link' in entry['params'].get('cmdline', [])
+        return [e for e in _ledger.current_entries(lines).values() if e['state'] != 'undone' and wanted(e)]
 
     def peer_e2e(self):
         """Whether the peer on the direct link advertises E2E (tbnet_info's reading of the same sysfs)."""
@@ -237,6 +268,7 @@ class TbnetModule:
         if self.open_entries():
             self.fail('an earlier candidate load is still open in the ledger: put the stock driver back first '
                       '(state=stock, or playbooks/restore.yml)', before=before)
+        script = self.watchdog_script()
         was_up = bool(driver.interface_up(p['sysfs_root'], p['interface']))
         params = {'module_path': p['module_path'], 'candidate_srcversion': srcversion,
                   'stock_srcversion': before['srcversion'], 'stock_build_id': before['build_id'],
@@ -262,18 +294,56 @@ class TbnetModule:
                                   ctx=_ledger.UndoContext(procfs_root=p['procfs_root']))
             self.fail('%s (ledger: %s)' % (exc, undone['message']), before=before,
                       module=driver.module_state(p['sysfs_root']))
+        watchdog = self.start_watchdog(script, entry['id']) if script else None
         after = driver.module_state(p['sysfs_root'])
         diff['after'] = {'srcversion': after['srcversion'], 'parameters': after['parameters']}
         self.module.exit_json(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,
+                              watchdog=watchdog,
                               kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
                               peer_override=p['peer_override'] and p['tx_e2e'] and not self.peer_e2e(),
                               emulated=p['emulated'], message=message)
+
+    def watchdog_script(self):
+        """The ledger script that will run the watchdog, checked before anything changes; None without a peer."""
+        p = self.params
+        if not p['watchdog_peer']:
+            return None
+        script = p['ledger_script'] or os.path.join(os.path.dirname(os.path.abspath(p['ledger_dir'])), 'bin',
+                                                    'inferlab_ledger.py')
+        companion = os.path.join(os.path.dirname(script), 'inferlab_tbnet_driver.py')
+        for path in (script, companion):
+            if not os.path.isfile(path):
+                self.fail('Nothing was changed: the link watchdog needs %s (the ledger role installs it; '
+                          'tasks_from: install)' % path)
+        return script
+
+    def start_watchdog(self, script, entry_id):
+        """Start the watchdog detached, recorded in the ledger (kind process) before it starts."""
+        p = self.params
+        state_dir = os.path.dirname(os.path.abspath(p['ledger_dir']))
+        pidfile = os.path.join(state_dir, 'run', 'tbnet-watchdog.pid')
+        log = os.path.join(state_dir, 'logs', 'tbnet-watchdog.log')
+        argv = [sys.executable, script, 'watch-link', '--ledger-dir', p['ledger_dir'], '--host', p['ledger_host'],
+                '--id', entry_id, '--interface', p['interface'], '--peer', p['watchdog_peer'],
+                '--deadline', '%g' % p['watchdog_deadline_s'], '--json']
+        try:
+            watch = _ledger.record(p['ledger_dir'], p['ledger_host'], 'process',
+                                   {'pidfile': pidfile, 'cmdline': argv, 'process_group': True}, run_id=p['run_id'])
+            pid = _ledger.spawn_detached(argv, {'PATH': driver.BASE_PATH, 'LANG': 'C.UTF-8'}, log, pidfile)
+            identity = _ledger.process_identity(pid, p['procfs_root']) or {}
+            _ledger.mark(p['ledger_dir'], p['ledger_host'], watch['id'], 'applied', run_id=p['run_id'],
+                         params={'pid': pid, 'start_time': identity.get('start_time', 0)})
+        except (_ledger.LedgerError, OSError) as exc:
+            self.fail('the candidate is loaded, but its link watchdog did not start: %s; put the stock driver back '
+                      '(state=stock, or playbooks/restore.yml)' % exc)
+        return {'pid': pid, 'peer': p['watchdog_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
+                'entry_id': watch['id']}
 
     def stock(self):
         p = self.params
         before = driver.module_state(p['sysfs_root'])
         taint_before = kernel_taint(p['procfs_root'])
-        ids = [e['id'] for e in self.open_entries()]
+        ids = [e['id'] for e in self.open_entries(watchdogs=True)]
         outcome = {'undone': [], 'message': 'no candidate load is open in the ledger: nothing to undo'}
         if ids:
             try:
@@ -314,6 +384,9 @@ def build_module():
             ledger_dir=dict(type='path', required=True),
             ledger_host=dict(type='str', required=True),
             run_id=dict(type='str'),
+            watchdog_peer=dict(type='str', default=''),
+            watchdog_deadline_s=dict(type='float', default=30.0),
+            ledger_script=dict(type='path'),
         ),
         supports_check_mode=True,
     )

@@ -189,3 +189,23 @@ def test_a_note_without_a_gnu_build_id_reads_none(tmp_path, data):
     path.write_bytes(data)
     assert driver.read_build_id(str(path)) is None
     assert driver.read_build_id(str(tmp_path / 'missing')) is None
+
+
+def fake_ping(tmp_path, answer_from_try):
+    """A ping stand-in that answers from its Nth call on (0: never); it sends nothing anywhere."""
+    count = tmp_path / 'ping.count'
+    script = tmp_path / 'ping'
+    script.write_text(f'#!/bin/sh\nn=$(($(cat {count} 2>/dev/null || echo 0) + 1)); echo $n > {count}\n'
+                      f'[ {answer_from_try} -gt 0 ] && [ $n -ge {answer_from_try} ]\n')
+    script.chmod(0o755)
+    return [str(script)]
+
+
+def test_watch_link_returns_once_the_peer_answers(tmp_path):
+    ok, seconds, tries = driver.watch_link('thunderbolt0', '169.254.177.2', 5, fake_ping(tmp_path, 2), poll_s=0.05)
+    assert (ok, tries) == (True, 2) and seconds < 5
+
+
+def test_watch_link_gives_up_at_the_deadline(tmp_path):
+    ok, seconds, tries = driver.watch_link('thunderbolt0', '169.254.177.2', 0.3, fake_ping(tmp_path, 0), poll_s=0.05)
+    assert ok is False and tries >= 2 and seconds <= 0.5

@@ -7,6 +7,9 @@ idempotence, check mode and the stock undo. The real insmod/rmmod path is tested
 from __future__ import annotations
 
 import json
+import shutil
+import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -121,3 +124,65 @@ def test_argument_spec_matches_documentation():
     assert all('returned' in r for r in returns.values())
     yaml.safe_load(tbnet_module.EXAMPLES)
     json.dumps(returns)
+
+
+# --- the link watchdog ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def installed_ledger(tmp_path):
+    """The ledger script and its driver companion as the ledger role installs them, <state>/bin beside the ledger."""
+    utils = Path(tbnet_module.__file__).resolve().parents[1] / 'module_utils'
+    bin_dir = tmp_path / 'state' / 'bin'
+    bin_dir.mkdir(parents=True)
+    shutil.copy(utils / '_ledger.py', bin_dir / 'inferlab_ledger.py')
+    shutil.copy(utils / '_tbnet_driver.py', bin_dir / 'inferlab_tbnet_driver.py')
+    return tmp_path / 'state' / 'ledger'
+
+
+def wait_watchdog(result, timeout=20):
+    pid = result['watchdog']['pid']
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f'/proc/{pid}/stat') as handle:
+                if handle.read().rsplit(')', 1)[1].split()[0] == 'Z':
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    _ledger.SPAWNED.pop(pid).wait(timeout=5)
+    return Path(result['watchdog']['log']).read_text()
+
+
+def test_the_watchdog_unloads_a_candidate_whose_link_carries_nothing(lab_host, installed_ledger):
+    """Loopback-safe: the fixture's thunderbolt0 does not exist on this machine, so no ping leaves it."""
+    root, _unused = lab_host()
+    stock = (root / 'module/thunderbolt_net/srcversion').read_text().strip()
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, watchdog_peer='169.254.177.2',
+                                                        watchdog_deadline_s=2))
+    assert not failed and result['watchdog']['peer'] == '169.254.177.2', result
+    log = wait_watchdog(result)
+    assert 'no ping to 169.254.177.2 over thunderbolt0 answered within 2s' in log
+    assert 'the candidate was unloaded' in log
+    assert (root / 'module/thunderbolt_net/srcversion').read_text().strip() == stock
+    assert not (root / 'module/thunderbolt_net/parameters/tx_e2e').exists()
+    states = {e['kind']: e['state'] for e in entries(installed_ledger)}
+    assert states == {'kernel_module': 'undone', 'process': 'applied'}
+
+
+def test_the_watchdog_leaves_a_candidate_whose_link_answers(lab_host, installed_ledger):
+    root, _unused = lab_host()
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, interface='lo', tx_e2e=False,
+                                                        watchdog_peer='127.0.0.1', watchdog_deadline_s=5))
+    assert not failed, result
+    assert 'the direct link carried traffic' in wait_watchdog(result)
+    assert (root / 'module/thunderbolt_net/parameters/tx_e2e').read_text().strip() == 'N'
+    failed, stock = run_module(tbnet_module.main, args(root, installed_ledger, state='stock', interface='lo'))
+    assert not failed and len(stock['undone']) == 2  # the watchdog's process entry and the candidate
+
+
+def test_the_watchdog_needs_the_installed_ledger_script(lab_host):
+    root, ledger = lab_host()
+    failed, result = run_module(tbnet_module.main, args(root, ledger, watchdog_peer='169.254.177.2'))
+    assert failed and 'Nothing was changed: the link watchdog needs' in result['msg']
+    assert entries(ledger) == []
