@@ -530,12 +530,21 @@ def test_status_follows_a_restarted_daemon_through_its_pidfile(built_lab):
     assert lab.current_pid(spec["gateway"]["instances"][0] | {"pid": 1201}) == 1201
 
 
+def started(argv: list[str], marker: str) -> subprocess.Popen:
+    """A child whose /proc cmdline already names ``marker`` (right after fork it still shows the parent's)."""
+    proc = subprocess.Popen(argv, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while marker not in (lab.proc_cmdline(proc.pid) or "") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return proc
+
+
 def test_stop_pidfiles_stops_the_gateways_daemons_by_their_directory(tmp_path):
     gw = tmp_path / "gateway"
     (gw / "run").mkdir(parents=True)
     # a process whose command line names the gateway directory, as nginx's -p and LiteLLM's --config do
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", f"{gw}/"], start_new_session=True)
-    foreign = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    proc = started([sys.executable, "-c", "import time; time.sleep(30)", f"{gw}/"], f"{gw}/")
+    foreign = started(["sleep", "30"], "sleep")
     try:
         (gw / "run" / "litellm-a.pid").write_text(f"{proc.pid}\n")
         (gw / "run" / "nginx.pid").write_text(f"{foreign.pid}\n")  # does not name the gateway dir: left alone
@@ -553,8 +562,8 @@ def test_stop_pidfiles_stops_the_gateways_daemons_by_their_directory(tmp_path):
 def test_stop_pidfiles_stops_a_prober_left_on_the_controller(tmp_path):
     run = tmp_path / "controller" / "state" / "run"
     run.mkdir(parents=True)
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--api-key-file",
-                             f"{tmp_path}/gateway/master_key"], start_new_session=True)
+    proc = started([sys.executable, "-c", "import time; time.sleep(30)", "--api-key-file",
+                    f"{tmp_path}/gateway/master_key"], f"{tmp_path}/gateway")
     try:
         (run / "continuity-killed-run.pid").write_text(f"{proc.pid}\n")
         result = lab.stop_pidfiles(tmp_path)
