@@ -226,6 +226,7 @@ class TbnetModule:
             lines, _problems = _ledger.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
         except _ledger.LedgerError as exc:
             self.fail(str(exc))
+
         def wanted(entry):
             if entry['kind'] == KIND:
                 return True

@@ -211,8 +211,8 @@ def patched():
     (lambda: edit(rx_only(), 'RING_FLAG_FRAME);', 'RING_FLAG_FRAME | RING_FLAG_E2E);'),
      "gets flags 'RING_FLAG_FRAME|RING_FLAG_E2E', neither RING_FLAG_FRAME"),
     # TX gets the variable, but the variable gets E2E only after the TX ring exists: no history has that
-    (lambda: edit(rx_only(), 'RING_FLAG_FRAME);', 'flags);'), "cannot tell the TX E2E history: tb_ring_alloc_tx() "
-                                                               "gets flags 'flags'"),
+    (lambda: edit(rx_only(), 'RING_FLAG_FRAME);', 'flags);'),
+     "cannot tell the TX E2E history: tb_ring_alloc_tx() gets flags 'flags'"),
     (lambda: edit(rx_only(), 'MODULE_PARM_DESC(e2e,', PARAM + 'MODULE_PARM_DESC(e2e,'),
      "the tx_e2e parameter is declared but the TX ring ignores it (TX flags 'RING_FLAG_FRAME'): a partial patch"),
     (lambda: edit(patched(), PARAM, ''),
@@ -294,8 +294,8 @@ def tree(tmp_path, layout, name):
 ])
 def test_main(tmp_path, capsys, layout, name, history, patch):
     assert ts.main([tree(tmp_path, layout, name)]) == 0
-    assert json.loads(capsys.readouterr().out) == {'layout': layout, 'driver': ts.driver_path(layout),
-                                                    'history': history, 'patch': patch}
+    expected = {'layout': layout, 'driver': ts.driver_path(layout), 'history': history, 'patch': patch}
+    assert json.loads(capsys.readouterr().out) == expected
 
 
 def test_main_refusals(tmp_path, capsys):
