@@ -708,7 +708,9 @@ def _exit_reason(instance, procfs_root):
         pid, state = _running_instance(instance, procfs_root)
     except GatewayError as exc:
         return str(exc)
-    if state in ('ours', 'foreign'):
+    # 'absent': the start command may be rewriting its own pidfile right now (a shell's `echo $$ > FILE` truncates
+    # first); the readiness timeout still ends the wait
+    if state in ('ours', 'foreign', 'absent'):
         return None
     proc = _ledger.SPAWNED.get(pid) if pid else None
     how = ''
