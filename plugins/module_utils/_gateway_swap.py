@@ -413,25 +413,12 @@ def write_atomic(path, data, mode=None):
 
 
 def _proc_stat(pid, procfs_root):
-    """``{state, ppid, start_time}`` from ``<procfs_root>/<pid>/stat``, or None when there is no such process.
-    comm (field 2) may contain spaces and parentheses, so the fields are split after the LAST ')'."""
+    """``_ledger.read_proc_stat`` (``{state, ppid, pgrp, start_time}``, or None when there is no such process), with
+    a stat file cut short (a process vanishing while it is read) taken for no process."""
     try:
-        with open(os.path.join(procfs_root, str(int(pid)), 'stat'), 'rb') as handle:
-            raw = handle.read().decode('utf-8', 'replace')
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return _ledger.read_proc_stat(pid, procfs_root)
+    except (ValueError, IndexError):
         return None
-    if ')' not in raw:
-        return None
-    rest = raw[raw.rindex(')') + 1:].split()
-    if len(rest) < 2:
-        return None
-    try:
-        ppid = int(rest[1])
-        start_time = int(rest[19]) if len(rest) > 19 else None
-    except ValueError:
-        return None
-    # rest[0] is field 3 (state), so field N is rest[N - 3]
-    return {'state': rest[0], 'ppid': ppid, 'start_time': start_time}
 
 
 def _live(stat):

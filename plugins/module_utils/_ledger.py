@@ -660,8 +660,8 @@ def spawn_detached(argv, env, log_path, pidfile, working_dir=None):
 
 
 def read_proc_stat(pid, procfs_root='/proc'):
-    """Parse ``<procfs_root>/<pid>/stat``: ``{state, pgrp, start_time}`` (start_time = field 22, clock ticks after
-    boot), or None when there is no such process."""
+    """Parse ``<procfs_root>/<pid>/stat``: ``{state, ppid, pgrp, start_time}`` (start_time = field 22, clock ticks
+    after boot), or None when there is no such process."""
     try:
         with open(os.path.join(procfs_root, str(int(pid)), 'stat'), 'rb') as handle:
             raw = handle.read().decode('utf-8', 'replace')
@@ -670,7 +670,7 @@ def read_proc_stat(pid, procfs_root='/proc'):
     # field 2 (comm) is in parentheses and may itself contain ") ": split after the LAST ')'
     rest = raw[raw.rindex(')') + 2:].split()
     # rest[0] is field 3 (state), so field N is rest[N - 3]
-    return {'state': rest[0], 'pgrp': int(rest[2]), 'start_time': int(rest[19])}
+    return {'state': rest[0], 'ppid': int(rest[1]), 'pgrp': int(rest[2]), 'start_time': int(rest[19])}
 
 
 def read_proc_cmdline(pid, procfs_root='/proc'):
