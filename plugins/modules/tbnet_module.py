@@ -256,8 +256,8 @@ class TbnetModule:
             else:
                 driver.refuse_system_path(p['module_path'])
                 srcversion = p['candidate_srcversion'] or driver.modinfo_srcversion(p['module_path'])
-            refusal = driver.tx_e2e_refusal(before, self.peer_e2e(), p['tx_e2e'], p['allow_tx_e2e'],
-                                            p['peer_override'])
+            peer_e2e = self.peer_e2e()
+            refusal = driver.tx_e2e_refusal(before, peer_e2e, p['tx_e2e'], p['allow_tx_e2e'], p['peer_override'])
         except driver.DriverError as exc:
             self.fail('Nothing was changed: %s' % exc, before=before)
         if refusal:
@@ -301,7 +301,7 @@ class TbnetModule:
         self.module.exit_json(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,
                               watchdog=watchdog,
                               kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
-                              peer_override=p['peer_override'] and p['tx_e2e'] and not self.peer_e2e(),
+                              peer_override=p['peer_override'] and p['tx_e2e'] and not peer_e2e,
                               emulated=p['emulated'], message=message)
 
     def watchdog_script(self):
