@@ -472,7 +472,7 @@ def build_record(spec: dict, spec_digest: str, built_at: str) -> dict:
         record["router"] = {**record["router"], "pid": read_pidfile(record["router"]["pidfile"])}
     if record.get("gateway"):
         gateway = json.loads(json.dumps(record["gateway"]))
-        for daemon in [gateway["large"], gateway["front"], *gateway["instances"]]:
+        for _key, _what, daemon, _url in gateway_daemons(gateway):
             daemon["pid"] = read_pidfile(daemon["pidfile"])
         record["gateway"] = gateway
     return record
@@ -485,8 +485,8 @@ def write_record(lab_dir: Path, payload: dict, check: bool = False) -> dict:
     missing += [s["name"] for h in record["hosts"] for s in h.get("services", []) if not s["pid"]]
     missing += ["the router"] if record.get("router") and not record["router"]["pid"] else []
     if record.get("gateway"):
-        gateway = record["gateway"]
-        missing += [f"the gateway's {what}" for what, daemon in gateway_daemons(gateway) if not daemon["pid"]]
+        missing += [f"the gateway's {what}" for _key, what, daemon, _url in gateway_daemons(record["gateway"])
+                    if not daemon["pid"]]
     if missing:
         raise LabError(f"no PID recorded for {', '.join(missing)}: the lab is not fully up")
     path = Path(lab_dir) / "lab.json"
@@ -736,23 +736,20 @@ def router_status(router: dict, probe) -> dict:
             "alive": alive, "healthy": ready, "problems": problems}
 
 
-def gateway_daemons(gateway: dict) -> list[tuple[str, dict]]:
-    """The gateway's daemons as ``(what, spec)``: the large-model server, each LiteLLM instance, nginx."""
-    return ([("large-model server", gateway["large"])]
-            + [(f"instance {i['name']}", i) for i in gateway["instances"]] + [("nginx", gateway["front"])])
+def gateway_daemons(gateway: dict) -> list[tuple[str, str, dict, str]]:
+    """The gateway's daemons as ``(key, what, spec, health URL)``: the large-model server, each LiteLLM instance,
+    nginx (whose health URL is the public route's ``/health/readiness``)."""
+    return ([("large", "large-model server", gateway["large"], gateway["large"]["health_url"])]
+            + [(i["name"], f"instance {i['name']}", i, f"{i['url']}/health/readiness") for i in gateway["instances"]]
+            + [("front", "nginx", gateway["front"], gateway["front"]["readiness_url"])])
 
 
 def gateway_status(gateway: dict, probe) -> dict:
     """The lab's gateway: each daemon runs (its command line names the gateway directory) and answers 200 on its
-    health URL; the public route is nginx's ``/health/readiness``."""
+    health URL."""
     expect = f"{gateway['dir']}/"
-    checks = {
-        "large": gateway["large"]["health_url"],
-        **{i["name"]: f"{i['url']}/health/readiness" for i in gateway["instances"]},
-        "front": gateway["front"]["readiness_url"],
-    }
     problems, results = [], {}
-    for (key, url), (what, daemon) in zip(checks.items(), gateway_daemons(gateway), strict=True):
+    for key, what, daemon, url in gateway_daemons(gateway):
         pid = current_pid(daemon)
         alive = probe.process(pid, expect, None)
         healthy = alive and probe.http_ok(url)
