@@ -418,8 +418,8 @@ def test_read_proc_stat_with_odd_comm(tmp_path):
     fields = ["S", "1", "77", "77"] + ["0"] * 15 + ["123456"] + ["0"] * 30
     (tmp_path / "77" / "stat").write_text("77 (a) b) c) " + " ".join(fields) + "\n")
     (tmp_path / "77" / "cmdline").write_bytes(b"python3\0-m\0server\0")
-    assert _ledger.read_proc_stat(77, str(tmp_path)) == {"state": "S", "ppid": 1, "pgrp": 77,
-                                                          "start_time": 123456}
+    expected = {"state": "S", "ppid": 1, "pgrp": 77, "start_time": 123456}
+    assert _ledger.read_proc_stat(77, str(tmp_path)) == expected
     assert _ledger.process_identity(77, str(tmp_path)) == {
         "pid": 77, "start_time": 123456, "cmdline": ["python3", "-m", "server"]}
     assert _ledger.read_proc_stat(78, str(tmp_path)) is None
