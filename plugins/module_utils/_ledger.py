@@ -48,7 +48,8 @@ with ``systemctl start``, a container with ``<engine> start``), and ``gateway_co
 undo puts the original bytes back from the backup and restarts the instances that run another config, one at a time
 behind the front: ``inferlab_gateway_swap.py``, installed beside this script, does that part), and ``kernel_module``
 (the candidate ``thunderbolt_net`` loaded for a while; undo reloads the distribution's driver and verifies it
-through sysfs: ``inferlab_tbnet_driver.py``).
+through sysfs: ``inferlab_tbnet_driver.py``), and ``build_dir`` (a private build directory; undo removes it when it
+carries inferlab's marker file or is empty).
 """
 
 from __future__ import annotations
@@ -1506,6 +1507,44 @@ def _undo_kernel_module(params, ctx):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# kind: build_dir (a private directory made for a build, such as the candidate driver's; undo removes it)
+
+BUILD_DIR_MARKER = '.inferlab-build-dir'
+SYSTEM_DIRS = ('/lib/modules', '/usr/lib/modules', '/boot', '/etc', '/usr', '/bin', '/sbin', '/lib', '/proc', '/sys',
+               '/dev')
+
+
+def _check_build_dir(params):
+    _no_unknown('build_dir', params, {'path', 'purpose'})
+    path = params.get('path')
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise LedgerError(f'"path" of a build_dir entry must be an absolute path, got {path!r}')
+    path = os.path.normpath(path)
+    if path.count('/') < 2:
+        raise LedgerError(f'a build_dir entry needs a directory at least two levels deep, got {path!r}')
+    for system in SYSTEM_DIRS:
+        if path == system or path.startswith(system + '/'):
+            raise LedgerError(f'a build directory may not be under {system}: {path} (nothing inferlab builds may '
+                              'land where the system keeps its own files)')
+    params['path'] = path
+    return params
+
+
+def _undo_build_dir(params, ctx):
+    path = params['path']
+    if not os.path.lexists(path):
+        return f'removed nothing: {path} is absent'
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise UndoError(f'{path} is not a directory now; a build_dir entry only removes the directory it made: '
+                        'look at it by hand')
+    if os.listdir(path) and not os.path.isfile(os.path.join(path, BUILD_DIR_MARKER)):
+        raise UndoError(f'{path} has files but no {BUILD_DIR_MARKER} marker: not the directory inferlab made, so '
+                        'it is left alone; remove it by hand once you have looked')
+    shutil.rmtree(path)
+    return f'removed the build directory {path}'
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the registry of kinds: kind name -> Kind(check, undo). Add a kind here.
 
 KINDS = {
@@ -1527,6 +1566,8 @@ KINDS = {
     # the candidate thunderbolt_net loaded in place of the distribution's; undo puts the distribution's back
     # (plugins/module_utils/_tbnet_driver.py), or, in the netns lab, the fixture root's stock state
     'kernel_module': Kind(_check_kernel_module, _undo_kernel_module),
+    # a private build directory (0700, outside the system's trees, with a marker file); undo removes it
+    'build_dir': Kind(_check_build_dir, _undo_build_dir),
 }
 
 

@@ -15,6 +15,9 @@ Formats follow Documentation/ABI/testing/sysfs-bus-thunderbolt:
 - ``class/net/IF/device`` of the ``thunderbolt_net`` interface resolves to the service directory.
 - ``module/thunderbolt_net/``: present when the module is loaded (or built in); ``parameters/`` holds ``e2e``
   and, with the candidate driver, ``tx_e2e``.
+- whether an unsigned module would load (``loading``): ``kernel/security/lockdown`` (``none [integrity]
+  confidentiality``, the mode in brackets; Secure Boot turns it on) and ``module/module/parameters/sig_enforce``
+  (``Y``/``N``). Either one set means the kernel refuses unsigned modules.
 
 Everything here is pure reading: missing pieces become ``None`` plus a note, malformed values raise
 ``MalformedValueError`` (from ``_sysfs``) naming the file and the value.
@@ -193,6 +196,26 @@ def read_module(reader):
     }
 
 
+def read_loading(sysfs, procfs):
+    """``{kernel_version, lockdown, sig_enforce, unsigned_refused}``: whether an unsigned module would load.
+    ``lockdown`` is None when the kernel has no lockdown LSM; ``unsigned_refused`` is True when either is on."""
+    lockdown = sysfs.read('kernel/security/lockdown')
+    if lockdown is not None:
+        chosen = re.search(r'\[(\w+)\]', lockdown)
+        if not chosen:
+            raise MalformedValueError('lockdown', sysfs.path('kernel/security/lockdown'), lockdown,
+                                      'expected the active mode in brackets, like "none [integrity] confidentiality"')
+        lockdown = chosen.group(1)
+    sig_enforce = sysfs.read('module/module/parameters/sig_enforce')
+    if sig_enforce is not None:
+        if sig_enforce not in ('Y', 'N'):
+            raise MalformedValueError('sig_enforce', sysfs.path('module/module/parameters/sig_enforce'), sig_enforce,
+                                      'expected Y or N')
+        sig_enforce = sig_enforce == 'Y'
+    return {'kernel_version': procfs.read('sys/kernel/version'), 'lockdown': lockdown, 'sig_enforce': sig_enforce,
+            'unsigned_refused': bool(sig_enforce) or lockdown not in (None, 'none')}
+
+
 def collect(sysfs_root='/sys', procfs_root='/proc'):
     """The ``tbnet`` fact dict (see docs/CONVENTIONS.md). Raises ``SysfsError`` on malformed or unreadable files."""
     sysfs = SysfsReader(sysfs_root)
@@ -247,5 +270,6 @@ def collect(sysfs_root='/sys', procfs_root='/proc'):
         'services': services,
         'interfaces': interfaces,
         'module': module,
+        'loading': read_loading(sysfs, procfs),
         'notes': notes,
     }

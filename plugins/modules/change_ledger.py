@@ -96,7 +96,7 @@ options:
   kind:
     description:
       - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile),
-        V(systemd_unit), V(container), V(service_pause), V(gateway_config), V(kernel_module).
+        V(systemd_unit), V(container), V(service_pause), V(gateway_config), V(kernel_module), V(build_dir).
     type: str
   params:
     description:
@@ -134,6 +134,10 @@ options:
         tbnet_module module records it). C(module_path), C(candidate_srcversion), C(stock_srcversion), C(stock_loaded),
         C(stock_parameters), C(stock_taint), C(tx_e2e), C(interface), C(interface_was_up), C(emulated),
         C(sysfs_root). Undo unloads the candidate and loads the distribution driver, verified through sysfs.'
+      - 'V(build_dir): a private build directory (the tbnet_build module records it before making it). C(path)
+        (absolute, two levels deep at least, never under C(/lib/modules), C(/boot), C(/etc), C(/usr) or another system
+        tree), optionally C(purpose). Undo removes the directory when it carries the C(.inferlab-build-dir) marker or
+        is empty, and leaves anything else alone with an error.'
     type: dict
   id:
     description:

@@ -145,6 +145,16 @@ tbnet:
       returned: success
       type: dict
       sample: {loaded: true, parameters: {e2e: Y}, srcversion: 8D5F6C2E1A7B3C9D0E4F1A2, taint: ''}
+    loading:
+      description:
+        - Whether the kernel would load an unsigned module. C(lockdown) is the active mode of
+          C(kernel/security/lockdown) (null without the lockdown LSM), C(sig_enforce) is
+          C(module/module/parameters/sig_enforce), and C(unsigned_refused) is true when either is on.
+        - C(kernel_version) is C(uname -v) (C(sys/kernel/version) below O(procfs_root)).
+      returned: success
+      type: dict
+      sample: {kernel_version: '#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-10-01)', lockdown: none,
+               sig_enforce: false, unsigned_refused: false}
     notes:
       description: Facts about what is missing, in words.
       returned: success

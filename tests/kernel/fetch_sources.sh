@@ -18,8 +18,8 @@
 #     version gets its own root because linux-kbuild-6.1 has the same paths in every 6.1 upload); build against
 #     CACHE_DIR/KVER/VERSION/root/usr/src/linux-headers-ABI;
 #   - source: linux-source-KVER of exactly that version; out of its tarball (streamed, never written to disk) only
-#     drivers/net/thunderbolt* and scripts/checkpatch.pl, scripts/spelling.txt, scripts/const_structs.checkpatch
-#     are extracted, into CACHE_DIR/KVER/VERSION/src.
+#     the top-level Makefile (for the version), drivers/net/thunderbolt* and scripts/checkpatch.pl,
+#     scripts/spelling.txt, scripts/const_structs.checkpatch are extracted, into CACHE_DIR/KVER/VERSION/src.
 # Why every version: the driver's TX E2E history differs between uploads (Debian's changelog: the stable backport
 # of "net: thunderbolt: Enable end-to-end flow control also in transmit" arrived in 6.1.153-1 and its revert in
 # 6.1.187-1), so the older point-release source is a real tree of the other history.
@@ -131,20 +131,22 @@ fetch_source() {
   t0=$(now)
   src=$CACHE/$kver/$version/src
   stamp=$src/.inferlab-extracted
-  if [[ ! -f $stamp ]] || [[ $(cat "$stamp") != "$(basename "$f_src")" ]]; then
-    log "$kver $version: extracting the driver and checkpatch from $(basename "$f_src")"
+  # the stamp names the .deb and what was taken from it (v2: the top-level Makefile too, for the kernel version)
+  if [[ ! -f $stamp ]] || [[ $(cat "$stamp") != "$(basename "$f_src") v2" ]]; then
+    log "$kver $version: extracting the driver, the Makefile and checkpatch from $(basename "$f_src")"
     rm -rf "$src" "$src.tmp"
     mkdir -p "$src.tmp"
     dpkg-deb --fsys-tarfile "$f_src" | tar -xOf - "./usr/src/linux-source-$kver.tar.xz" \
       | tar -xJf - -C "$src.tmp" --strip-components=1 --wildcards \
+        "linux-source-$kver/Makefile" \
         "linux-source-$kver/drivers/net/thunderbolt*" \
         "linux-source-$kver/scripts/checkpatch.pl" \
         "linux-source-$kver/scripts/spelling.txt" \
         "linux-source-$kver/scripts/const_structs.checkpatch"
-    basename "$f_src" > "$src.tmp/.inferlab-extracted"
+    echo "$(basename "$f_src") v2" > "$src.tmp/.inferlab-extracted"
     mv "$src.tmp" "$src"
   fi
-  for f in scripts/checkpatch.pl scripts/spelling.txt scripts/const_structs.checkpatch; do
+  for f in Makefile scripts/checkpatch.pl scripts/spelling.txt scripts/const_structs.checkpatch; do
     [[ -s $src/$f ]] || { log "$src/$f missing after extraction"; return 1; }
   done
   t_src=$(elapsed "$t0")

@@ -150,8 +150,8 @@ def test_malformed_lines_are_skipped(ledger_dir):
 
 def test_unknown_kind_fails_at_record_time(ledger_dir):
     with pytest.raises(_ledger.LedgerError,
-                       match=r"unknown ledger kind 'tc_profil': known kinds are container, file, gateway_config, "
-                             r"kernel_module, "
+                       match=r"unknown ledger kind 'tc_profil': known kinds are build_dir, container, file, "
+                             r"gateway_config, kernel_module, "
                              r"process, sampler, service_pause, systemd_unit, tc_profile"):
         _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
     assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
@@ -1004,3 +1004,42 @@ def test_systemd_unit_and_container_undo_through_the_script(tmp_path, ledger_dir
                                  ["reset-failed", "inferlab-r0.service"]]
     assert docker_calls() == [["stop", "-t", "30", "r1"], ["rm", "r1"]]
     assert podman_calls() == [["stop", "-t", "10", "gone"]]
+
+
+def test_build_dir_undo_removes_the_marked_directory(tmp_path, ledger_dir):
+    build = tmp_path / "build" / "tbnet-candidate"
+    entry = _ledger.record(ledger_dir, HOST, "build_dir", {"path": str(build) + "/", "purpose": "candidate"})
+    assert entry["params"]["path"] == str(build)
+    (build / "module").mkdir(parents=True)
+    (build / _ledger.BUILD_DIR_MARKER).write_text("")
+    (build / "module" / "thunderbolt-net.ko").write_bytes(b"\x7fELF")
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["undone"] == [entry["id"]] and not build.exists()
+    assert result["details"][0]["message"] == f"removed the build directory {build}"
+    # twice, and for a pending entry whose directory was never made: nothing to remove
+    entry = _ledger.record(ledger_dir, HOST, "build_dir", {"path": str(build)})
+    assert _ledger.undo(ledger_dir, HOST)["details"][0]["message"] == f"removed nothing: {build} is absent"
+
+
+def test_build_dir_undo_leaves_an_unmarked_directory_alone(tmp_path, ledger_dir):
+    build = tmp_path / "someone-elses"
+    build.mkdir()
+    (build / "notes.txt").write_text("mine")
+    _ledger.record(ledger_dir, HOST, "build_dir", {"path": str(build)})
+    result = _ledger.undo(ledger_dir, HOST)
+    assert "no .inferlab-build-dir marker: not the directory inferlab made" in result["failed"][0]["error"]
+    assert (build / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("path, message", [
+    ("relative/dir", "must be an absolute path"),
+    ("/build", "at least two levels deep"),
+    ("/lib/modules/6.1.0-57-amd64/extra", "may not be under /lib/modules"),
+    ("/usr/lib/modules/6.1.0-57-amd64/updates", "may not be under /usr/lib/modules"),
+    ("/boot/tbnet", "may not be under /boot"),
+    ("/etc/modprobe.d/x", "may not be under /etc"),
+])
+def test_build_dir_refuses_system_trees(ledger_dir, path, message):
+    with pytest.raises(_ledger.LedgerError, match=message):
+        _ledger.record(ledger_dir, HOST, "build_dir", {"path": path})
+    assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))

@@ -93,6 +93,8 @@ def test_collect_peer_fixture(tmp_path):
         }],
         'interfaces': {'thunderbolt0': {'service': '0-1.0', 'peer': '0-1'}},
         'module': {'loaded': True, 'parameters': {'e2e': 'Y'}, 'srcversion': '5C0D4B2B8E3A7F1D9C6E4A2', 'taint': ''},
+        'loading': {'kernel_version': '#1 SMP PREEMPT_DYNAMIC Debian 6.1.115-1 (2024-11-01)', 'lockdown': None,
+                    'sig_enforce': None, 'unsigned_refused': False},
         'notes': [],
     }
 
@@ -233,3 +235,37 @@ def test_module_built_in_has_no_srcversion(tmp_path):
     _remove(root, 'module/thunderbolt_net/taint')
     module = _tbnet.collect(root, PROC)['module']
     assert module == {'loaded': True, 'parameters': {'e2e': 'Y'}, 'srcversion': None, 'taint': None}
+
+
+@pytest.mark.parametrize('lockdown, sig_enforce, expected', [
+    (None, None, {'lockdown': None, 'sig_enforce': None, 'unsigned_refused': False}),
+    ('[none] integrity confidentiality', 'N', {'lockdown': 'none', 'sig_enforce': False, 'unsigned_refused': False}),
+    ('none [integrity] confidentiality', 'N', {'lockdown': 'integrity', 'sig_enforce': False,
+                                               'unsigned_refused': True}),
+    ('[none] integrity confidentiality', 'Y', {'lockdown': 'none', 'sig_enforce': True, 'unsigned_refused': True}),
+])
+def test_loading_policy(tmp_path, lockdown, sig_enforce, expected):
+    root = tree(tmp_path)
+    if lockdown is not None:
+        os.makedirs(os.path.join(root, 'kernel', 'security'))
+        with open(os.path.join(root, 'kernel', 'security', 'lockdown'), 'w') as handle:
+            handle.write(lockdown + '\n')
+    if sig_enforce is not None:
+        os.makedirs(os.path.join(root, 'module', 'module', 'parameters'))
+        with open(os.path.join(root, 'module', 'module', 'parameters', 'sig_enforce'), 'w') as handle:
+            handle.write(sig_enforce + '\n')
+    loading = _tbnet.collect(root, PROC)['loading']
+    assert {k: loading[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize('relative, text, message', [
+    ('kernel/security/lockdown', 'integrity\n', "malformed lockdown in .*: 'integrity' .expected the active mode"),
+    ('module/module/parameters/sig_enforce', '1\n', "malformed sig_enforce in .*: '1' .expected Y or N"),
+])
+def test_loading_policy_malformed(tmp_path, relative, text, message):
+    root = tree(tmp_path)
+    os.makedirs(os.path.dirname(os.path.join(root, relative)), exist_ok=True)
+    with open(os.path.join(root, relative), 'w') as handle:
+        handle.write(text)
+    with pytest.raises(MalformedValueError, match=message):
+        _tbnet.collect(root, PROC)
