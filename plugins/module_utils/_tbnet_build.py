@@ -24,10 +24,12 @@ Commands run through ``run(argv, cwd=None) -> (rc, stdout, stderr)``, given by t
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
 import shutil
 import tarfile
+import zlib
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_source as source_rules
 
@@ -86,7 +88,10 @@ def running_upstream_version(kernel_version):
     """The upstream version in ``uname -v`` (``/proc/sys/kernel/version``) when the distribution puts it there
     (Debian: ``#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-10-01)``); None otherwise."""
     found = _DEBIAN_VERSION_RE.search(kernel_version or '')
-    return found.group(1) if found else None
+    if not found:
+        return None
+    version = found.group(1)
+    return version + '.0' if version.count('.') == 1 else version  # Debian 6.6-1 is the Makefile's 6.6.0
 
 
 def version_problems(source_version, headers_version, running_version, release):
@@ -139,7 +144,18 @@ def _wanted(relative, layout=None):
 
 
 def _layout_of(paths):
-    return source_rules.source_layout([p for p in paths if p in source_rules.LAYOUTS.values()])
+    try:
+        return source_rules.source_layout([p for p in paths if p in source_rules.LAYOUTS.values()])
+    except source_rules.SourceError as exc:
+        raise BuildError(str(exc))
+
+
+def describe(tree, gate='stage'):
+    """``_tbnet_source.describe_tree`` with its refusal as a BuildError of ``gate``."""
+    try:
+        return source_rules.describe_tree(tree)
+    except (source_rules.SourceError, OSError) as exc:
+        raise BuildError('%s: %s' % (tree, exc), gate=gate)
 
 
 def stage_directory(source, dest):
@@ -180,8 +196,8 @@ def stage_tarball(tarball, dest):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 with archive.extractfile(member) as data, open(target, 'wb') as out:
                     shutil.copyfileobj(data, out)
-    except (tarfile.TarError, OSError) as exc:
-        raise BuildError('cannot read the source tarball %s: %s' % (tarball, exc))
+    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise BuildError('cannot read the source tarball %s: %s' % (tarball, exc or type(exc).__name__))
     return layout
 
 
@@ -213,12 +229,13 @@ class Build:
         self.tree = os.path.join(params['build_dir'], 'tree')
         self.out = os.path.join(params['build_dir'], 'module')
 
-    def _run(self, argv, gate, cwd=None, what=None):
+    def _run(self, argv, gate, cwd=None, what=None, both=False):
+        """stdout of the command (with ``both``, stdout then stderr: gcc warns on stderr)."""
         rc, out, err = self.run_command(argv, cwd=cwd)
         if rc != 0:
             raise BuildError('%s failed (rc %d): %s' % (what or gate, rc, ' '.join(argv)), gate=gate,
                              output=(out + err).strip())
-        return out
+        return out + err if both else out
 
     # 1. preconditions -------------------------------------------------------------------------------------------
     def preconditions(self):
@@ -271,7 +288,7 @@ class Build:
             layout = stage_tarball(self.p['source'], self.tree)
         if found['source_kind'] == 'tarball':
             self.check_source(found, self.tree)
-        described = source_rules.describe_tree(self.tree)
+        described = describe(self.tree)
         if described['history'] == 'patched':
             raise BuildError('the source already has the tx_e2e parameter: give the unpatched distribution source')
         found.update(layout=layout, history=described['history'], driver=described['driver'])
@@ -300,7 +317,7 @@ class Build:
                              result['patch']], 'checkpatch')
             result['checkpatch'] = out.strip().splitlines()[-1:] or ['']
             result['checkpatch'] = result['checkpatch'][0]
-        if source_rules.describe_tree(self.tree)['history'] != 'patched':
+        if describe(self.tree, gate='git apply')['history'] != 'patched':
             raise BuildError('the patched tree does not read as the candidate (no tx_e2e parameter used by the TX '
                              'ring)', gate='git apply')
         return {'git_diff_check': 'passed', 'patches': results}
@@ -318,7 +335,7 @@ class Build:
             with open(os.path.join(self.out, 'Kbuild'), 'w') as handle:
                 handle.write(SINGLE_KBUILD)
         log = self._run(['make', '-C', self.p['headers_dir'], 'M=' + self.out, 'CONFIG_USB4_NET=m',
-                         'CONFIG_MODULE_SRCVERSION_ALL=y', 'modules'], 'build', what='make modules')
+                         'CONFIG_MODULE_SRCVERSION_ALL=y', 'modules'], 'build', what='make modules', both=True)
         built = sorted(name for name in os.listdir(self.out) if name.endswith('.ko'))
         if len(built) != 1:
             raise BuildError('make succeeded but left %s in %s, not one module' % (built or 'no .ko', self.out),

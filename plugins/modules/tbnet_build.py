@@ -174,6 +174,21 @@ KIND = 'build_dir'
 RECORD_FILE = 'build.json'
 
 
+def source_fingerprint(source):
+    """Size and mtime of a tarball, or of the files a directory source gives the build: a source replaced at the
+    same path is a new input."""
+    paths = [source] if os.path.isfile(source) else [
+        os.path.join(source, rel) for rel in ['Makefile'] + list(tbnet_build.source_rules.LAYOUTS.values())]
+    found = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+            found[path] = [st.st_size, int(st.st_mtime)]
+        except OSError:
+            found[path] = None
+    return found
+
+
 def patch_digests(paths):
     return {path: tbnet_build.sha256_of(path) for path in paths if os.path.isfile(path)}
 
@@ -197,7 +212,9 @@ class TbnetBuild:
         p = self.p
         patches = p['patches'] or sorted(os.path.join(p['patch_dir'], n) for n in os.listdir(p['patch_dir'])
                                          if n.endswith('.patch'))
-        return {'source': p['source'], 'patches': patch_digests(patches), 'headers_dir': p['headers_dir'],
+        return {'source': p['source'], 'source_fingerprint': source_fingerprint(p['source']),
+                'patches': patch_digests(patches), 'headers_dir': p['headers_dir'],
+                'headers_version': tbnet_build.tree_version(p['headers_dir']),
                 'target_kernel_release': p['target_kernel_release'], 'signing_key': p['signing_key']}
 
     def recorded(self, inputs):
@@ -249,6 +266,9 @@ class TbnetBuild:
         p = self.p
         if not p['patches'] and not p['patch_dir']:
             self.module.fail_json(msg='give patches, or patch_dir with the tx_e2e-<layout>-<history>.patch files')
+        if not p['patches'] and not os.path.isdir(p['patch_dir']):
+            self.module.fail_json(msg='Nothing was changed: the patch directory %s does not exist' % p['patch_dir'],
+                                  failed_gate='precondition', output='')
         build = tbnet_build.Build(p, self.run_command)
         try:
             build.preconditions()
