@@ -1,4 +1,5 @@
-"""The `inferlab` command: run playbooks through ansible-runner, manage the embedded lab, render reports."""
+"""The `inferlab` command: run playbooks through ansible-runner, manage the embedded lab, render reports, compare
+runs and prune old run directories."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import exit_codes, paths, plots, record, report, runner
+from inferlab import api, compare, exit_codes, paths, record, report, runner, runs
 
 
 class UsageError(Exception):
@@ -43,49 +44,25 @@ def read_vars_file(path: Path) -> dict:
     return data
 
 
-def render_outputs(run_dir: Path, data: dict) -> Path:
-    """plots/*.png and report.md from a validated record; returns the report's path."""
-    plots.render(run_dir, data)
-    return report.write(run_dir, data)
-
-
 def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: dict, check: bool = False) -> int:
+    """`inferlab run`: api.run with ansible's output on the terminal and a summary on stderr; the run directory is
+    the only line on stdout."""
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
-    outcome = runner.run_playbook(playbook, inventory, run_dir, extravars, check=check)
-    code = runner.classify(outcome)
-    run_meta = {
-        "id": run_dir.name,
-        "playbook": str(playbook.relative_to(paths.REPO_ROOT)) if playbook.is_relative_to(paths.REPO_ROOT)
-        else str(playbook),
-        "inventory": str(inventory),
-        "started": outcome.started,
-        "finished": outcome.finished,
-        "status": outcome.status,
-        "ansible_rc": outcome.rc,
-        "exit_code": code,
-        "exit_meaning": exit_codes.MEANING[code],
-        "extravars": extravars,
-        "stats": outcome.stats,
-    }
-    try:
-        record_path = record.write(run_dir, run_meta)
-        data = json.loads(record_path.read_text())
-        render_outputs(run_dir, data)
-        for line in report.summary(data):
-            print(f"inferlab: {line}", file=sys.stderr)
-    except record.RecordError as exc:
-        print(f"inferlab: {exc}", file=sys.stderr)
-        code = exit_codes.RESTORE_UNVERIFIED
-    print(f"inferlab: {outcome.status}, exit {code} ({exit_codes.MEANING[code]})", file=sys.stderr)
+    result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=False)
+    for line in report.summary(result.record) if result.record else []:
+        print(f"inferlab: {line}", file=sys.stderr)
+    if result.record_error:
+        print(f"inferlab: {result.record_error}", file=sys.stderr)
+    print(f"inferlab: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)
     print(run_dir)
-    return code
+    return result.rc
 
 
 def resolve_inventory(value: str | None) -> Path:
-    inventory = Path(value) if value else paths.DEFAULT_INVENTORY
-    if not inventory.exists():
-        raise UsageError(f"inventory {inventory} does not exist")
-    return inventory.resolve()
+    try:
+        return api.resolve_inventory(value)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -118,7 +95,49 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"{record_path} not found: is {run_dir} a run directory?")
     data = json.loads(record_path.read_text())
     record.validate(data)
-    print(render_outputs(run_dir, data))
+    print(api.render_outputs(run_dir, data))
+    return exit_codes.SUCCESS
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    root = Path(args.root) if args.root else paths.RUNS
+    found = runs.list_runs(root)
+    if args.action == "list":
+        print(json.dumps([r.as_json() for r in found], indent=2) if args.json else runs.render_table(found))
+        return exit_codes.SUCCESS
+    if args.keep is None or args.keep < 1:
+        raise UsageError(f"runs prune needs --keep N with N >= 1 (got {args.keep}): it never removes every run")
+    doomed, running = runs.select_prunable(found, args.keep)
+    for run in running:
+        print(f"kept {run.path}: still running (controller pid {run.controller_pid})")
+    verb = "would remove" if args.dry_run else "removed"
+    for run in doomed:
+        if not args.dry_run:
+            runs.remove(run)
+        print(f"{verb} {run.path} ({runs.human_size(run.size_bytes)})")
+    freed = runs.human_size(sum(r.size_bytes for r in doomed))
+    print(f"{verb} {len(doomed)} of {len(found)} run directories ({freed}); kept the {args.keep} newest")
+    return exit_codes.SUCCESS
+
+
+def resolve_run(value: str) -> Path:
+    """A run directory, a record.json, or the name of a run directory under runs/."""
+    path = Path(value)
+    if not path.exists() and not path.is_absolute() and (paths.RUNS / value).exists():
+        return paths.RUNS / value
+    return path
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        record_a = compare.load_record(resolve_run(args.run_a))
+        record_b = compare.load_record(resolve_run(args.run_b))
+        result = compare.compare(record_a, record_b, require_fresh=args.require_fresh)
+    except compare.CompareError as exc:
+        raise UsageError(str(exc)) from None
+    print(json.dumps(compare.as_json(result), indent=2) if args.json else compare.render_text(result), end="")
+    if args.json:
+        print()
     return exit_codes.SUCCESS
 
 
@@ -143,6 +162,25 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="render report.md of a run directory")
     rep.add_argument("run_dir")
     rep.set_defaults(func=cmd_report)
+
+    comparison = sub.add_parser("compare", help="compare two runs that differ in one declared layer (B against A)")
+    comparison.add_argument("run_a", metavar="RUN_A", help="the control: a run directory, its record.json, or its name")
+    comparison.add_argument("run_b", metavar="RUN_B", help="the candidate")
+    comparison.add_argument(
+        "--require-fresh",
+        action="store_true",
+        help="call a supported result re-verified only when B started from a fresh lab or restore",
+    )
+    comparison.add_argument("--json", action="store_true", help="the comparison as JSON")
+    comparison.set_defaults(func=cmd_compare)
+
+    run_dirs = sub.add_parser("runs", help="list or prune run directories")
+    run_dirs.add_argument("action", choices=["list", "prune"])
+    run_dirs.add_argument("--root", help=f"where the run directories are (default {paths.RUNS})")
+    run_dirs.add_argument("--json", action="store_true", help="list as JSON")
+    run_dirs.add_argument("--keep", type=int, metavar="N", help="prune: keep the N newest run directories")
+    run_dirs.add_argument("--dry-run", action="store_true", help="prune: print what would be removed, remove nothing")
+    run_dirs.set_defaults(func=cmd_runs)
     return parser
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,8 +70,13 @@ def run_playbook(
     extravars: dict | None = None,
     quiet: bool = False,
     check: bool = False,
+    cancel_callback: Callable[[], bool] | None = None,
 ) -> RunOutcome:
-    """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`."""
+    """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`.
+
+    `cancel_callback` is ansible-runner's: polled while the playbook runs, True cancels it (status `canceled`).
+    Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     started = utc_iso()
     # The ledger lock names this process as the run's holder, so a lock left by a killed run is seen as stale.
@@ -91,6 +97,7 @@ def run_playbook(
         ident="ansible",
         rotate_artifacts=0,
         cmdline="--check --diff" if check else None,
+        cancel_callback=cancel_callback,
     )
     outcome = RunOutcome(
         run_dir=run_dir,

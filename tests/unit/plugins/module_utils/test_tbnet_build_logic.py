@@ -22,7 +22,7 @@ import pytest
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tb
 from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_build import BuildError
-from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_source import LAYOUTS, SourceError
+from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_source import LAYOUTS
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES
 
 REPO_ROOT = FIXTURES.parents[2]

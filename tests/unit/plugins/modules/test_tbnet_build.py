@@ -16,7 +16,6 @@ import yaml
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tb
-from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_source import SourceError
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_build
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.test_tbnet_build_logic import (
     RELEASE,

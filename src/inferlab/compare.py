@@ -1,0 +1,705 @@
+"""`inferlab compare RUN_A RUN_B`: two runs' records side by side, one declared layer apart.
+
+What it does, in order:
+- Declared layers: each host's seams (`hosts.*.layers`, `verification.*.layers`, the link tests' `driver_layer`),
+  the served modes' `layers` (runtime, speculation), and any `inferlab_layer_<name>` extra var of the run (for a
+  change the record does not otherwise carry, e.g. `-e inferlab_layer_link_profile=lossy`). More than one layer
+  that both records declare and that differs: refused (`LayersDiffer`), naming the layers.
+- Metrics, matched by section and name: per-request rates and TTFT of every ladder step (by kind and cache label,
+  never mixed), the link tests' per-second throughput, the link A/B repetitions, and counter-window deltas.
+- Per metric: median, min and max per run; B - A as the difference of medians; its 95% confidence interval by a
+  percentile bootstrap (BOOTSTRAP_RESAMPLES resamples of each run with replacement, random.Random(BOOTSTRAP_SEED));
+  with fewer than MIN_SAMPLES samples in either run, no CI and no verdict from that metric.
+- Verdicts for "B is faster" (speed metrics) and "B has fewer transport errors" (receiver errors on real hosts; TCP
+  retransmissions where the driver layer is emulated, labelled `emulated`): `supported` when at least one CI lies on
+  B's side of 0 and none on A's side, `not supported` when the reverse, `inconclusive` otherwise.
+- `require_fresh`: a supported verdict counts as re-verified only when B's record says it started from a fresh lab
+  or restore: `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore", "verified": true, ...}` for every host
+  listed. No stage writes that fragment yet, so today every run is treated as not fresh, and the output says so.
+
+Pure functions over parsed records; the statistics use the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 8
+CONFIDENCE_PCT = 95
+MIN_SAMPLES = 3  # with 3 per run, a CI that excludes 0 means every B sample beat every A sample (p = 1/20)
+FRESH_SOURCES = ("lab_up", "restore")
+LAYER_EXTRAVAR_PREFIX = "inferlab_layer_"
+RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
+TRIAL_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<trial>\d+)$")
+
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
+SPEED, TRANSPORT, INFO = "speed", "transport", "info"  # which verdict a metric counts for (info: none)
+# What one metric's CI shows (`observed`).
+B_BETTER = "B better"
+B_WORSE = "B worse"
+NO_CLEAR = "no clear difference"
+TOO_FEW = "too few samples"
+NO_DIRECTION = "no direction"
+
+# Per-request figures of a workload batch (llm_workload's records): key, name with its definition, better, role,
+# scale.
+REQUEST_METRICS = (
+    ("output_tok_s", "output tok/s per request (TTFT included)", "higher", SPEED, 1),
+    ("decode_tok_s", "decode tok/s per request (TTFT excluded)", "higher", INFO, 1),
+    ("ttft_s", "TTFT ms per request", "lower", INFO, 1000),
+)
+
+
+class CompareError(Exception):
+    """The two runs cannot be compared; the message says why."""
+
+
+class RecordInputError(CompareError):
+    """A record that is not a readable inferlab record.json."""
+
+
+class LayersDiffer(CompareError):
+    def __init__(self, layers: dict[str, tuple[str, str]]):
+        self.layers = layers
+        described = ", ".join(f"{name} ({a} -> {b})" for name, (a, b) in sorted(layers.items()))
+        super().__init__(
+            f"refusing to compare: the runs differ in {len(layers)} declared layers: {described}. Change one layer "
+            "at a time, and compare two runs that differ in that layer only."
+        )
+
+
+@dataclass(frozen=True)
+class Metric:
+    section: str
+    name: str
+    better: str | None  # "higher", "lower", or None: shown without a direction
+    role: str  # SPEED, TRANSPORT or INFO: which verdict the metric counts for
+    samples: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    min: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, samples) -> Spread:
+        return cls(statistics.median(samples), min(samples), max(samples), len(samples))
+
+
+@dataclass(frozen=True)
+class Row:
+    section: str
+    name: str
+    better: str | None
+    role: str
+    a: Spread
+    b: Spread
+    difference: float  # median of B - median of A
+    ci: tuple[float, float] | None
+    observed: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    verdict: str
+    reason: str
+    re_verified: bool | None = None  # None unless require_fresh
+
+
+@dataclass
+class Comparison:
+    run_a: dict
+    run_b: dict
+    layers: dict[str, tuple[str | None, str | None]]
+    changed_layer: str | None
+    transport_label: str
+    rows: list[Row]
+    verdicts: list[Verdict]
+    notes: list[str] = field(default_factory=list)
+    require_fresh: bool = False
+    fresh_b: tuple[bool, str] | None = None
+    resamples: int = BOOTSTRAP_RESAMPLES
+
+
+# --- reading records ----------------------------------------------------------------------------------------------
+
+
+def _mapping(value, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RecordInputError(f"{where} must be an object, found {type(value).__name__}")
+    return value
+
+
+def _sequence(value, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecordInputError(f"{where} must be a list, found {type(value).__name__}")
+    return value
+
+
+def _number(value, where: str) -> float | None:
+    """A sample: a number, or None when the record says it was not measured."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RecordInputError(f"{where} must be a number or null, found {value!r}")
+    return float(value)
+
+
+def check_record(data, where: str) -> dict:
+    """The few things every later step relies on; the rest is checked where it is read."""
+    if not isinstance(data, dict):
+        raise RecordInputError(f"{where}: expected a JSON object, found {type(data).__name__}")
+    if data.get("schema_version") != 1:
+        raise RecordInputError(f"{where}: schema_version {data.get('schema_version')!r}, expected 1")
+    run = data.get("run")
+    if not isinstance(run, dict) or not isinstance(run.get("id"), str):
+        raise RecordInputError(f"{where}: no run.id, so not an inferlab record")
+    for section in ("hosts", "verification", "serving", "link_tests", "stages"):
+        _mapping(data.get(section), f"{where}: {section}")
+    _mapping(run.get("extravars"), f"{where}: run.extravars")
+    return data
+
+
+def load_record(path: Path) -> dict:
+    """record.json of a run directory (or that file itself), checked enough to compare."""
+    target = path / "record.json" if path.is_dir() else path
+    try:
+        text = target.read_text()
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise RecordInputError(f"{target}: cannot read it ({reason}); is {path} a run directory?") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordInputError(f"{target} is not valid JSON: {exc}") from None
+    return check_record(data, str(target))
+
+
+# --- layers -------------------------------------------------------------------------------------------------------
+
+
+def _joined(by_host: dict[str, str]) -> str:
+    values = set(by_host.values())
+    if len(values) == 1:
+        return values.pop()
+    return ", ".join(f"{host}={value}" for host, value in sorted(by_host.items()))
+
+
+def declared_layers(record: dict, modes: list[str]) -> dict[str, str]:
+    """Layer name -> value for one run. A host layer whose hosts disagree reads `host=value, ...`; served modes
+    contribute the values of the modes being compared (`modes`)."""
+    per_host: dict[str, dict[str, str]] = {}
+    for section in ("hosts", "verification"):
+        for host, entry in _mapping(record.get(section), section).items():
+            layers = _mapping(_mapping(entry, f"{section}.{host}").get("layers"), f"{section}.{host}.layers")
+            for name, value in layers.items():
+                per_host.setdefault(name, {}).setdefault(host, str(value))
+    for host, test in _mapping(record.get("link_tests"), "link_tests").items():
+        value = _mapping(test, f"link_tests.{host}").get("driver_layer")
+        if value is not None:
+            per_host.setdefault("driver_layer", {}).setdefault(host, str(value))
+    layers = {name: _joined(by_host) for name, by_host in per_host.items()}
+    serving = _mapping(record.get("serving"), "serving")
+    per_mode: dict[str, set[str]] = {}
+    for mode in modes:
+        mode_layers = _mapping(_mapping(serving[mode], f"serving.{mode}").get("layers"), f"serving.{mode}.layers")
+        for name, value in mode_layers.items():
+            per_mode.setdefault(name, set()).add(str(value))
+    layers.update({name: ",".join(sorted(values)) for name, values in per_mode.items()})
+    for key, value in _mapping(record["run"].get("extravars"), "run.extravars").items():
+        if key.startswith(LAYER_EXTRAVAR_PREFIX) and len(key) > len(LAYER_EXTRAVAR_PREFIX):
+            layers[key[len(LAYER_EXTRAVAR_PREFIX) :]] = str(value)
+    return layers
+
+
+def pair_modes(record_a: dict, record_b: dict) -> list[tuple[str, str]]:
+    """Served modes to compare: those both runs have by name; else, when each run served one mode, that pair."""
+    modes_a, modes_b = list(record_a.get("serving") or {}), list(record_b.get("serving") or {})
+    common = [mode for mode in modes_a if mode in modes_b]
+    if common:
+        return [(mode, mode) for mode in common]
+    if len(modes_a) == 1 and len(modes_b) == 1:
+        return [(modes_a[0], modes_b[0])]
+    return []
+
+
+def transport_label(records: list[dict]) -> str:
+    """`emulated`, `kernel`, `mixed`, or `unknown` when no record says which driver layer carried the traffic."""
+    labels = set()
+    for data in records:
+        for section in ("hosts", "verification"):
+            for entry in (data.get(section) or {}).values():
+                labels.add((entry.get("layers") or {}).get("driver_layer"))
+        for test in (data.get("link_tests") or {}).values():
+            labels.add(test.get("transport_label"))
+        for ab in ((data.get("stages") or {}).get("link_ab") or {}).values():
+            labels.add(ab.get("transport_label") if isinstance(ab, dict) else None)
+    labels &= {"emulated", "kernel"}
+    if len(labels) == 1:
+        return labels.pop()
+    return "mixed" if labels else "unknown"
+
+
+def fresh_start(record: dict) -> tuple[bool, str]:
+    """Whether the run started from a fresh lab or a verified restore, and why (see the module docstring)."""
+    entries = (record.get("stages") or {}).get("fresh_start")
+    if not entries or not isinstance(entries, dict):
+        return False, "has no stages.fresh_start in its record (no stage writes it yet), so it counts as not fresh"
+    stale = [
+        host
+        for host, entry in sorted(entries.items())
+        if not (isinstance(entry, dict) and entry.get("verified") is True and entry.get("from") in FRESH_SOURCES)
+    ]
+    if stale:
+        return False, f"stages.fresh_start does not show a verified lab_up or restore for {', '.join(stale)}"
+    sources = sorted({entry["from"] for entry in entries.values()})
+    return True, f"started from a verified {' and '.join(sources)} on {', '.join(sorted(entries))}"
+
+
+# --- metrics ------------------------------------------------------------------------------------------------------
+
+
+def _counter_roles(transport: str) -> tuple[str, str]:
+    """(role of TCP retransmissions, role of receiver errors): a veth never counts receiver errors, and on real
+    hosts receiver errors are the transport damage itself; when unknown, both count."""
+    return {"emulated": (TRANSPORT, INFO), "kernel": (INFO, TRANSPORT)}.get(transport, (TRANSPORT, TRANSPORT))
+
+
+def _rx_errors(counters: dict, where: str) -> float | None:
+    values = [_number(counters.get(name), f"{where}.{name}") for name in RX_ERROR_COUNTERS]
+    values = [v for v in values if v is not None]
+    return sum(values) if values else None
+
+
+def _window_counters(window: dict, where: str) -> tuple[str | None, float | None, float | None]:
+    """(link interface, TCP retransmitted segments, receiver errors on the link) of one counter-window fragment."""
+    link = _mapping(window.get("link_before") or window.get("link_after"), f"{where}.link_before")
+    interface = link.get("interface")
+    retrans = _number(_mapping(window.get("tcp"), f"{where}.tcp").get("RetransSegs"), f"{where}.tcp.RetransSegs")
+    interfaces = _mapping(window.get("interfaces"), f"{where}.interfaces")
+    rx = None
+    if interface in interfaces:
+        rx = _rx_errors(
+            _mapping(interfaces[interface], f"{where}.interfaces.{interface}"), f"{where}.interfaces.{interface}"
+        )
+    return interface, retrans, rx
+
+
+def _link_ab_kind(name: str, transport: str) -> tuple[str, str]:
+    """(better, role) of one link_ab_metrics name."""
+    retrans_role, rx_role = _counter_roles(transport)
+    if name.endswith("_gbps"):
+        return "higher", SPEED
+    if name.endswith("_tcp_retrans"):
+        return "lower", retrans_role
+    if name.endswith("_rx_errors"):
+        return "lower", rx_role
+    return "lower", INFO  # retransmission shares, iperf3's own counts, probe loss and round-trip times
+
+
+class _Metrics(dict):
+    """(section, name) -> Metric; a metric without samples is left out."""
+
+    def add(self, section: str, name: str, better: str | None, role: str, samples: list[float | None]) -> None:
+        samples = [s for s in samples if s is not None]
+        if samples:
+            self[(section, name)] = Metric(section, name, better, role, tuple(samples))
+
+    def add_counters(
+        self, section: str, prefix: str, roles: tuple[str, str], retrans: list, rx: list, interface: str | None = None
+    ) -> None:
+        self.add(section, f"{prefix}TCP retransmitted segments", "lower", roles[0], retrans)
+        on = f" on {interface}" if interface else ""
+        self.add(section, f"{prefix}receiver errors{on} (crc+over+missed+length)", "lower", roles[1], rx)
+
+
+def _serving_metrics(metrics: _Metrics, record: dict, modes: dict[str, str], roles: tuple[str, str]) -> set[str]:
+    """Per-request figures of every ladder step, by kind and cache label, and the mode's counter window; returns the
+    window stages it used."""
+    serving, stages = _mapping(record.get("serving"), "serving"), _mapping(record.get("stages"), "stages")
+    used = set()
+    for mode, label in modes.items():
+        where = f"serving.{mode}"
+        result = _mapping(serving[mode], where)
+        acceptance = _mapping(result.get("acceptance"), f"{where}.acceptance")
+        for i, step in enumerate(_sequence(acceptance.get("steps"), f"{where}.acceptance.steps")):
+            step_where = f"{where}.acceptance.steps[{i}]"
+            step = _mapping(step, step_where)
+            batch = _mapping(step.get("batch"), f"{step_where}.batch")
+            if not batch:
+                continue
+            section = f"serving {label}: {step.get('step')} ({batch.get('kind')}, {batch.get('cache')} cache)"
+            where_records = f"{step_where}.batch.records"
+            requests = [
+                (n, r)
+                for n, r in enumerate(_sequence(batch.get("records"), where_records))
+                if isinstance(r, dict) and r.get("ok") is True
+            ]
+            for key, name, better, role, scale in REQUEST_METRICS:
+                values = [_number(r.get(key), f"{where_records}[{n}].{key}") for n, r in requests]
+                metrics.add(section, name, better, role, [None if v is None else v * scale for v in values])
+        if result.get("window"):
+            stage = f"window_{result['window']}"
+            used.add(stage)
+            for host, window in sorted(_mapping(stages.get(stage), f"stages.{stage}").items()):
+                interface, retrans, rx = _window_counters(_mapping(window, f"stages.{stage}.{host}"), stage)
+                metrics.add_counters(f"serving {label}: counter window", f"{host}: ", roles, [retrans], [rx], interface)
+    return used
+
+
+def _link_test_metrics(metrics: _Metrics, record: dict, roles: tuple[str, str]) -> None:
+    """Per-second throughput of the bidirectional test, and each test's counter deltas per host."""
+    for host, test in sorted(_mapping(record.get("link_tests"), "link_tests").items()):
+        where = f"link_tests.{host}"
+        test = _mapping(test, where)
+        pair = _mapping(test.get("pair"), f"{where}.pair")
+        a, b = pair.get("a"), pair.get("b")
+        section = f"link test {a} <-> {b}"
+        tests = _mapping(test.get("tests"), f"{where}.tests")
+        asymmetry = _mapping(tests.get("asymmetry"), f"{where}.tests.asymmetry")
+        where_intervals = f"{where}.tests.asymmetry.intervals"
+        intervals = [
+            (n, iv)
+            for n, iv in enumerate(_sequence(asymmetry.get("intervals"), where_intervals))
+            if isinstance(iv, dict) and not iv.get("omitted")
+        ]
+        for key, source, sink in (("forward_bps", a, b), ("reverse_bps", b, a)):
+            values = [_number(iv.get(key), f"{where_intervals}[{n}].{key}") for n, iv in intervals]
+            name = f"{source} -> {sink} Gb/s per 1 s interval (bidirectional test)"
+            metrics.add(section, name, "higher", SPEED, [None if v is None else v / 1e9 for v in values])
+        for test_name, result in sorted(tests.items()):
+            where_counters = f"{where}.tests.{test_name}.host_counters"
+            counters = _mapping(_mapping(result, f"{where}.tests.{test_name}").get("host_counters"), where_counters)
+            for counter_host, values in sorted(counters.items()):
+                values = _mapping(values, f"{where_counters}.{counter_host}")
+                retrans = _number(values.get("RetransSegs"), f"{where_counters}.{counter_host}.RetransSegs")
+                rx = _rx_errors(values, f"{where_counters}.{counter_host}")
+                metrics.add_counters(section, f"{test_name}: {counter_host} ", roles, [retrans], [rx])
+
+
+def _link_ab_metrics(metrics: _Metrics, stages: dict, transport: str) -> None:
+    """The link A/B's repetitions, per condition (link_ab_metrics' names)."""
+    for host, ab in sorted(_mapping(stages.get("link_ab"), "stages.link_ab").items()):
+        where = f"stages.link_ab.{host}"
+        samples: dict[tuple[str, str], list[float | None]] = {}
+        for i, repetition in enumerate(_sequence(_mapping(ab, where).get("runs"), f"{where}.runs")):
+            repetition = _mapping(repetition, f"{where}.runs[{i}]")
+            for name, value in _mapping(repetition.get("metrics"), f"{where}.runs[{i}].metrics").items():
+                number = _number(value, f"{where}.runs[{i}].metrics.{name}")
+                samples.setdefault((str(repetition.get("condition")), name), []).append(number)
+        for (condition, name), values in sorted(samples.items()):
+            metrics.add(f"link A/B {host}, condition {condition}", name, *_link_ab_kind(name, transport), values)
+
+
+def _window_metrics(metrics: _Metrics, stages: dict, skip: set[str], roles: tuple[str, str]) -> None:
+    """Counter windows of their own (link tests, experiments); windows `<name>_<N>` are trials of `<name>`."""
+    trials: dict[str, dict[str, list[dict]]] = {}
+    for stage, by_host in sorted(stages.items()):
+        if not stage.startswith("window_") or stage in skip:
+            continue
+        match = TRIAL_SUFFIX.match(stage.removeprefix("window_"))
+        base = match["base"] if match else stage.removeprefix("window_")
+        for host, window in _mapping(by_host, f"stages.{stage}").items():
+            trials.setdefault(base, {}).setdefault(host, []).append(_mapping(window, f"stages.{stage}.{host}"))
+    for base, by_host in sorted(trials.items()):
+        for host, windows in sorted(by_host.items()):
+            counted = [_window_counters(w, f"stages.window_{base}*.{host}") for w in windows]
+            interface = next((c[0] for c in counted if c[0]), None)
+            metrics.add_counters(
+                f"counter window {base}",
+                f"{host}: ",
+                roles,
+                [c[1] for c in counted],
+                [c[2] for c in counted],
+                interface,
+            )
+
+
+def extract_metrics(record: dict, modes: dict[str, str], transport: str) -> dict[tuple[str, str], Metric]:
+    """(section, name) -> Metric for one run. `modes` maps each served mode to compare to its label, shared by both
+    runs, so that e.g. baseline in A and nextn in B land in the same rows."""
+    metrics = _Metrics()
+    roles = _counter_roles(transport)
+    stages = _mapping(record.get("stages"), "stages")
+    windows_of_modes = _serving_metrics(metrics, record, modes, roles)
+    _link_test_metrics(metrics, record, roles)
+    _link_ab_metrics(metrics, stages, transport)
+    _window_metrics(metrics, stages, windows_of_modes, roles)
+    return dict(metrics)
+
+
+# --- statistics ---------------------------------------------------------------------------------------------------
+
+
+def ci_indices(resamples: int, confidence_pct: int = CONFIDENCE_PCT) -> tuple[int, int]:
+    """Indices of the percentile CI's ends in the sorted resampled differences: with R resamples and a 95% CI,
+    R*2.5% and R - 1 - R*2.5% (integer arithmetic: 250 and 9749 for 10,000)."""
+    lower = resamples * (100 - confidence_pct) // 200
+    return lower, resamples - 1 - lower
+
+
+def bootstrap_ci(
+    a, b, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence_pct: int = CONFIDENCE_PCT
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of median(b) - median(a): each resample draws len(a) from a and len(b) from b with
+    replacement (in that order, from one random.Random(seed)), so a given input always gives the same interval."""
+    rng = random.Random(seed)
+    a, b = list(a), list(b)
+    differences = sorted(
+        statistics.median(rng.choices(b, k=len(b))) - statistics.median(rng.choices(a, k=len(a)))
+        for _ in range(resamples)
+    )
+    lower, upper = ci_indices(resamples, confidence_pct)
+    return differences[lower], differences[upper]
+
+
+def observed(ci: tuple[float, float], better: str | None) -> str:
+    """Which way the CI of B - A points, given which direction is better for the metric."""
+    if better is None:
+        return NO_DIRECTION
+    low, high = ci if better == "higher" else (-ci[1], -ci[0])  # as "how much better B is"
+    if low > 0:
+        return B_BETTER
+    if high < 0:
+        return B_WORSE
+    return NO_CLEAR
+
+
+def compare_metric(a: Metric, b: Metric, resamples: int = BOOTSTRAP_RESAMPLES) -> Row:
+    spread_a, spread_b = Spread.of(a.samples), Spread.of(b.samples)
+    ci, seen = None, TOO_FEW
+    if min(spread_a.n, spread_b.n) >= MIN_SAMPLES:
+        ci = bootstrap_ci(a.samples, b.samples, resamples)
+        seen = observed(ci, a.better)
+    return Row(a.section, a.name, a.better, a.role, spread_a, spread_b, spread_b.median - spread_a.median, ci, seen)
+
+
+def claim_verdict(claim: str, rows: list[Row], role: str) -> Verdict:
+    counted = [r for r in rows if r.role == role and r.observed in (B_BETTER, B_WORSE, NO_CLEAR)]
+    better = [r for r in counted if r.observed == B_BETTER]
+    worse = [r for r in counted if r.observed == B_WORSE]
+    if not counted:
+        return Verdict(claim, INCONCLUSIVE, f"no {role} metric has at least {MIN_SAMPLES} samples in both runs")
+    tally = f"of {len(counted)} {role} metrics with a CI"
+    if better and not worse:
+        return Verdict(claim, SUPPORTED, f"observed: B better on {len(better)} {tally}, worse on none")
+    if worse and not better:
+        return Verdict(claim, NOT_SUPPORTED, f"observed: B worse on {len(worse)} {tally}, better on none")
+    if better and worse:
+        return Verdict(claim, INCONCLUSIVE, f"observed: B better on {len(better)} and worse on {len(worse)} {tally}")
+    return Verdict(claim, INCONCLUSIVE, f"observed: every CI of the {len(counted)} {role} metrics includes 0")
+
+
+# --- the comparison -----------------------------------------------------------------------------------------------
+
+
+def compare(
+    record_a: dict, record_b: dict, require_fresh: bool = False, resamples: int = BOOTSTRAP_RESAMPLES
+) -> Comparison:
+    """Compare B against A. Raises RecordInputError for a malformed record, LayersDiffer when more than one
+    declared layer differs, CompareError when both records are the same run."""
+    check_record(record_a, "RUN_A")
+    check_record(record_b, "RUN_B")
+    if record_a["run"]["id"] == record_b["run"]["id"]:
+        raise CompareError(f"RUN_A and RUN_B are the same run ({record_a['run']['id']}): compare two runs")
+    notes = []
+    for which, data in (("A", record_a), ("B", record_b)):
+        if data["run"].get("exit_code") != 0:
+            notes.append(
+                f"{which}'s run did not succeed (exit {data['run'].get('exit_code')}): its figures may be partial"
+            )
+    pairs = pair_modes(record_a, record_b)
+    paired_a, paired_b = {a for a, _ in pairs}, {b for _, b in pairs}
+    for which, data, paired in (("A", record_a, paired_a), ("B", record_b, paired_b)):
+        unpaired = [mode for mode in (data.get("serving") or {}) if mode not in paired]
+        if unpaired:
+            notes.append(f"served mode(s) {', '.join(unpaired)} only in {which}: not compared")
+
+    layers_a = _reading("RUN_A", record_a, declared_layers, [a for a, _ in pairs])
+    layers_b = _reading("RUN_B", record_b, declared_layers, [b for _, b in pairs])
+    layers = {name: (layers_a.get(name), layers_b.get(name)) for name in sorted(set(layers_a) | set(layers_b))}
+    differing = {name: (a, b) for name, (a, b) in layers.items() if a is not None and b is not None and a != b}
+    one_sided = [name for name, (a, b) in layers.items() if (a is None) != (b is None)]
+    if len(differing) > 1:
+        raise LayersDiffer(differing)
+    if one_sided:
+        notes.append(f"layer(s) recorded in one run only, so not checked: {', '.join(one_sided)}")
+    changed = next(iter(differing), None)
+    if changed is None:
+        notes.append(
+            "no declared layer differs: these runs repeat one configuration, or differ in something the "
+            f"records do not declare (declare it with -e {LAYER_EXTRAVAR_PREFIX}NAME=VALUE)"
+        )
+
+    transport = transport_label([record_a, record_b])
+    labels = {a: a if a == b else f"{a} -> {b}" for a, b in pairs}
+    metrics_a = _reading("RUN_A", record_a, extract_metrics, labels, transport)
+    metrics_b = _reading("RUN_B", record_b, extract_metrics, {b: labels[a] for a, b in pairs}, transport)
+    rows = [compare_metric(metrics_a[key], metrics_b[key], resamples) for key in metrics_a if key in metrics_b]
+    only = {
+        which: [key for key in mine if key not in theirs]
+        for which, mine, theirs in (("A", metrics_a, metrics_b), ("B", metrics_b, metrics_a))
+    }
+    for which, keys in only.items():
+        if keys:
+            notes.append(f"{len(keys)} metric(s) only in {which}, not compared (first: {keys[0][0]}: {keys[0][1]})")
+    if any(r.observed == TOO_FEW for r in rows):
+        notes.append(
+            f"a metric with fewer than {MIN_SAMPLES} samples in either run gets no CI and counts for no "
+            "verdict: run more trials"
+        )
+    notes.append(
+        "samples come from within each run (requests, 1 s intervals, repetitions, trial windows): the CI "
+        "covers their spread, not the spread between whole runs; repeat whole runs to cover that"
+    )
+
+    transport_claim = "B has fewer transport errors"
+    if transport == "emulated":
+        transport_claim += " (emulated: TCP retransmissions caused by the lab's tc link profiles)"
+        notes.append(
+            "transport errors are emulated in this lab: the tc link profiles cause qdisc drops and TCP "
+            "retransmissions, and a veth never counts receiver CRC or overrun errors; qdisc drops are not in "
+            "the record, so the transport verdict rests on TCP retransmissions"
+        )
+    elif transport == "kernel":
+        transport_claim += " (receiver errors: crc, over, missed, length)"
+    else:
+        transport_claim += f" (driver layer {transport}: TCP retransmissions and receiver errors both count)"
+    verdicts = [claim_verdict("B is faster", rows, SPEED), claim_verdict(transport_claim, rows, TRANSPORT)]
+
+    fresh_b = None
+    if require_fresh:
+        fresh_b = fresh_start(record_b)
+        verdicts = [Verdict(v.claim, v.verdict, v.reason, v.verdict == SUPPORTED and fresh_b[0]) for v in verdicts]
+    notes.append(
+        "a supported verdict is what these two runs show; why B differs stays a theory until the effect "
+        "reproduces in a separate run that started from a fresh lab or restore (--require-fresh)"
+    )
+    return Comparison(
+        run_a=_run_summary(record_a),
+        run_b=_run_summary(record_b),
+        layers=layers,
+        changed_layer=changed,
+        transport_label=transport,
+        rows=rows,
+        verdicts=verdicts,
+        notes=notes,
+        require_fresh=require_fresh,
+        fresh_b=fresh_b,
+        resamples=resamples,
+    )
+
+
+def _reading(which: str, data: dict, read, *args):
+    """read(data, *args), naming the run in a RecordInputError."""
+    try:
+        return read(data, *args)
+    except RecordInputError as exc:
+        raise RecordInputError(f"{which} {data['run']['id']}: {exc}") from None
+
+
+def _run_summary(data: dict) -> dict:
+    run = data["run"]
+    return {key: run.get(key) for key in ("id", "playbook", "started", "status", "exit_code")}
+
+
+# --- output -------------------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _spread(spread: Spread) -> str:
+    return f"{_fmt(spread.median)} ({_fmt(spread.min)} to {_fmt(spread.max)}, n={spread.n})"
+
+
+def render_text(comparison: Comparison) -> str:
+    a, b = comparison.run_a, comparison.run_b
+    lines = [f"# inferlab compare: A {a['id']} vs B {b['id']}", ""]
+    for which, run in (("A", a), ("B", b)):
+        lines.append(
+            f"- {which}: `{run['playbook']}`, started {run['started']}, status {run['status']}, exit {run['exit_code']}"
+        )
+    lines += ["", "## Declared layers", "", "| layer | A | B | |", "| --- | --- | --- | --- |"]
+    for name, (value_a, value_b) in comparison.layers.items():
+        mark = "**differs**" if name == comparison.changed_layer else ""
+        lines.append(f"| {name} | {value_a or '(not recorded)'} | {value_b or '(not recorded)'} | {mark} |")
+    lines += [
+        "",
+        "## Differences (B - A)",
+        "",
+        f"Each run: median (min to max, n samples). B - A is the difference of the medians; its "
+        f"{CONFIDENCE_PCT}% CI is a percentile bootstrap ({comparison.resamples} resamples, seed "
+        f"{BOOTSTRAP_SEED}), given when both runs have at least {MIN_SAMPLES} samples. `observed` says on whose "
+        "side of 0 the CI lies.",
+    ]
+    section = None
+    for row in comparison.rows:
+        if row.section != section:
+            section = row.section
+            lines += [
+                "",
+                f"### {section}",
+                "",
+                "| metric | better | A | B | B - A | 95% CI | observed | counts for |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            ]
+        ci = "—" if row.ci is None else f"{_fmt(row.ci[0])} to {_fmt(row.ci[1])}"
+        lines.append(
+            f"| {row.name} | {row.better or '—'} | {_spread(row.a)} | {_spread(row.b)} "
+            f"| {_fmt(row.difference)} | {ci} | {row.observed} | {row.role} |"
+        )
+    if not comparison.rows:
+        lines.append("No metric is in both records.")
+    lines += ["", "## Verdicts", ""]
+    for verdict in comparison.verdicts:
+        lines.append(f"- {verdict.claim}: **{verdict.verdict}** ({verdict.reason})")
+        if comparison.require_fresh:
+            fresh, why = comparison.fresh_b
+            if verdict.verdict != SUPPORTED:
+                lines.append("  - re-verified: not applicable (not supported here)")
+            else:
+                lines.append(f"  - re-verified: {'yes' if verdict.re_verified else 'no'}: B {why}")
+    lines += ["", "## Notes", ""] + [f"- {note}" for note in comparison.notes]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(comparison: Comparison) -> dict:
+    return {
+        "run_a": comparison.run_a,
+        "run_b": comparison.run_b,
+        "layers": {name: {"a": a, "b": b} for name, (a, b) in comparison.layers.items()},
+        "changed_layer": comparison.changed_layer,
+        "transport_label": comparison.transport_label,
+        "bootstrap": {
+            "resamples": comparison.resamples,
+            "seed": BOOTSTRAP_SEED,
+            "confidence_pct": CONFIDENCE_PCT,
+            "min_samples": MIN_SAMPLES,
+            "statistic": "median(B) - median(A)",
+        },
+        "rows": [{**asdict(row), "ci": list(row.ci) if row.ci else None} for row in comparison.rows],
+        "verdicts": [asdict(v) for v in comparison.verdicts],
+        "require_fresh": comparison.require_fresh,
+        "fresh_b": None
+        if comparison.fresh_b is None
+        else {"fresh": comparison.fresh_b[0], "reason": comparison.fresh_b[1]},
+        "notes": comparison.notes,
+    }

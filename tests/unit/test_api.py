@@ -1,0 +1,162 @@
+"""inferlab.api.run: a real ansible-runner run of a tiny playbook against localhost (no lab), its status, exit code,
+run directory and record; cancellation through the cancel callback; and `inferlab run` as its CLI."""
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from inferlab import api, cli, exit_codes, runner
+
+PLAYBOOK = """\
+- name: A tiny run against the controller
+  hosts: local
+  gather_facts: false
+  tasks:
+    - name: Make the fragment directory
+      ansible.builtin.file:
+        path: "{{ inferlab_run_dir }}/fragments/demo"
+        state: directory
+        mode: "0755"
+      changed_when: false
+
+    - name: Write a fragment
+      ansible.builtin.copy:
+        content: '{"answer": 42}'
+        dest: "{{ inferlab_run_dir }}/fragments/demo/local.json"
+        mode: "0644"
+      changed_when: false
+
+    - name: Fail before changing anything
+      ansible.builtin.fail:
+        msg: a precondition failed
+      when: fail_early | default(false) | bool
+
+    - name: Change something
+      ansible.builtin.file:
+        path: "{{ inferlab_run_dir }}/changed"
+        state: touch
+        mode: "0644"
+
+    - name: Wait
+      ansible.builtin.command: sleep {{ sleep_s | default(0) }}
+      changed_when: false
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    playbook = tmp_path / "tiny.yml"
+    playbook.write_text(PLAYBOOK)
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(f"local ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    return playbook, inventory
+
+
+def test_success_returns_status_rc_run_dir_and_record(project, tmp_path):
+    playbook, inventory = project
+    result = api.run(playbook, inventory, run_dir=tmp_path / "run")
+    assert (result.status, result.rc, result.ansible_rc) == ("successful", exit_codes.SUCCESS, 0)
+    assert result.succeeded and not result.canceled
+    assert result.run_dir == (tmp_path / "run").resolve()
+    assert result.record_error is None
+    assert result.record["stages"]["demo"]["local"] == {"answer": 42}
+    assert result.record["run"]["exit_code"] == 0
+    assert result.record["run"]["stats"]["changed"] == {"local": 1}
+    assert json.loads((result.run_dir / "record.json").read_text()) == result.record
+    assert (result.run_dir / "report.md").is_file()
+    # ansible-runner's own artifact layout, for schedulers that already read it
+    assert (result.run_dir / "artifacts" / "ansible" / "status").read_text() == "successful"
+    assert (result.run_dir / "artifacts" / "ansible" / "rc").read_text() == "0"
+
+
+def test_a_failed_precondition_is_10(project, tmp_path):
+    playbook, inventory = project
+    result = api.run(playbook, inventory, {"fail_early": "true"}, tmp_path / "run")
+    assert (result.status, result.rc) == ("failed", exit_codes.PRECONDITION_FAILED)
+    assert result.meaning == "a precondition failed and nothing was changed"
+    assert result.record["run"]["exit_code"] == exit_codes.PRECONDITION_FAILED
+    assert result.record["run"]["extravars"] == {"fail_early": "true"}
+
+
+def test_cancel_callback_cancels_and_the_outcome_says_so(project, tmp_path):
+    playbook, inventory = project
+    run_dir = tmp_path / "run"
+    calls = []
+
+    def cancel() -> bool:  # cancel once the play has changed something and sits in the long task
+        calls.append(1)
+        return (run_dir / "changed").exists()
+
+    result = api.run(playbook, inventory, {"sleep_s": "120"}, run_dir, cancel_callback=cancel)
+    assert calls
+    assert result.status == "canceled" and result.canceled
+    assert result.ansible_rc == 254
+    # ansible-playbook was stopped before its stats: something may have changed and no restore ran
+    assert result.rc == exit_codes.RESTORE_UNVERIFIED
+    assert result.record["run"]["status"] == "canceled"
+    assert (run_dir / "artifacts" / "ansible" / "status").read_text() == "canceled"
+
+
+def test_signal_handlers_are_put_back(project, tmp_path):
+    playbook, inventory = project
+
+    def mine(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        api.run(playbook, inventory, run_dir=tmp_path / "run")  # no callback: ansible-runner installs its own
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def outcome(tmp_path, status, stats):
+    return runner.RunOutcome(
+        run_dir=tmp_path, playbook=Path("p.yml"), inventory=Path("i"), status=status, rc=254, stats=stats
+    )
+
+
+def test_exit_code_of_a_canceled_run(tmp_path):
+    assert api.exit_code(outcome(tmp_path, "canceled", {})) == exit_codes.RESTORE_UNVERIFIED
+    assert api.exit_code(outcome(tmp_path, "timeout", {})) == exit_codes.RESTORE_UNVERIFIED
+    # with play stats, the usual rules: nothing changed is 10
+    assert api.exit_code(outcome(tmp_path, "canceled", {"changed": {}})) == exit_codes.PRECONDITION_FAILED
+    (tmp_path / "fragments" / "restore").mkdir(parents=True)
+    (tmp_path / "fragments" / "restore" / "lab-a.json").write_text('{"verified": true}')
+    assert api.exit_code(outcome(tmp_path, "canceled", {})) == exit_codes.EXPERIMENT_FAILED_RESTORED
+
+
+def test_a_record_that_fails_the_schema_is_12(project, tmp_path):
+    playbook, inventory = project
+    run_dir = tmp_path / "run"
+    (run_dir / "fragments" / "serving").mkdir(parents=True)
+    (run_dir / "fragments" / "serving" / "baseline.json").write_text("{}")  # a served mode without its fields
+    result = api.run(playbook, inventory, run_dir=run_dir)
+    assert result.status == "successful"
+    assert result.rc == exit_codes.RESTORE_UNVERIFIED
+    assert result.record is None
+    assert "does not match record.schema.json" in result.record_error
+
+
+def test_missing_playbook_or_inventory(project, tmp_path):
+    playbook, inventory = project
+    with pytest.raises(FileNotFoundError, match="playbook 'nope.yml' not found"):
+        api.run("nope.yml", inventory, run_dir=tmp_path / "run")
+    with pytest.raises(FileNotFoundError, match="inventory .*missing.ini does not exist"):
+        api.run(playbook, tmp_path / "missing.ini", run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_inferlab_run_is_the_cli_of_api_run(project, tmp_path, capsys):
+    playbook, inventory = project
+    run_dir = tmp_path / "run"
+    code = cli.main(["run", str(playbook), "-i", str(inventory), "-e", "fail_early=true", "--run-dir", str(run_dir)])
+    assert code == exit_codes.PRECONDITION_FAILED
+    captured = capsys.readouterr()
+    assert captured.out.strip().splitlines()[-1] == str(run_dir.resolve())
+    assert "inferlab: failed, exit 10 (a precondition failed and nothing was changed)" in captured.err
+    assert json.loads((run_dir / "record.json").read_text())["run"]["exit_code"] == 10

@@ -1,0 +1,315 @@
+"""inferlab compare: medians and bootstrap CIs checked against hand-computed cases, one declared layer at a time,
+verdicts in the words observed / theory / supported, and malformed records refused by name."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from inferlab import cli, compare, exit_codes, record
+
+FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+
+
+def load(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+# --- statistics, by hand ------------------------------------------------------------------------------------------
+
+
+def test_ci_indices_are_the_2_5_and_97_5_percentiles():
+    # 100 sorted differences 0..99: the 95% CI is [d[2], d[97]]; 10,000: [d[250], d[9749]]
+    assert compare.ci_indices(100) == (2, 97)
+    assert compare.ci_indices(10_000) == (250, 9749)
+    assert compare.ci_indices(1000, confidence_pct=90) == (50, 949)
+
+
+def test_bootstrap_ci_hand_computed_two_valued_case():
+    # A is constant, so each resampled difference is median(B*) - 10. A resample of B = [12, 12, 13] has median 13
+    # only when at least two of its three draws are 13: 3 * (1/3)^2 * (2/3) + (1/3)^3 = 7/27 (26%), else 12. So
+    # about 74% of the differences are 2 and 26% are 3: the 2.5th percentile is 2, the 97.5th is 3.
+    assert compare.bootstrap_ci([10, 10, 10], [12, 12, 13]) == (2, 3)
+    row = compare.compare_metric(
+        compare.Metric("s", "tok/s", "higher", compare.SPEED, (10, 10, 10)),
+        compare.Metric("s", "tok/s", "higher", compare.SPEED, (12, 12, 13)),
+    )
+    assert (row.a.median, row.a.min, row.a.max, row.a.n) == (10, 10, 10, 3)
+    assert (row.b.median, row.b.min, row.b.max, row.b.n) == (12, 12, 13, 3)
+    assert row.difference == 2
+    assert row.ci == (2, 3)
+    assert row.observed == compare.B_BETTER
+
+
+def test_bootstrap_ci_hand_computed_straddling_case():
+    # B = [0, 1, 2]: a resample's median is 0 or 2 with probability 7/27 each, 1 with 13/27. Both ends are far more
+    # likely than 2.5%, so the CI is [0 - 0, 2 - 0] = [0, 2]: it includes 0, so no clear difference.
+    assert compare.bootstrap_ci([0, 0, 0], [0, 1, 2]) == (0, 2)
+    assert compare.observed((0, 2), "higher") == compare.NO_CLEAR
+
+
+def test_bootstrap_is_deterministic_with_its_seed():
+    a, b = [5.3, 4.6, 5.6, 4.7, 6.7], [5.0, 5.9, 6.1, 4.9, 6.6]
+    assert compare.bootstrap_ci(a, b) == compare.bootstrap_ci(a, b)
+    assert compare.bootstrap_ci(a, b, resamples=200) == compare.bootstrap_ci(a, b, resamples=200, seed=8)
+
+
+@pytest.mark.parametrize(
+    ("ci", "better", "expected"),
+    [
+        ((1, 2), "higher", compare.B_BETTER),
+        ((1, 2), "lower", compare.B_WORSE),
+        ((-2, -1), "lower", compare.B_BETTER),
+        ((-2, -1), "higher", compare.B_WORSE),
+        ((-1, 1), "higher", compare.NO_CLEAR),
+        ((0, 0), "lower", compare.NO_CLEAR),
+        ((1, 2), None, compare.NO_DIRECTION),
+    ],
+)
+def test_observed_follows_the_better_direction(ci, better, expected):
+    assert compare.observed(ci, better) == expected
+
+
+def test_too_few_samples_gives_no_ci():
+    a = compare.Metric("s", "x", "higher", compare.SPEED, (1.0, 2.0))
+    b = compare.Metric("s", "x", "higher", compare.SPEED, (5.0, 6.0, 7.0))
+    row = compare.compare_metric(a, b)
+    assert row.ci is None
+    assert row.observed == compare.TOO_FEW
+    assert row.difference == 6.0 - 1.5
+
+
+def row(observed: str, role: str = compare.SPEED) -> compare.Row:
+    spread = compare.Spread(1, 1, 1, 3)
+    return compare.Row("s", observed, "higher", role, spread, spread, 0, (0, 0), observed)
+
+
+@pytest.mark.parametrize(
+    ("observed", "verdict"),
+    [
+        ([compare.B_BETTER, compare.NO_CLEAR], compare.SUPPORTED),
+        ([compare.B_WORSE, compare.NO_CLEAR], compare.NOT_SUPPORTED),
+        ([compare.B_BETTER, compare.B_WORSE], compare.INCONCLUSIVE),
+        ([compare.NO_CLEAR, compare.NO_CLEAR], compare.INCONCLUSIVE),
+        ([compare.TOO_FEW], compare.INCONCLUSIVE),
+        ([], compare.INCONCLUSIVE),
+    ],
+)
+def test_claim_verdicts(observed, verdict):
+    rows = [row(o) for o in observed] + [row(compare.B_WORSE, role=compare.INFO)]  # info rows never count
+    assert compare.claim_verdict("B is faster", rows, compare.SPEED).verdict == verdict
+
+
+# --- layers and verdicts from records -----------------------------------------------------------------------------
+
+
+def test_one_layer_apart_gives_a_verdict_with_cis():
+    result = compare.compare(load("serve_tp2.json"), load("serve_tp2_nextn.json"))
+    assert result.changed_layer == "speculation"
+    assert result.layers["speculation"] == ("none", "nextn")
+    assert result.layers["driver_layer"] == ("emulated", "emulated")
+    rows = {(r.section, r.name): r for r in result.rows}
+    concurrent = rows[
+        ("serving baseline -> nextn: concurrent (concurrent, warm cache)", "output tok/s per request (TTFT included)")
+    ]
+    assert concurrent.a.n == concurrent.b.n == 4
+    assert concurrent.a.median == pytest.approx((214.2 + 214.3) / 2)
+    assert concurrent.b.median == pytest.approx((417.3 + 422.7) / 2)
+    assert concurrent.ci[0] > 0 and concurrent.observed == compare.B_BETTER
+    repeated = rows[
+        ("serving baseline -> nextn: repeated (single_stream, warm cache)", "output tok/s per request (TTFT included)")
+    ]
+    assert repeated.observed == compare.TOO_FEW  # two requests each
+    verdicts = {v.claim.split(" (")[0]: v for v in result.verdicts}
+    assert verdicts["B is faster"].verdict == compare.SUPPORTED
+    assert verdicts["B has fewer transport errors"].verdict == compare.INCONCLUSIVE  # one window per run
+    assert verdicts["B is faster"].re_verified is None
+
+
+def test_two_layers_apart_is_refused_naming_both():
+    with pytest.raises(compare.LayersDiffer) as refused:
+        compare.compare(load("serve_tp2.json"), load("serve_tp2_nextn_kernel.json"))
+    assert set(refused.value.layers) == {"driver_layer", "speculation"}
+    message = str(refused.value)
+    assert "driver_layer (emulated -> kernel)" in message
+    assert "speculation (none -> nextn)" in message
+
+
+def test_two_layers_apart_cli_exits_13_and_names_them(capsys):
+    code = cli.main(["compare", str(FIXTURES / "serve_tp2.json"), str(FIXTURES / "serve_tp2_nextn_kernel.json")])
+    assert code == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert "differ in 2 declared layers" in err
+    assert "driver_layer" in err and "speculation" in err
+
+
+def test_a_layer_declared_as_an_extra_var_counts():
+    lossy, clean = load("link_lossy.json"), load("link_clean_fresh.json")
+    result = compare.compare(lossy, clean)
+    assert result.changed_layer == "link_profile"
+    clean["run"]["extravars"]["inferlab_layer_mtu"] = "9000"
+    lossy["run"]["extravars"]["inferlab_layer_mtu"] = "1500"
+    with pytest.raises(compare.LayersDiffer, match="link_profile .*mtu|mtu .*link_profile"):
+        compare.compare(lossy, clean)
+
+
+def test_a_layer_recorded_in_one_run_only_is_named_not_counted():
+    a, b = load("serve_tp2.json"), load("serve_tp2_nextn.json")
+    a["hosts"] = {}
+    result = compare.compare(a, b)
+    assert result.changed_layer == "speculation"
+    assert any("recorded in one run only" in note and "driver_layer" in note for note in result.notes)
+
+
+def test_emulated_transport_errors_are_retransmissions_and_labelled():
+    result = compare.compare(load("link_lossy.json"), load("link_clean_fresh.json"))
+    assert result.transport_label == "emulated"
+    transport = [v for v in result.verdicts if v.claim.startswith("B has fewer transport errors")][0]
+    assert "emulated" in transport.claim
+    assert transport.verdict == compare.SUPPORTED
+    rows = {(r.section, r.name): r for r in result.rows}
+    retrans = rows[("counter window asymmetry", "lab-a: TCP retransmitted segments")]
+    assert retrans.role == compare.TRANSPORT and retrans.a.n == retrans.b.n == 3  # window_asymmetry_1..3
+    assert (retrans.a.median, retrans.b.median) == (30110, 1433)
+    rx = rows[("counter window asymmetry", "lab-a: receiver errors on thunderbolt0 (crc+over+missed+length)")]
+    assert rx.role == compare.INFO  # a veth never counts them
+    speed = rows[("link test lab-a <-> lab-b", "lab-a -> lab-b Gb/s per 1 s interval (bidirectional test)")]
+    assert speed.a.n == 5  # the omitted interval is left out
+    assert speed.a.median == pytest.approx(5.3)
+
+
+def test_kernel_transport_errors_are_receiver_errors():
+    a, b = load("link_lossy.json"), load("link_clean_fresh.json")
+    for data in (a, b):
+        data["link_tests"]["lab-a"]["transport_label"] = data["link_tests"]["lab-a"]["driver_layer"] = "kernel"
+    result = compare.compare(a, b)
+    assert result.transport_label == "kernel"
+    roles = {r.name: r.role for r in result.rows if r.section == "counter window asymmetry"}
+    assert roles["lab-a: TCP retransmitted segments"] == compare.INFO
+    assert roles["lab-a: receiver errors on thunderbolt0 (crc+over+missed+length)"] == compare.TRANSPORT
+
+
+def test_require_fresh_re_verifies_only_a_fresh_b():
+    lossy, clean = load("link_lossy.json"), load("link_clean_fresh.json")
+    result = compare.compare(lossy, clean, require_fresh=True)
+    assert result.fresh_b[0] is True
+    assert [v.re_verified for v in result.verdicts] == [True, True]
+    assert "re-verified: yes" in compare.render_text(result)
+
+    del clean["stages"]["fresh_start"]
+    result = compare.compare(lossy, clean, require_fresh=True)
+    assert result.fresh_b == (False, compare.fresh_start(clean)[1])
+    assert "no stage writes it yet" in result.fresh_b[1]
+    assert [v.re_verified for v in result.verdicts] == [False, False]
+    text = compare.render_text(result)
+    assert "re-verified: no" in text and "counts as not fresh" in text
+
+
+def test_fresh_start_needs_every_host_verified():
+    data = load("link_clean_fresh.json")
+    data["stages"]["fresh_start"]["lab-b"]["verified"] = False
+    fresh, why = compare.fresh_start(data)
+    assert not fresh and "lab-b" in why
+
+
+def test_wording_observed_theory_supported_never_fixed_or_diagnosed():
+    for a, b in (("serve_tp2.json", "serve_tp2_nextn.json"), ("link_lossy.json", "link_clean_fresh.json")):
+        result = compare.compare(load(a), load(b), require_fresh=True)
+        text = compare.render_text(result) + json.dumps(compare.as_json(result))
+        assert "observed" in text and "theory" in text and "supported" in text
+        assert not re.search(r"\b(fix|fixed|fixes|diagnos\w*)\b", text, re.IGNORECASE)
+
+
+def test_json_output_carries_the_bootstrap_parameters(capsys):
+    code = cli.main(["compare", str(FIXTURES / "link_lossy.json"), str(FIXTURES / "link_clean_fresh.json"), "--json"])
+    assert code == exit_codes.SUCCESS
+    data = json.loads(capsys.readouterr().out)
+    assert data["bootstrap"] == {
+        "resamples": compare.BOOTSTRAP_RESAMPLES,
+        "seed": compare.BOOTSTRAP_SEED,
+        "confidence_pct": 95,
+        "min_samples": compare.MIN_SAMPLES,
+        "statistic": "median(B) - median(A)",
+    }
+    assert data["changed_layer"] == "link_profile"
+    assert {v["verdict"] for v in data["verdicts"]} == {"supported"}
+
+
+def test_same_run_twice_is_refused():
+    data = load("serve_tp2.json")
+    with pytest.raises(compare.CompareError, match="same run"):
+        compare.compare(data, copy.deepcopy(data))
+
+
+def test_fixtures_are_schema_valid_records():
+    for name in (
+        "serve_tp2.json",
+        "serve_tp2_nextn.json",
+        "serve_tp2_nextn_kernel.json",
+        "link_lossy.json",
+        "link_clean_fresh.json",
+    ):
+        record.validate(load(name))
+
+
+# --- malformed input ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("malformed_not_json.json", "is not valid JSON"),
+        ("malformed_list.json", "expected a JSON object, found list"),
+        ("malformed_no_run.json", "no run.id, so not an inferlab record"),
+        ("no_such_record.json", "cannot read it"),
+    ],
+)
+def test_unreadable_records_are_refused(name, message):
+    with pytest.raises(compare.RecordInputError, match=message):
+        compare.load_record(FIXTURES / name)
+
+
+def test_a_malformed_value_is_refused_with_its_run_and_path(capsys):
+    with pytest.raises(compare.RecordInputError) as refused:
+        compare.compare(load("serve_tp2.json"), load("malformed_rate.json"))
+    assert str(refused.value) == (
+        "RUN_B 20261201T093000Z-serve: serving.nextn.acceptance.steps[1].batch.records[0]"
+        ".output_tok_s must be a number or null, found 'fast'"
+    )
+    code = cli.main(["compare", str(FIXTURES / "serve_tp2.json"), str(FIXTURES / "malformed_rate.json")])
+    assert code == exit_codes.USAGE
+    assert "found 'fast'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(schema_version=2), "schema_version 2, expected 1"),
+        (lambda d: d.update(serving=[]), "serving must be an object, found list"),
+        (lambda d: d["serving"]["baseline"]["acceptance"].update(steps={}), "acceptance.steps must be a list"),
+        (
+            lambda d: d["stages"]["window_serve_baseline"]["lab-a"]["tcp"].update(RetransSegs=True),
+            "RetransSegs must be a number or null, found True",
+        ),
+    ],
+)
+def test_malformed_structures_are_refused(mutate, message):
+    data = load("serve_tp2.json")
+    mutate(data)
+    with pytest.raises(compare.RecordInputError, match=re.escape(message)):
+        compare.compare(data, load("serve_tp2_nextn.json"))
+
+
+def test_cli_reads_a_run_directory(tmp_path, capsys):
+    for name in ("link_lossy.json", "link_clean_fresh.json"):
+        run_dir = tmp_path / name.removesuffix(".json")
+        run_dir.mkdir()
+        (run_dir / "record.json").write_text((FIXTURES / name).read_text())
+    assert cli.main(["compare", str(tmp_path / "link_lossy"), str(tmp_path / "link_clean_fresh")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# inferlab compare: A 20261201T100000Z-link_test vs B 20261201T110000Z-link_test")
+    assert "- B is faster: **supported**" in out
+    assert cli.main(["compare", str(tmp_path / "link_lossy"), str(tmp_path / "nowhere")]) == exit_codes.USAGE
+    assert "is " + str(tmp_path / "nowhere") + " a run directory?" in capsys.readouterr().err

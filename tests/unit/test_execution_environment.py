@@ -1,0 +1,129 @@
+"""execution-environment.yml is a valid ansible-builder 3 definition (no container build here), and its pins and
+collection tarball agree with pyproject.toml and galaxy.yml."""
+
+import re
+import tomllib
+
+import jsonschema
+import pytest
+import yaml
+
+from inferlab import paths
+
+EE_FILE = paths.REPO_ROOT / "execution-environment.yml"
+
+STRINGS = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+PIP_PACKAGE = {
+    "type": "object",
+    "required": ["package_pip"],
+    "additionalProperties": False,
+    "properties": {"package_pip": {"type": "string"}},
+}
+# The version 3 keys of ansible-builder's definition schema that this file may use; anything else is refused, as
+# ansible-builder refuses unknown keys. EE_BASE_IMAGE is not a build_arg_defaults key in version 3:
+# images.base_image.name is its default.
+EE_V3 = {
+    "type": "object",
+    "required": ["version", "images", "dependencies"],
+    "additionalProperties": False,
+    "properties": {
+        "version": {"const": 3},
+        "images": {
+            "type": "object",
+            "required": ["base_image"],
+            "additionalProperties": False,
+            "properties": {
+                "base_image": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {"name": {"type": "string", "minLength": 1}},
+                }
+            },
+        },
+        "build_arg_defaults": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                key: {"type": "string"}
+                for key in (
+                    "ANSIBLE_GALAXY_CLI_COLLECTION_OPTS",
+                    "ANSIBLE_GALAXY_CLI_ROLE_OPTS",
+                    "PKGMGR_PRESERVE_CACHE",
+                )
+            },
+        },
+        "dependencies": {
+            "type": "object",
+            "required": ["ansible_core", "ansible_runner", "python", "galaxy"],
+            "additionalProperties": False,
+            "properties": {
+                "python_interpreter": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"package_system": {"type": "string"}, "python_path": {"type": "string"}},
+                },
+                "ansible_core": PIP_PACKAGE,
+                "ansible_runner": PIP_PACKAGE,
+                "python": STRINGS,
+                "system": STRINGS,
+                "galaxy": {"anyOf": [{"type": "object"}, {"type": "string"}]},
+            },
+        },
+        "additional_build_files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["src", "dest"],
+                "additionalProperties": False,
+                "properties": {"src": {"type": "string"}, "dest": {"type": "string"}},
+            },
+        },
+        "additional_build_steps": {"type": "object"},
+        "options": {"type": "object"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def ee() -> dict:
+    return yaml.safe_load(EE_FILE.read_text())
+
+
+@pytest.fixture(scope="module")
+def pins() -> dict[str, str]:
+    dependencies = tomllib.loads((paths.REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return dict(dependency.split("==") for dependency in dependencies)
+
+
+def test_it_is_an_ansible_builder_v3_definition(ee):
+    jsonschema.validate(ee, EE_V3)
+    assert ee["version"] == 3
+
+
+def test_ansible_core_and_runner_match_pyproject(ee, pins):
+    assert ee["dependencies"]["ansible_core"]["package_pip"] == f"ansible-core=={pins['ansible-core']}"
+    assert ee["dependencies"]["ansible_runner"]["package_pip"] == f"ansible-runner=={pins['ansible-runner']}"
+
+
+def test_python_requirements_are_pinned_as_in_pyproject(ee, pins):
+    for requirement in ee["dependencies"]["python"]:
+        name, sep, version = requirement.partition("==")
+        assert sep, f"{requirement} is not pinned"
+        assert pins.get(name) == version, f"{requirement} differs from pyproject.toml ({pins.get(name)})"
+
+
+def test_the_collection_tarball_is_this_collection(ee):
+    galaxy = yaml.safe_load((paths.REPO_ROOT / "galaxy.yml").read_text())
+    tarball = f"{galaxy['namespace']}-{galaxy['name']}-{galaxy['version']}.tar.gz"
+    collections = ee["dependencies"]["galaxy"]["collections"]
+    assert collections == [{"name": f"collections/{tarball}", "type": "file"}]
+    # the tarball is copied into the build context's collections/ folder, which ansible-galaxy reads from /build
+    assert {"src": f"build/ee/{tarball}", "dest": "collections"} in ee["additional_build_files"]
+    # galaxy.yml declares no other collections, so the EE needs none
+    assert not galaxy.get("dependencies")
+
+
+def test_base_image_is_a_build_arg_default(ee):
+    assert re.fullmatch(r"[\w.-]+(/[\w.-]+)+:[\w.-]+", ee["images"]["base_image"]["name"])
+    assert "EE_BASE_IMAGE" not in ee.get("build_arg_defaults", {})
+    assert "--build-arg EE_BASE_IMAGE=" in EE_FILE.read_text()  # the documented override
