@@ -6,8 +6,7 @@
 # The real gates and a real build of the tx_e2e patches (roles/tbnet_candidate/files/) against Debian's kernel
 # sources and headers, both layouts and both TX E2E histories:
 #
-#   bash tests/kernel/check_patch.sh [CACHE_DIR]        (default <repo>/.cache/kernel; KEEP_WORK=1 keeps the work dir;
-#                                                       CANDIDATE_OUT=DIR keeps each real candidate as DIR/<abi>/)
+#   bash tests/kernel/check_patch.sh [CACHE_DIR]        (default <repo>/.cache/kernel; KEEP_WORK=1 keeps the work dir)
 #
 # 1. tests/kernel/fetch_sources.sh CACHE_DIR fetches (or finds) every source: Debian 12's 6.1 uploads (today
 #    6.1.192-3, rx_only, and the point release's 6.1.176-1, a real tx_always tree) and 6.12, each with its headers.
@@ -370,13 +369,6 @@ check_case() {
     || { log "[$name] the candidate has no bool tx_e2e parameter"; return 1; }
   rec "$record" candidate.has_tx_e2e true
   [[ -n $(modinfo -F srcversion "$ko_cand") ]] || { log "[$name] the candidate has no srcversion"; return 1; }
-  # CANDIDATE_OUT=DIR keeps each real source's candidate as DIR/<abi>/thunderbolt-net.ko (the kernel scenario loads
-  # the one built for its guest's kernel)
-  if [[ -n ${CANDIDATE_OUT:-} && $how == none ]]; then
-    mkdir -p "$CANDIDATE_OUT/$abi"
-    cp "$ko_cand" "$CANDIDATE_OUT/$abi/thunderbolt-net.ko"
-    rec "$record" candidate.kept "$CANDIDATE_OUT/$abi/thunderbolt-net.ko"
-  fi
   if (( $(grep -c 'warning:' "$dir/build-candidate.log" || true) > $(grep -c 'warning:' "$dir/build-stock.log" \
       || true) )); then
     log "[$name] the patch adds compiler warnings:"

@@ -34,16 +34,33 @@ def test_the_gates_and_builds_passed_for_both_layouts_and_histories():
     assert "trailing whitespace" in negatives and "spelling.txt" in negatives
 
 
+def test_the_role_built_the_candidate_behind_the_gates_for_the_guest_kernel():
+    build = RESULTS["build"]
+    assert RESULTS["built"]["changed"]
+    assert build["source"]["layout"] == "single" and build["source"]["history"] in ("rx_only", "tx_always")
+    assert build["source"]["source_version"] == build["source"]["running_version"] == build["source"]["headers_version"]
+    assert build["gates"]["git_diff_check"] == "passed"
+    assert all("has no obvious style problems" in p["checkpatch"] for p in build["gates"]["patches"])
+    assert build["module"]["vermagic"].split()[0] == GUEST["abi"]
+    # the role's build is the same module check_patch.sh built from the same source and patch
+    assert build["module"]["srcversion"] == built_candidate()["candidate"]["srcversion"]
+
+
 def test_the_candidate_loaded_with_tx_e2e_and_the_override_recorded():
     result = RESULTS["candidate"]
     module = result["module"]
     assert result["changed"] and not result["emulated"]
     assert module["parameters"]["tx_e2e"] == "Y"
     assert module["modes"]["tx_e2e"] == 0o444
-    assert module["srcversion"] == built_candidate()["candidate"]["srcversion"]
+    assert module["srcversion"] == RESULTS["build"]["module"]["srcversion"]
     assert result["peer_override"] is True  # no peer in the VM: loaded on the recorded override
     taint = result["kernel_taint"]
     assert taint["after"] & TAINT_OOT_MODULE and taint["after"] & TAINT_UNSIGNED_MODULE, taint
+
+
+def test_a_second_run_builds_and_loads_nothing():
+    assert RESULTS["again"]["built"]["changed"] is False
+    assert RESULTS["again"]["load"]["changed"] is False
 
 
 def test_without_the_opt_in_tx_e2e_reads_n():
@@ -55,7 +72,27 @@ def test_the_stock_reload_removes_tx_e2e(step):
     result = RESULTS[step]
     assert result["changed"] and len(result["undone"]) == 1
     assert "tx_e2e" not in result["module"]["parameters"]
-    assert result["module"]["srcversion"] != built_candidate()["candidate"]["srcversion"]
+    assert result["module"]["srcversion"] == RESULTS["candidate"]["before"]["srcversion"]
+
+
+@pytest.mark.parametrize(("case", "gate", "message"), [
+    ("gate_trailing_whitespace", "git diff --check", "git diff --check failed"),
+    ("gate_checkpatch_error", "checkpatch", "checkpatch failed"),
+    ("gate_missing_spelling_txt", "checkpatch", "refusing to run checkpatch: spelling.txt missing"),
+    ("precondition_no_opt_in", None, "Expected inferlab_allow_driver_swap true"),
+    ("precondition_missing_headers", None, "Install linux-headers-"),
+    ("precondition_other_kernel", None, "a module for another kernel does not load"),
+])
+def test_the_role_refuses_before_any_load(case, gate, message):
+    refusal = RESULTS["refusals"][case]
+    assert message in refusal["msg"], refusal["msg"]
+    assert refusal["gate"] == gate
+    assert "tx_e2e" not in refusal["module"]["parameters"]
+
+
+def test_a_gate_failure_shows_the_gates_output():
+    assert "trailing whitespace" in RESULTS["refusals"]["gate_trailing_whitespace"]["output"]
+    assert "ERROR" in RESULTS["refusals"]["gate_checkpatch_error"]["output"]
 
 
 @pytest.mark.parametrize(("case", "message"), [
@@ -70,19 +107,31 @@ def test_refused_loads(case, message):
     assert "tx_e2e" not in refusal["module"].get("parameters", {})
 
 
-def test_nothing_persisted():
-    persistence = RESULTS["persistence"]
-    assert persistence["differences"] == []
-    assert persistence["taint"]["after"] is not None
+def test_the_restore_proves_nothing_persisted_and_no_build_directory_remains():
+    restore = RESULTS["restore_driver"]
+    assert restore["compared"] is True
+    assert restore["differences"] == [], restore["differences"]
+    assert restore["persistence"]["differences"] == []
+    assert restore["persistence"]["taint"]["after"] is not None
+    assert set(restore["private_dirs"]) == {"/var/lib/inferlab/build/tbnet-candidate-load"}
+    assert RESULTS["undo_controller"]["failed"] == []
+    last = {}
+    for line in (EPHEMERAL / "controller-state" / "ledger" / "localhost.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    # the build and patch directories on the build host, every one undone (a refused rebuild undoes its own)
+    assert {Path(e["params"]["path"]).name for e in last.values()} == {"tbnet-candidate-guest", "tbnet-patches-guest"}
+    assert {e["state"] for e in last.values()} == {"undone"}
+    assert list((EPHEMERAL / "controller-state" / "build").iterdir()) == []
 
 
 def test_the_guest_runs_the_distribution_driver_and_the_ledger_is_closed(host):
     assert host.file("/sys/module/thunderbolt_net").is_directory
     assert not host.file("/sys/module/thunderbolt_net/parameters/tx_e2e").exists
-    assert not host.file("/var/lib/inferlab/build/tbnet-candidate").exists
+    assert not host.file("/var/lib/inferlab/build/tbnet-candidate-load").exists
     last = {}
     for line in host.file("/var/lib/inferlab/ledger/guest.jsonl").content_string.splitlines():
         entry = json.loads(line)
         last[entry["id"]] = entry
-    assert {e["kind"] for e in last.values()} == {"kernel_module"}
+    assert {e["kind"] for e in last.values()} == {"kernel_module", "build_dir"}
     assert {e["state"] for e in last.values()} == {"undone"}
