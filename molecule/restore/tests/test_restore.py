@@ -40,8 +40,10 @@ def test_every_ledger_entry_is_undone_and_the_lock_released(host):
     last = {}
     for line in lines:
         last[line["id"]] = line
-    # the killed run's two files and test job, and the killed fallback run's paused primary
-    assert sorted(e["kind"] for e in last.values()) == ["file", "file", "process", "service_pause"]
+    # the candidate load (emulated) with its link watchdog, the killed run's two files and test job, and the killed
+    # fallback run's paused primary
+    assert sorted(e["kind"] for e in last.values()) == [
+        "file", "file", "kernel_module", "process", "process", "service_pause"]
     assert {e["state"] for e in last.values()} == {"undone"}
     assert not host.file(f"{ledger}/{name}.lock").exists
 
@@ -53,6 +55,21 @@ def test_the_restore_was_verified_against_known_good(host):
     assert fragment["compared_with"] == "known_good"
     assert fragment["differences"] == []
     assert fragment["known_good"].endswith(f"known_good/{name}.json")
+
+
+def test_the_candidate_is_gone_and_nothing_persisted(host):
+    name = host.backend.get_hostname()
+    driver = json.loads((RUN_DIR / "fragments" / "restore" / f"{name}.json").read_text())["driver"]
+    known_good = json.loads((RUN_DIR / "known_good_driver" / f"{name}.json").read_text())
+    candidate = json.loads((RUN_DIR / "fragments" / "candidate" / f"{name}.json").read_text())
+    assert candidate["driver_layer"] == "emulated" and candidate["module_after"]["parameters"]["tx_e2e"] == "Y"
+    assert driver["compared"] is True and driver["differences"] == []
+    assert driver["persistence"]["differences"] == []
+    assert "tx_e2e" not in driver["module"]["parameters"]
+    assert driver["module"]["srcversion"] == known_good["module"]["srcversion"]
+    module = Path(lab_host(host)["state_dir"]).parent / "sysfs" / "module" / "thunderbolt_net"  # the fixture root
+    assert host.file(str(module / "srcversion")).content_string.strip() == known_good["module"]["srcversion"]
+    assert not host.file(str(module / "parameters" / "tx_e2e")).exists
 
 
 def test_the_killed_runs_prober_on_the_controller_is_stopped_through_its_ledger():
