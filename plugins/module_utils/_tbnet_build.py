@@ -147,7 +147,7 @@ def _layout_of(paths):
     try:
         return source_rules.source_layout([p for p in paths if p in source_rules.LAYOUTS.values()])
     except source_rules.SourceError as exc:
-        raise BuildError(str(exc))
+        raise BuildError(str(exc)) from None
 
 
 def describe(tree, gate='stage'):
@@ -155,7 +155,7 @@ def describe(tree, gate='stage'):
     try:
         return source_rules.describe_tree(tree)
     except (source_rules.SourceError, OSError) as exc:
-        raise BuildError('%s: %s' % (tree, exc), gate=gate)
+        raise BuildError('%s: %s' % (tree, exc), gate=gate) from None
 
 
 def stage_directory(source, dest):
@@ -165,7 +165,7 @@ def stage_directory(source, dest):
         names = os.listdir(driver_dir)
     except OSError as exc:
         raise BuildError('the source %s has no drivers/net: %s (tbnet_candidate_source must be a kernel tree or the '
-                         'linux-source tarball)' % (source, exc.strerror))
+                         'linux-source tarball)' % (source, exc.strerror)) from None
     listed = ['drivers/net/' + n for n in names]
     if os.path.isdir(os.path.join(driver_dir, 'thunderbolt')):
         listed += ['drivers/net/thunderbolt/' + n for n in os.listdir(os.path.join(driver_dir, 'thunderbolt'))]
@@ -197,7 +197,7 @@ def stage_tarball(tarball, dest):
                 with archive.extractfile(member) as data, open(target, 'wb') as out:
                     shutil.copyfileobj(data, out)
     except (tarfile.TarError, OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
-        raise BuildError('cannot read the source tarball %s: %s' % (tarball, exc or type(exc).__name__))
+        raise BuildError('cannot read the source tarball %s: %s' % (tarball, exc or type(exc).__name__)) from None
     return layout
 
 
