@@ -72,7 +72,7 @@ def makefile_version(text):
 def tree_version(tree, depth=3):
     """The kernel version of a source or headers tree, following ``include`` lines; None when there is none."""
     path = os.path.join(tree, 'Makefile')
-    for _ in range(depth):
+    for _level in range(depth):
         try:
             with open(path, encoding='utf-8', errors='replace') as handle:
                 version, include = makefile_version(handle.read())

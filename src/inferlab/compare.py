@@ -461,7 +461,7 @@ def bootstrap_ci(
     a, b = list(a), list(b)
     differences = sorted(
         statistics.median(rng.choices(b, k=len(b))) - statistics.median(rng.choices(a, k=len(a)))
-        for _ in range(resamples)
+        for _resample in range(resamples)
     )
     lower, upper = ci_indices(resamples, confidence_pct)
     return differences[lower], differences[upper]
@@ -523,14 +523,14 @@ def compare(
                 f"{which}'s run did not succeed (exit {data['run'].get('exit_code')}): its figures may be partial"
             )
     pairs = pair_modes(record_a, record_b)
-    paired_a, paired_b = {a for a, _ in pairs}, {b for _, b in pairs}
+    paired_a, paired_b = {a for a, _b in pairs}, {b for _a, b in pairs}
     for which, data, paired in (("A", record_a, paired_a), ("B", record_b, paired_b)):
         unpaired = [mode for mode in (data.get("serving") or {}) if mode not in paired]
         if unpaired:
             notes.append(f"served mode(s) {', '.join(unpaired)} only in {which}: not compared")
 
-    layers_a = _reading("RUN_A", record_a, declared_layers, [a for a, _ in pairs])
-    layers_b = _reading("RUN_B", record_b, declared_layers, [b for _, b in pairs])
+    layers_a = _reading("RUN_A", record_a, declared_layers, [a for a, _b in pairs])
+    layers_b = _reading("RUN_B", record_b, declared_layers, [b for _a, b in pairs])
     layers = {name: (layers_a.get(name), layers_b.get(name)) for name in sorted(set(layers_a) | set(layers_b))}
     differing = {name: (a, b) for name, (a, b) in layers.items() if a is not None and b is not None and a != b}
     one_sided = [name for name, (a, b) in layers.items() if (a is None) != (b is None)]

@@ -137,7 +137,7 @@ def test_select_prunable_keeps_the_newest_and_running_ones(root):
         "20261130T120000Z-lab_up",
     ]
     assert running == []  # the running one is the newest
-    doomed, _ = runs.select_prunable(found, keep=4)
+    doomed, _kept = runs.select_prunable(found, keep=4)
     assert [r.name for r in doomed] == ["20261130T100000Z-verify"]
     assert runs.select_prunable(found, keep=10) == ([], [])
     with pytest.raises(ValueError, match="at least 1"):

@@ -88,7 +88,7 @@ def makefile(version='6.1.192', extra=''):
             '# To see a list of typical targets execute "make help"\n')
 
 
-def kernel_tree(root, layout='single', driver=None, version='6.1.192', scripts=SCRIPTS):
+def kernel_tree(root, layout='single', driver=None, version='6.1.192', scripts=None):
     """A fake kernel tree: the top Makefile, the driver of ``layout`` (a fixture excerpt), checkpatch's files
     (``scripts``: name -> text) and files that must not be staged."""
     driver = driver or (SINGLE_DRIVER if layout == 'single' else SPLIT['driver'])
@@ -104,7 +104,7 @@ def kernel_tree(root, layout='single', driver=None, version='6.1.192', scripts=S
                                                         'config USB4_NET\n\ttristate "Networking over USB4"\n')
     for name in DECOYS:
         write(root / name, '# not part of the candidate\n')
-    for name, text in scripts.items():
+    for name, text in (SCRIPTS if scripts is None else scripts).items():
         write(root / 'scripts' / name, text)
     return root
 
@@ -749,7 +749,7 @@ def test_a_patch_that_does_not_make_the_candidate(host):
 
 def test_make_failure(host):
     p = host()
-    log = MAKE_LOG.format(out='/x').split('  LD')[0]
+    log = MAKE_LOG.format(out='/x').split('  LD', maxsplit=1)[0]
     err = 'thunderbolt.c:940:2: error: implicit declaration\nmake[2]: *** [scripts/Makefile.build:250] Error 1\n'
     said = (2, log, err)
     err, _run = run_fails(p, expected_calls(p, p['patches'], make=said), 'build')

@@ -26,8 +26,8 @@ def test_peer_fixture(tmp_path, check_mode):
                                                   '_ansible_check_mode': check_mode})
     assert not failed and result['changed'] is False
     tbnet = result['tbnet']
-    assert list(tbnet) == ['kernel_release', 'domains', 'peers', 'services', 'interfaces', 'module', 'loading',
-                          'notes']
+    assert list(tbnet) == [
+        'kernel_release', 'domains', 'peers', 'services', 'interfaces', 'module', 'loading', 'notes']
     assert tbnet['peers'][0]['rx_link_gbps'] == 20.0
     assert tbnet['services'][0]['flags'] == {'e2e': True, 'match_frags_id': True, '64k_frames': True}
     assert tbnet['interfaces'] == {'thunderbolt0': {'service': '0-1.0', 'peer': '0-1'}}
