@@ -32,6 +32,7 @@ class RunResult:
     record: dict | None  # the validated record.json; None when it could not be assembled
     ansible_rc: int | None = None  # ansible-playbook's own exit status (254 when canceled or timed out)
     record_error: str | None = None  # why there is no record
+    restore: dict | None = None  # the restore run after a cancel: {status, ansible_rc, verified}
 
     @property
     def succeeded(self) -> bool:
@@ -69,6 +70,35 @@ def exit_code(outcome: runner.RunOutcome) -> int:
     return runner.classify(outcome)
 
 
+# Playbooks whose cancel is not followed by a restore: the restore itself and the lab's own set-up and tear-down.
+NO_RESTORE_AFTER_CANCEL = {"restore", "lab_up", "lab_down"}
+
+
+def restore_after_cancel(
+    outcome: runner.RunOutcome, extravars: dict, quiet: bool, restore_playbook: str | Path = "restore"
+) -> dict | None:
+    """A canceled (or timed-out) run left whatever its ledgers recorded: run restore.yml in the same run directory,
+    against the known-good snapshots the run wrote, before `inferlab run` exits. Its artifacts go to
+    `artifacts/restore/`, its fragments beside the run's, so the record shows whether the restore verified."""
+    if outcome.status not in ("canceled", "timeout") or outcome.playbook.stem in NO_RESTORE_AFTER_CANCEL:
+        return None
+    restore_vars = {
+        **extravars,
+        "restore_known_good_dir": str(outcome.run_dir / "known_good"),
+        "restore_known_good_driver_dir": str(outcome.run_dir / "known_good_driver"),
+    }
+    restored = runner.run_playbook(
+        runner.resolve_playbook(str(restore_playbook)),
+        outcome.inventory,
+        outcome.run_dir,
+        restore_vars,
+        quiet=quiet,
+        ident="restore",
+        cancel_callback=lambda: False,
+    )
+    return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
+
+
 def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict:
     """The record's `run` section (see record.schema.json)."""
     playbook = outcome.playbook
@@ -89,7 +119,7 @@ def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict
     }
 
 
-def record_outcome(outcome: runner.RunOutcome, extravars: dict) -> RunResult:
+def record_outcome(outcome: runner.RunOutcome, extravars: dict, restore: dict | None = None) -> RunResult:
     """Assemble, validate and render the record of a finished run. A record that does not match the schema makes
     the run 12: without it nobody can tell what the run changed."""
     code = exit_code(outcome)
@@ -105,8 +135,11 @@ def record_outcome(outcome: runner.RunOutcome, extravars: dict) -> RunResult:
             record=None,
             ansible_rc=outcome.rc,
             record_error=str(exc),
+            restore=restore,
         )
-    return RunResult(status=outcome.status, rc=code, run_dir=outcome.run_dir, record=data, ansible_rc=outcome.rc)
+    return RunResult(
+        status=outcome.status, rc=code, run_dir=outcome.run_dir, record=data, ansible_rc=outcome.rc, restore=restore
+    )
 
 
 class _SignalHandlersKept:
@@ -134,13 +167,15 @@ def run(
     *,
     check: bool = False,
     quiet: bool = True,
+    restore_playbook: str | Path | None = "restore",
 ) -> RunResult:
     """Run `playbook` (a path, or a name under playbooks/) against `inventory` (None: the lab's) in `run_dir`
     (default `runs/<UTC stamp>-<playbook stem>/`), then write record.json, report.md and plots there.
 
     `cancel_callback` is polled while the playbook runs; when it returns True, ansible-runner stops the playbook and
-    the result's status is `canceled` (rc 11 when a restore in the run was verified, else 12; 10 only when the play
-    stats say nothing changed). Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout
+    the result's status is `canceled`. Then restore.yml runs in the same run directory (`result.restore`), and the
+    rc is 11 when it verified every host, else 12 (`restore_playbook=None`: no restore, for playbooks that change
+    nothing). Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout
     (it is in `artifacts/ansible/stdout` either way). Raises FileNotFoundError for a missing playbook or inventory.
     """
     playbook_path = runner.resolve_playbook(str(playbook))
@@ -151,4 +186,10 @@ def run(
         outcome = runner.run_playbook(
             playbook_path, inventory_path, target, extravars, quiet=quiet, check=check, cancel_callback=cancel_callback
         )
-    return record_outcome(outcome, extravars)
+        # The restore is not canceled by the signal that canceled the run: its callback never cancels.
+        restore = (
+            None
+            if check or restore_playbook is None
+            else restore_after_cancel(outcome, extravars, quiet, restore_playbook)
+        )
+    return record_outcome(outcome, extravars, restore)

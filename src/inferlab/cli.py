@@ -53,6 +53,9 @@ def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: di
         print(f"inferlab: {line}", file=sys.stderr)
     if result.record_error:
         print(f"inferlab: {result.record_error}", file=sys.stderr)
+    if result.restore:
+        verified = "verified" if result.restore["verified"] else "NOT verified"
+        print(f"inferlab: the run was {result.status}; restore.yml ran after it: {verified}", file=sys.stderr)
     print(f"inferlab: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)
     print(run_dir)
     return result.rc

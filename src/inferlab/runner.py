@@ -71,11 +71,13 @@ def run_playbook(
     quiet: bool = False,
     check: bool = False,
     cancel_callback: Callable[[], bool] | None = None,
+    ident: str = "ansible",
 ) -> RunOutcome:
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`.
 
     `cancel_callback` is ansible-runner's: polled while the playbook runs, True cancels it (status `canceled`).
-    Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread.
+    Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread. `ident` names the
+    artifacts directory (`artifacts/<ident>/`): the restore that follows a canceled run keeps its own.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     started = utc_iso()
@@ -94,7 +96,7 @@ def run_playbook(
         extravars=all_vars,
         envvars=envvars,
         quiet=quiet,
-        ident="ansible",
+        ident=ident,
         rotate_artifacts=0,
         cmdline="--check --diff" if check else None,
         cancel_callback=cancel_callback,
@@ -109,7 +111,8 @@ def run_playbook(
         started=started,
         finished=utc_iso(),
     )
-    (run_dir / "run.json").write_text(json.dumps(outcome_summary(outcome), indent=2) + "\n")
+    if ident == "ansible":
+        (run_dir / "run.json").write_text(json.dumps(outcome_summary(outcome), indent=2) + "\n")
     return outcome
 
 

@@ -90,14 +90,50 @@ def test_cancel_callback_cancels_and_the_outcome_says_so(project, tmp_path):
         calls.append(1)
         return (run_dir / "changed").exists()
 
-    result = api.run(playbook, inventory, {"sleep_s": "120"}, run_dir, cancel_callback=cancel)
+    result = api.run(playbook, inventory, {"sleep_s": "120"}, run_dir, cancel_callback=cancel, restore_playbook=None)
     assert calls
     assert result.status == "canceled" and result.canceled
     assert result.ansible_rc == 254
     # ansible-playbook was stopped before its stats: something may have changed and no restore ran
-    assert result.rc == exit_codes.RESTORE_UNVERIFIED
+    assert result.rc == exit_codes.RESTORE_UNVERIFIED and result.restore is None
     assert result.record["run"]["status"] == "canceled"
     assert (run_dir / "artifacts" / "ansible" / "status").read_text() == "canceled"
+
+
+RESTORE = """\
+- name: A tiny restore, verified
+  hosts: local
+  gather_facts: false
+  tasks:
+    - name: Make the restore fragment directory
+      ansible.builtin.file:
+        path: "{{ inferlab_run_dir }}/fragments/restore"
+        state: directory
+        mode: "0755"
+
+    - name: Undo the change and say the restore verified against the run's known-good snapshots
+      ansible.builtin.copy:
+        content: >-
+          {{ {'host': 'local', 'time': '2026-11-30T00:00:00Z', 'verified': true, 'undo': {},
+              'differences': [], 'known_good': restore_known_good_dir} | to_json }}
+        dest: "{{ inferlab_run_dir }}/fragments/restore/local.json"
+        mode: "0644"
+"""
+
+
+def test_a_canceled_run_is_restored_before_run_returns(project, tmp_path):
+    playbook, inventory = project
+    restore = tmp_path / "restore.yml"
+    restore.write_text(RESTORE)
+    run_dir = tmp_path / "run"
+    result = api.run(playbook, inventory, {"sleep_s": "120"}, run_dir,
+                     cancel_callback=lambda: (run_dir / "changed").exists(), restore_playbook=restore)
+    assert result.status == "canceled"
+    assert result.restore == {"status": "successful", "ansible_rc": 0, "verified": True}
+    assert result.rc == exit_codes.EXPERIMENT_FAILED_RESTORED
+    assert (run_dir / "artifacts" / "restore" / "status").read_text() == "successful"
+    assert result.record["restore"]["local"]["known_good"] == str(run_dir / "known_good")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "canceled"
 
 
 def test_signal_handlers_are_put_back(project, tmp_path):
