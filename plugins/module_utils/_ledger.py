@@ -14,10 +14,21 @@ it without a controller::
     python3 inferlab_ledger.py unlock --ledger-dir DIR --host NAME (--run-id RUN | --force) [--json]
     python3 inferlab_ledger.py watch-link --ledger-dir DIR --host NAME --id ID --interface IF --peer ADDR
                                       [--deadline SECONDS] [--ping PING] [--json]
+    python3 inferlab_ledger.py deadman --ledger-dir DIR --host NAME --renew-file PATH --deadline SECONDS
+                                      [--poll SECONDS] [--run-id RUN] [--self-id ID] [--json]
 
-Exit codes: 0 success; 1 at least one undo failed; 2 usage error; 3 the ledger or its lock refused the request
-(locked by another run, unknown id, unreadable file); 4 an unexpected error (a bug: the traceback is in the output).
-With ``--json`` stdout is one JSON object for 0, 1, 3 and 4.
+``undo`` is the host's part of the restore; ``status`` and ``unlock`` serve the restore playbook. ``watch-link`` and
+``deadman`` are watchdogs that run detached (started through the host's process manager and recorded as ``process``
+entries), log to stderr with timestamps, and restore without a controller. ``watch-link`` puts the stock driver back
+when the direct link carries nothing after a candidate load. ``deadman`` is the dead man's switch of a run that
+borrows production: the controller renews it by touching PATH and disarms it by creating ``PATH.disarm`` (SIGTERM,
+the undo of its process entry, disarms it too); when PATH goes unrenewed past the deadline it undoes every open
+entry but its own (``--self-id``, then marked undone), newest first, as ``--run-id``: the lock of that run does not
+stop it, the lock of another run does.
+
+Exit codes: 0 success (for ``deadman``: disarmed, or fired and every undo succeeded); 1 at least one undo failed; 2
+usage error; 3 the ledger or its lock refused the request (locked by another run, unknown id, unreadable file); 4 an
+unexpected error (a bug: the traceback is in the output). With ``--json`` stdout is one JSON object for 0, 1, 3 and 4.
 
 It must stay standard library only, free of any ``ansible`` import, and compile on Python 3.8 (the oldest target
 Python of ansible-core 2.19).
@@ -541,19 +552,20 @@ def _check_lock_owner(ledger_dir, host, run_id):
 # undo
 
 
-def undo(ledger_dir, host, ids=None, run_id=None, ctx=None, check_mode=False):
+def undo(ledger_dir, host, ids=None, run_id=None, ctx=None, check_mode=False, exclude=None):
     """Undo every open entry (pending, applied, undo_failed) in reverse order of first appearance, or only
-    ``ids``. Appends ``undone`` or ``undo_failed`` for each; one failure does not stop the others. Returns
+    ``ids``, leaving out the ids in ``exclude`` (the dead man's switch leaves its own process entry). Appends
+    ``undone`` or ``undo_failed`` for each; one failure does not stop the others. Returns
     ``{changed, undone, failed, skipped, details, problems, message}``; an empty or fully undone ledger is a
     no-op with ``changed: false``."""
     ctx = ctx or UndoContext()
     if check_mode or not os.path.isdir(ledger_dir):
-        return _undo(ledger_dir, host, ids, run_id, ctx, check_mode)
+        return _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude)
     with _DirGuard(ledger_dir):
-        return _undo(ledger_dir, host, ids, run_id, ctx, check_mode)
+        return _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude)
 
 
-def _undo(ledger_dir, host, ids, run_id, ctx, check_mode):
+def _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude=None):
     _check_lock_owner(ledger_dir, host, run_id)
     entries, problems = read_ledger(ledger_dir, host)
     view = current_entries(entries)
@@ -561,7 +573,8 @@ def _undo(ledger_dir, host, ids, run_id, ctx, check_mode):
         missing = [i for i in ids if i not in view]
         if missing:
             raise LedgerError(f'no entry {", ".join(missing)} in the ledger of {host}')
-    selected = [e for e in view.values() if not ids or e['id'] in ids]
+    excluded = set(exclude or ())
+    selected = [e for e in view.values() if (not ids or e['id'] in ids) and e['id'] not in excluded]
     skipped = [e['id'] for e in selected if e['state'] not in OPEN_STATES]
     todo = sorted((e for e in selected if e['state'] in OPEN_STATES), key=lambda e: e['first_line'], reverse=True)
     undone, failed, details = [], [], []
@@ -1572,6 +1585,202 @@ KINDS = {
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the dead man's switch: the host-side watchdog of a run that borrows production
+#
+# The experiment starts it on each host (through the host's process manager, recorded as a ``process`` entry)
+# when it starts borrowing, renews it between stages by touching the renew file, and disarms it at the end by
+# creating ``<renew file>.disarm``; the ledger's undo of its process entry (SIGTERM) disarms it too. When the
+# controller stops renewing it for longer than the deadline, it runs this host's part of the restore: the same
+# ``undo()`` as the ``undo`` subcommand, on every open entry but its own.
+
+DEADMAN_DISARM_SUFFIX = '.disarm'
+
+
+class _Disarmed(Exception):
+    """Raised by the SIGTERM handler while the dead man's switch waits (never once it fires)."""
+
+
+def _log(message):
+    """One log line on stderr with a UTC timestamp: the watchdog runs detached, its output in a log file."""
+    sys.stderr.write(f'{utc_now()} inferlab_ledger[{os.getpid()}]: {message}\n')
+    sys.stderr.flush()
+
+
+def _renew_stamp(renew_file):
+    """``(signature, mtime)`` of the renew file, ``(None, None)`` when it is absent or cannot be read. The signature
+    (inode, mtime and ctime in ns) changes at every touch, even one that sets the mtime to a time already seen."""
+    try:
+        st = os.stat(renew_file)
+    except OSError:
+        return None, None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns), st.st_mtime
+
+
+def _on_sigterm(handler):
+    """Install ``handler`` for SIGTERM; returns the previous one, or False where no handler can be installed (a
+    thread other than the main one: tests)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return False
+    return signal.SIG_DFL if previous is None else previous
+
+
+def _check_lock_free(ledger_dir, host):
+    """Raise LockError when any run holds the lock: the check of a dead man's switch armed without a run id."""
+    holder, problem = read_lock(ledger_dir, host)
+    if holder is not None:
+        raise LockError(f'{_locked_message(host, holder, problem)} (this dead man\'s switch was armed without '
+                        '--run-id, so it only undoes an unlocked ledger)')
+
+
+def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, self_id=None, clock=time,
+            sleep=time.sleep):
+    """The dead man's switch: wait while the controller renews ``renew_file`` (touches it); when it has not been
+    renewed for more than ``deadline_s`` seconds, undo every open entry of the ledger of ``host``, newest first,
+    except ``self_id`` (the watchdog's own process entry, marked undone instead: it is exiting).
+
+    ``<renew_file>.disarm`` existing, or SIGTERM while waiting, disarms it: it returns without undoing anything.
+    ``run_id`` is the run that armed it. The controller is gone when it fires, so the lock of that run (left by
+    the dead run) does not stop it; a lock of another run does (that run is alive and owns the ledger now), as
+    does any lock when ``run_id`` is None. The lock is left as it is, for the restore of the next run to break.
+
+    ``clock`` (``monotonic()`` and ``time()``) and ``sleep`` are injectable for tests. Returns ``{fired, reason,
+    changed, message}`` plus, once fired, ``undo`` (the result of ``undo()``, None when refused), ``self``
+    (``{id, marked, previous}`` or ``{id, error}``), ``failed`` (the undo's failures, and the self entry's) and
+    ``refused`` (the lock or the ledger refused the undo: nothing was undone)."""
+    _check_host(host)
+    if any(math.isnan(value) or value <= 0 for value in (deadline_s, poll_s)):
+        raise LedgerError(f'the deadline ({deadline_s}) and the poll interval ({poll_s}) must be positive seconds')
+    disarm_file = renew_file + DEADMAN_DISARM_SUFFIX
+    phase = {'now': 'waiting', 'sigterm': False}
+
+    def on_sigterm(signum, frame):
+        phase['sigterm'] = True
+        if phase['now'] == 'waiting':
+            phase['now'] = 'disarmed'
+            raise _Disarmed()
+        # once it fires it finishes: an undo cut short would leave a change made and unrecorded
+
+    previous = _on_sigterm(on_sigterm)
+    try:
+        try:
+            holder, problem = read_lock(ledger_dir, host)
+            _log(f'armed for the ledger of {host} in {ledger_dir}: deadline {deadline_s:g}s, renew file '
+                 f'{renew_file}, disarm file {disarm_file}, run {run_id or "(none)"}, own entry '
+                 f'{self_id or "(none)"}')
+            if holder is not None and holder.get('run_id') != run_id:
+                _log(f'warning: {problem or "the lock is held by " + describe_holder(holder)}; if this switch '
+                     'fires while it is, it will undo nothing')
+            reason = _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, phase)
+        except _Disarmed:
+            reason = None
+        if phase['now'] != 'firing':
+            phase['now'] = 'disarmed'
+            why = reason or 'disarmed by SIGTERM (the undo of its process entry sends it)'
+            _log(f'{why}: exiting, nothing undone')
+            return {'fired': False, 'reason': why, 'changed': False, 'message': f'{why}: nothing undone'}
+        return _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase)
+    finally:
+        if previous is not False:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, phase):
+    """Poll until disarmed or expired; returns why, with ``phase`` set to ``disarmed`` or ``firing``.
+
+    Clock jumps never make it fire early. The renew file's mtime is wall-clock time (the host's clock when the
+    controller touched it), so its age is ``clock.time() - mtime``, never a difference with the monotonic clock;
+    but the wall clock can be stepped (NTP, a person, a VM resumed), and a step forward would make a fresh renewal
+    look old. So the switch also times every renewal itself: the monotonic time since it last SAW the file change
+    (or since its own start, which is also where a missing file counts from). That time is never longer than the
+    real time since the renewal, so it fires only when both ages exceed the deadline. A wall age below zero (an
+    mtime in the future: the wall clock went back) says nothing, and the monotonic age alone decides; a smaller step
+    back delays firing by at most the size of the step. The monotonic clock does not count a suspend, which can
+    only delay it too."""
+    started = clock.monotonic()
+    seen, mtime = _renew_stamp(renew_file)
+    seen_at = started
+    if seen is None:
+        _log(f'{renew_file} is absent: the deadline counts from now')
+    while True:
+        if os.path.lexists(disarm_file):
+            phase['now'] = 'disarmed'  # from here on a SIGTERM only notes itself
+            return f'disarmed: {disarm_file} exists'
+        stamp, mtime = _renew_stamp(renew_file)
+        now = clock.monotonic()
+        if stamp is not None and stamp != seen:
+            seen_at = now
+            if seen is not None:
+                _log(f'renewed: {renew_file} touched')
+        seen = stamp
+        quiet = now - seen_at
+        age = None if mtime is None else clock.time() - mtime
+        if quiet > deadline_s and (age is None or age < 0 or age > deadline_s):
+            phase['now'] = 'firing'
+            late = f'not renewed for {quiet:.2f}s, past the deadline of {deadline_s:g}s'
+            if mtime is None:
+                return f'{renew_file} is absent: {late}'
+            if age < 0:
+                return f'{renew_file} was {late} (its mtime is {-age:.2f}s in the future: the wall clock went back)'
+            return f'{renew_file} was {late} (its mtime is {age:.2f}s old)'
+        sleep(poll_s)
+
+
+def own_process_entry(ledger_dir, host, pid=None):
+    """The id of the open ``process`` entry that names this process's pid (a switch started through the process
+    manager is recorded before it starts, so it cannot be told its own id), or None."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        lines, _problems = read_ledger(ledger_dir, host)
+    except LedgerError:
+        return None
+    for entry in current_entries(lines).values():
+        if entry['kind'] == 'process' and entry['state'] in OPEN_STATES and entry['params'].get('pid') == pid:
+            return entry['id']
+    return None
+
+
+def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase):
+    """The restore of a dead man's switch that expired: undo all but its own entry, then mark that one undone."""
+    self_id = self_id or own_process_entry(ledger_dir, host)
+    _log(f'firing: {reason}; undoing the open entries of {host}, newest first'
+         + (f', all but its own {self_id}' if self_id else ''))
+    result = {'fired': True, 'reason': reason, 'changed': False, 'undo': None, 'self': None, 'failed': [],
+              'refused': False}
+    try:
+        if run_id is None:
+            _check_lock_free(ledger_dir, host)
+        outcome = undo(ledger_dir, host, run_id=run_id, exclude=[self_id] if self_id else None)
+    except LedgerError as exc:
+        result.update(refused=True, error=type(exc).__name__,
+                      message=f'the dead man\'s switch fired: {reason}; but it undid nothing: {exc}')
+        _log(f'refused: {exc}')
+        return result
+    for detail in outcome['details']:
+        _log(f'{detail["result"]} {detail["id"]} ({detail["kind"]}): {detail["message"]}')
+    result.update(undo=outcome, changed=outcome['changed'], failed=list(outcome['failed']))
+    message = f'the dead man\'s switch fired: {reason}; {outcome["message"]}'
+    if self_id:
+        try:
+            changed, line, previous = mark(ledger_dir, host, self_id, 'undone', run_id=run_id)
+        except LedgerError as exc:
+            result['self'] = {'id': self_id, 'error': str(exc)}
+            result['failed'].append({'id': self_id, 'kind': 'process', 'error': f'cannot mark its own entry '
+                                     f'undone: {exc}'})
+            message += f'; its own entry {self_id} could not be marked undone: {exc}'
+        else:
+            result['self'] = {'id': self_id, 'marked': changed, 'previous': previous}
+            result['changed'] = result['changed'] or changed
+            message += f'; marked its own entry {line["id"]} undone (was {previous})'
+    if phase['sigterm']:
+        message += ' (a SIGTERM came while it restored: it finished first)'
+    result['message'] = message
+    _log(message)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # command line
 
 
@@ -1579,9 +1788,9 @@ def _parser():
     parser = argparse.ArgumentParser(
         prog='inferlab_ledger.py',
         description='The inferlab change ledger on this host: undo recorded changes, show the ledger, release its '
-                    'lock, watch the direct link after a candidate driver load. Exit codes: 0 success, 1 an undo '
-                    'failed, 2 usage error, 3 refused (lock held by another run, unknown id, unreadable ledger), 4 '
-                    'unexpected error.')
+                    'lock, watch the direct link after a candidate driver load, run the dead man\'s switch of a run. '
+                    'Exit codes: 0 success, 1 an undo failed, 2 usage error, 3 refused (lock held by another run, '
+                    'unknown id, unreadable ledger), 4 unexpected error.')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     sub.required = True
 
@@ -1612,6 +1821,17 @@ def _parser():
     p_watch.add_argument('--peer', required=True, help="the peer's address on the direct link")
     p_watch.add_argument('--deadline', type=float, default=30.0, help='seconds (default 30)')
     p_watch.add_argument('--ping', help='the ping binary (default: from the sbin/bin directories)')
+    p_deadman = sub.add_parser('deadman', help="the dead man's switch: wait while the controller renews the renew "
+                               'file; when it is not renewed within the deadline, undo every open entry (all but '
+                               '--self-id), newest first. <renew-file>.disarm or SIGTERM disarms it')
+    common(p_deadman)
+    p_deadman.add_argument('--renew-file', required=True, help='the file the controller touches to renew it')
+    p_deadman.add_argument('--deadline', required=True, type=_seconds, help='seconds without a renewal before it '
+                           'fires')
+    p_deadman.add_argument('--poll', type=_seconds, default=1.0, help='seconds between looks (default 1)')
+    p_deadman.add_argument('--run-id', help='the run that armed it: its lock does not stop the undo, the lock of '
+                           'another run does (without it, any lock does)')
+    p_deadman.add_argument('--self-id', help='its own process entry: not undone, marked undone once it fires')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')
@@ -1620,6 +1840,17 @@ def _parser():
     holder.add_argument('--run-id', help='the run that holds the lock')
     holder.add_argument('--force', action='store_true', help='release it whoever holds it (the holder must be dead)')
     return parser
+
+
+def _seconds(text):
+    """argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number of seconds: {text!r}') from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f'must be a positive number of seconds, got {text!r}')
+    return value
 
 
 def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=None):
@@ -1672,6 +1903,16 @@ def main(argv=None):
                                 [args.ping] if args.ping else None)
             rc = EXIT_UNDO_FAILED if result.get('failed') else EXIT_OK
             text = [result['message']]
+        elif args.command == 'deadman':
+            result = deadman(args.ledger_dir, args.host, args.renew_file, args.deadline, poll_s=args.poll,
+                             run_id=args.run_id, self_id=args.self_id)
+            if result.get('refused'):
+                rc = EXIT_REFUSED
+            else:
+                rc = EXIT_UNDO_FAILED if result.get('failed') else EXIT_OK
+            text = [result['message']]
+            if result.get('undo'):
+                text += [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['undo']['details']]
         elif args.command == 'status':
             result = status(args.ledger_dir, args.host)
             text = _status_text(result)
