@@ -1,22 +1,577 @@
-"""Plots of a run's record (plots/*.png), drawn with matplotlib's Agg backend so no display is needed."""
+"""Plots of a run's record (plots/*.png), drawn with matplotlib's Agg backend so no display is needed.
+
+`plan(record, run_dir)` says which plots the record has data for, and why any other was left out; `render` draws
+them. Each plot appears only when its data exists:
+
+- `serving_tok_s.png`: tok/s per served mode (its layers) and ladder step (its cache label), one panel per kind of
+  figure (single-stream, decode, aggregate), with the spread (min to max) over the step's requests;
+- `counter_deltas.png`: counter-window deltas per host: TCP retransmissions, receiver errors, bytes each way;
+- `timeline_<host>.png`: link throughput and TCP retransmissions over time from the background sampler, with the
+  counter windows and the workload batches shaded (the sampler's JSON lines, which the record names by path);
+- `link_throughput_<host>.png`, `link_asymmetry_intervals_<host>.png`, `link_rtt_<host>.png`: the link test suite,
+  RTT unloaded against loaded.
+
+The readers of the record at the top are shared with report.py, so the report's tables and the plots agree.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib import ticker  # noqa: E402
 
 GBPS = 1e9
+GIB = 2**30
+DPI = 100
+# Figure sizes in inches; a PNG is (width * DPI) x (height * DPI) pixels.
+SIZES = {"serving_tok_s": (13.0, 4.8), "counter_deltas": (11.0, 8.0), "timeline": (12.0, 6.0)}
+STEP_ORDER = ("first_response", "repeated", "concurrent", "repeated_prefix", "long_context")
+RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_missed_errors", "rx_length_errors", "rx_over_errors")
+WINDOW_COLOUR, BATCH_COLOUR = "0.85", "tab:orange"
+
+
+# --- reading the record (shared with report.py) -------------------------------------------------------------------
+
+
+def epoch(text) -> float | None:
+    """Seconds since the epoch of a UTC ISO time (`2026-11-30T13:43:09.086287Z`); None when absent or unreadable."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def number(value) -> float | None:
+    """A counter or a figure from the record: None for null, booleans and anything not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One host's fragment of one counter window (`stages.window_<name>.<host>`)."""
+
+    stage: str
+    name: str
+    host: str
+    opened: float | None
+    closed: float | None
+    data: dict
+
+    @property
+    def interface(self) -> str | None:
+        """The direct-link interface the window watched (its link snapshot), else thunderbolt0 when counted."""
+        for key in ("link_before", "link_after"):
+            link = self.data.get(key)
+            if isinstance(link, dict) and link.get("interface"):
+                return link["interface"]
+        interfaces = self.data.get("interfaces") or {}
+        return "thunderbolt0" if "thunderbolt0" in interfaces else None
+
+    def link_counters(self) -> dict:
+        counters = (self.data.get("interfaces") or {}).get(self.interface or "")
+        return counters if isinstance(counters, dict) else {}
+
+    def counter(self, name: str) -> float | None:
+        """A delta on the link interface, or a TCP one (`RetransSegs`)."""
+        if name in ("RetransSegs", "OutSegs", "InSegs", "InErrs"):
+            return number((self.data.get("tcp") or {}).get(name))
+        return number(self.link_counters().get(name))
+
+    def rx_errors(self) -> float | None:
+        """CRC + missed + length + overrun errors on the link interface; None when none of them was counted."""
+        values = [self.counter(name) for name in RX_ERROR_COUNTERS]
+        values = [v for v in values if v is not None]
+        return sum(values) if values else None
+
+    @property
+    def samples(self) -> dict:
+        samples = self.data.get("samples")
+        return samples if isinstance(samples, dict) else {}
+
+
+def counter_windows(record: dict) -> list[Window]:
+    """Every counter window of the record, by opening time, then name, then host."""
+    found = []
+    for stage, by_host in (record.get("stages") or {}).items():
+        if not stage.startswith("window_") or not isinstance(by_host, dict):
+            continue
+        for host, data in by_host.items():
+            if isinstance(data, dict):
+                opened, closed = epoch(data.get("opened_at")), epoch(data.get("closed_at"))
+                found.append(Window(stage, stage.removeprefix("window_"), host, opened, closed, data))
+    return sorted(found, key=lambda w: (w.opened if w.opened is not None else math.inf, w.name, w.host))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One workload batch of a served mode's acceptance ladder."""
+
+    mode: str
+    layers: str
+    step: str
+    batch: dict
+
+    @property
+    def condition(self) -> str:
+        return f"{self.step} ({self.batch.get('cache')} cache)"
+
+
+def mode_layers(result: dict) -> str:
+    layers = result.get("layers") or {}
+    return ", ".join(f"{k}={v}" for k, v in sorted(layers.items()))
+
+
+def serving_batches(record: dict) -> list[Batch]:
+    """The batches of every served mode, in the record's mode order and the ladder's step order."""
+    found = []
+    for mode, result in (record.get("serving") or {}).items():
+        steps = ((result.get("acceptance") or {}).get("steps")) or []
+        for step in steps:
+            if isinstance(step.get("batch"), dict):
+                found.append(Batch(mode, mode_layers(result), step.get("step", "?"), step["batch"]))
+    order = {step: i for i, step in enumerate(STEP_ORDER)}
+    modes = list(dict.fromkeys(b.mode for b in found))
+    return sorted(found, key=lambda b: (order.get(b.step, len(order)), modes.index(b.mode)))
+
+
+def stat(batch: dict, metric: str) -> dict | None:
+    """A per-request statistic of a batch ({median, min, max, n, ...}) when it has a median."""
+    value = batch.get(metric)
+    return value if isinstance(value, dict) and number(value.get("median")) is not None else None
+
+
+def read_samples(path: Path) -> list[dict]:
+    """The sampler's JSON lines; a line cut short (a killed sampler) or not an object is left out."""
+    samples = []
+    with path.open() as handle:
+        for line in handle:
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(sample, dict) and number(sample.get("t_wall")) is not None:
+                samples.append(sample)
+    return samples
+
+
+def sampler_file(run_dir: Path | None, window: Window) -> Path | None:
+    """The run-directory file of a window's sampler series, when the record names one with samples in it."""
+    path, count = window.samples.get("path"), number(window.samples.get("count"))
+    if not path or not count:
+        return None
+    return Path(path) if run_dir is None else run_dir / path
+
+
+def driver_layers(record: dict) -> set[str]:
+    """Every driver layer the record declares: hosts, verification, link tests, the candidate, link profiles."""
+    found = set()
+    for section in ("hosts", "verification"):
+        for entry in (record.get(section) or {}).values():
+            found.add((entry.get("layers") or {}).get("driver_layer"))
+    for section in ("link_tests", "candidate"):
+        for entry in (record.get(section) or {}).values():
+            found.add(entry.get("driver_layer"))
+    for entry in ((record.get("stages") or {}).get("link_profile") or {}).values():
+        found.add(entry.get("driver_layer") if isinstance(entry, dict) else None)
+    for entry in ((record.get("stages") or {}).get("link_ab") or {}).values():
+        found.add(entry.get("transport_label") if isinstance(entry, dict) else None)
+    return found & {"kernel", "emulated"}
+
+
+def lab_server(record: dict) -> bool:
+    """Whether a served mode ran the lab inference server rather than SGLang."""
+    for result in (record.get("serving") or {}).values():
+        for rank in (result.get("ranks") or {}).values():
+            if "inferlab.labserver" in " ".join(str(a) for a in rank.get("argv") or []):
+                return True
+    return False
+
+
+def is_emulated(record: dict) -> bool:
+    """Whether the transport was the lab's emulation: declared so, or (no driver layer declared) the lab inference
+    server ran, which exists only in the lab."""
+    declared = driver_layers(record)
+    return "emulated" in declared or (not declared and lab_server(record))
+
+
+# --- the plan -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A plot the record has data for (`skipped` None) or one left out, and why."""
+
+    name: str
+    title: str
+    skipped: str | None = None
+    draw: Callable[[Path], Path] | None = field(default=None, compare=False, repr=False)
+
+
+def _sampler_plots(record: dict, run_dir: Path | None) -> list[Plot]:
+    windows = counter_windows(record)
+    plots = []
+    for host in sorted({w.host for w in windows}):
+        mine = [w for w in windows if w.host == host]
+        named = [(w, sampler_file(run_dir, w)) for w in mine]
+        with_series = [(w, p) for w, p in named if p is not None]
+        title = f"{host}: link throughput and TCP retransmissions over time (sampler), windows shaded"
+        name = f"timeline_{host}.png"
+        if not with_series:
+            plots.append(Plot(name, title, f"the record has no sampler series for {host} (no window recorded samples)"))
+            continue
+        if run_dir is not None:
+            missing = [str(p.relative_to(run_dir)) for _w, p in with_series if not p.is_file()]
+            with_series = [(w, p) for w, p in with_series if p.is_file()]
+            if not with_series:
+                plots.append(
+                    Plot(
+                        name,
+                        title,
+                        f"the sampler series the record names are missing from the run directory: {', '.join(missing)}",
+                    )
+                )
+                continue
+            plots.append(Plot(name, title, None, lambda target, h=host, s=with_series: timeline(record, h, s, target)))
+        else:
+            plots.append(Plot(name, title))
+    return plots
+
+
+def _link_plots(record: dict) -> list[Plot]:
+    plots = []
+    for host, result in sorted((record.get("link_tests") or {}).items()):
+        tests = result.get("tests") or {}
+        plots.append(
+            Plot(
+                f"link_throughput_{host}.png",
+                f"link test from {host}: throughput per direction",
+                None,
+                lambda target, r=result: throughput_bars(r, target),
+            )
+        )
+        if (tests.get("asymmetry") or {}).get("intervals"):
+            plots.append(
+                Plot(
+                    f"link_asymmetry_intervals_{host}.png",
+                    f"link test from {host}: bidirectional test, per interval",
+                    None,
+                    lambda target, r=result: asymmetry_intervals(r, target),
+                )
+            )
+        if tests.get("probes") or tests.get("loaded_probes"):
+            plots.append(
+                Plot(
+                    f"link_rtt_{host}.png",
+                    f"link test from {host}: RTT unloaded against loaded",
+                    None,
+                    lambda target, r=result: rtt_distributions(r, target),
+                )
+            )
+    return plots
+
+
+def plan(record: dict, run_dir: Path | None = None) -> list[Plot]:
+    """The plots of this record: drawn ones with `draw` (when `run_dir` is given), left-out ones with the reason.
+    Without `run_dir`, a sampler series the record names is taken to be there."""
+    plots = []
+    batches = serving_batches(record)
+    if batches:
+        plots.append(
+            Plot(
+                "serving_tok_s.png",
+                "tok/s per mode (layers) and ladder step, spread over the requests",
+                None,
+                lambda target: serving_throughput(batches, target),
+            )
+        )
+    windows = counter_windows(record)
+    if windows:
+        plots.append(
+            Plot(
+                "counter_deltas.png",
+                "counter-window deltas per host",
+                None,
+                lambda target: counter_deltas(record, windows, target),
+            )
+        )
+        plots += _sampler_plots(record, run_dir)
+    plots += _link_plots(record)
+    if run_dir is None:
+        plots = [Plot(p.name, p.title, p.skipped) for p in plots]
+    return plots
+
+
+def render(run_dir: Path, record: dict) -> list[Path]:
+    """Draw every plot the record has data for; returns the files written."""
+    out = run_dir / "plots"
+    written = []
+    for plot in plan(record, run_dir):
+        if plot.skipped is None and plot.draw is not None:
+            out.mkdir(exist_ok=True)
+            written.append(plot.draw(out / plot.name))
+    return written
+
+
+# --- drawing ------------------------------------------------------------------------------------------------------
 
 
 def _save(fig, target: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(target, dpi=100)
+    fig.savefig(target, dpi=DPI)
     plt.close(fig)
     return target
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.4", wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _grouped_bars(ax, groups: list[str], series: list[tuple[str, list[dict | None]]], ylabel: str) -> None:
+    """Bars per group and series; a cell is {value, low, high, note} or None. Whiskers from low to high."""
+    width = 0.8 / max(1, len(series))
+    top = 0.0
+    for i, (label, cells) in enumerate(series):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        heights = [c["value"] if c else 0.0 for c in cells]
+        bars = ax.bar(xs, heights, width=width * 0.95, label=label)
+        colour = bars.patches[0].get_facecolor() if bars.patches else None
+        for x, cell in zip(xs, cells, strict=True):
+            if not cell:
+                continue
+            low, high = cell.get("low"), cell.get("high")
+            if low is not None and high is not None and high > low:
+                ax.errorbar(
+                    [x],
+                    [cell["value"]],
+                    yerr=[[cell["value"] - low], [high - cell["value"]]],
+                    fmt="none",
+                    ecolor="black",
+                    capsize=3,
+                    linewidth=1,
+                )
+            peak = max(cell["value"], high or 0.0)
+            top = max(top, peak)
+            if cell.get("note"):
+                ax.annotate(
+                    cell["note"],
+                    (x, peak),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color=colour,
+                )
+    ax.set_xticks(range(len(groups)), groups, fontsize=7)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_ylim(0, top * 1.18 if top > 0 else 1)
+    ax.tick_params(axis="y", labelsize=7)
+
+
+def serving_throughput(batches: list[Batch], target: Path) -> Path:
+    """tok/s per mode and step: one panel per kind of figure, never mixed; bars are medians over the step's
+    requests, whiskers min to max, n above each bar."""
+    panels = (
+        ("output_tok_s", "Single-stream output tok/s per request\n(TTFT included; concurrency 1)", True),
+        ("decode_tok_s", "Decode tok/s per request\n(TTFT and its token excluded; concurrency 1)", True),
+        (
+            "aggregate_output_tok_s",
+            "Aggregate output tok/s per batch\n(all output tokens / batch wall time; concurrency > 1)",
+            False,
+        ),
+    )
+    modes = list(dict.fromkeys((b.mode, b.layers) for b in batches))
+    fig, axes = plt.subplots(1, len(panels), figsize=SIZES["serving_tok_s"])
+    for ax, (metric, title, single) in zip(axes, panels, strict=True):
+        chosen = [b for b in batches if (b.batch.get("concurrency") == 1) == single]
+        groups = list(dict.fromkeys(b.condition for b in chosen))
+        ax.set_title(title, fontsize=9)
+        if not groups:
+            _empty(ax, "no batch of this kind in the record")
+            continue
+        series = []
+        for mode, layers in modes:
+            cells = []
+            for group in groups:
+                batch = next((b.batch for b in chosen if b.mode == mode and b.condition == group), None)
+                cells.append(_cell(batch, metric) if batch else None)
+            series.append((f"{mode} ({layers})", cells))
+        _grouped_bars(ax, [g.replace(" (", "\n(") for g in groups], series, "tok/s")
+    handles, labels = [], []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle("Serving: medians per mode and step; whiskers: min to max over the step's requests", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(target, dpi=DPI)
+    plt.close(fig)
+    return target
+
+
+def _cell(batch: dict, metric: str) -> dict | None:
+    if metric == "aggregate_output_tok_s":
+        value = number(batch.get(metric))
+        return None if value is None else {"value": value, "note": f"x{batch.get('concurrency')}"}
+    stats = stat(batch, metric)
+    if stats is None:
+        return None
+    return {
+        "value": stats["median"],
+        "low": number(stats.get("min")),
+        "high": number(stats.get("max")),
+        "note": f"n={stats.get('n')}",
+    }
+
+
+def counter_deltas(record: dict, windows: list[Window], target: Path) -> Path:
+    """Per window and host: TCP retransmitted segments, receiver errors on the link, bytes each way."""
+    names = list(dict.fromkeys(w.name for w in windows))
+    hosts = sorted({w.host for w in windows})
+    by_key = {(w.name, w.host): w for w in windows}
+    interfaces = sorted({w.interface for w in windows if w.interface})
+    link = "/".join(interfaces) or "the link"
+
+    def cells(host: str, value: Callable[[Window], float | None], scale: float = 1.0) -> list[dict | None]:
+        found = []
+        for name in names:
+            window = by_key.get((name, host))
+            v = value(window) if window else None
+            found.append(None if v is None else {"value": v / scale})
+        return found
+
+    fig, (retrans, rx, moved) = plt.subplots(3, 1, figsize=SIZES["counter_deltas"])
+    groups = [n.replace("_", " ") for n in names]
+    retrans.set_title("TCP retransmitted segments in the window (host-wide)", fontsize=9)
+    _grouped_bars(retrans, groups, [(h, cells(h, lambda w: w.counter("RetransSegs"))) for h in hosts], "segments")
+    retrans.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    rx.set_title(f"Receiver errors on {link} (CRC + missed + length + overrun)", fontsize=9)
+    rx_series = [(h, cells(h, Window.rx_errors)) for h in hosts]
+    _grouped_bars(rx, groups, rx_series, "errors")
+    if not any(c and c["value"] for _h, cs in rx_series for c in cs):
+        note = "0 in every window" + (
+            ": a veth never counts them (emulated driver layer)" if is_emulated(record) else ""
+        )
+        rx.text(0.5, 0.5, note, transform=rx.transAxes, ha="center", va="center", fontsize=9, color="0.3")
+    rx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    moved.set_title(f"Bytes on {link} in the window (GiB)", fontsize=9)
+    series = []
+    for host in hosts:
+        series.append((f"{host} received", cells(host, lambda w: w.counter("rx_bytes"), GIB)))
+        series.append((f"{host} sent", cells(host, lambda w: w.counter("tx_bytes"), GIB)))
+    _grouped_bars(moved, groups, series, "GiB")
+    moved.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Counter-window deltas per host (closing snapshot minus opening snapshot)", fontsize=10)
+    return _save(fig, target)
+
+
+def _rates(samples: list[dict], interface: str | None, t0: float) -> tuple[list[float], ...]:
+    """(seconds since t0, received Gb/s, sent Gb/s, retransmitted segments/s) between consecutive samples."""
+    xs, rx, tx, retrans = [], [], [], []
+
+    def delta(a, b) -> float | None:
+        a, b = number(a), number(b)
+        return None if a is None or b is None or b < a else b - a
+
+    for before, after in zip(samples, samples[1:], strict=False):
+        dt = delta(before.get("t_mono"), after.get("t_mono")) or delta(before.get("t_wall"), after.get("t_wall"))
+        if not dt:
+            continue
+        old = (before.get("interfaces") or {}).get(interface) or {}
+        new = (after.get("interfaces") or {}).get(interface) or {}
+        received, sent = (
+            delta(old.get("rx_bytes"), new.get("rx_bytes")),
+            delta(old.get("tx_bytes"), new.get("tx_bytes")),
+        )
+        resent = delta((before.get("tcp") or {}).get("RetransSegs"), (after.get("tcp") or {}).get("RetransSegs"))
+        xs.append(after["t_wall"] - t0)
+        rx.append(math.nan if received is None else received * 8 / dt / GBPS)
+        tx.append(math.nan if sent is None else sent * 8 / dt / GBPS)
+        retrans.append(math.nan if resent is None else resent / dt)
+    return xs, rx, tx, retrans
+
+
+def timeline(record: dict, host: str, series: list[tuple[Window, Path]], target: Path) -> Path:
+    """The sampler's series of one host: link Gb/s each way and TCP retransmissions per second, with its counter
+    windows (grey) and the workload batches (orange) shaded."""
+    windows = counter_windows(record)
+    starts = [w.opened for w in windows if w.opened is not None]
+    samples_by_window = [(w, read_samples(path)) for w, path in series]
+    firsts = [s[0]["t_wall"] for _w, s in samples_by_window if s]
+    t0 = min(starts + firsts) if starts + firsts else 0.0
+    xs, rx, tx, retrans = [], [], [], []
+    for window, samples in samples_by_window:
+        part = _rates(samples, window.interface, t0)
+        if xs and part[0]:  # a gap between windows: no line across it
+            for values in (xs, rx, tx, retrans):
+                values.append(math.nan)
+        for values, new in zip((xs, rx, tx, retrans), part, strict=True):
+            values.extend(new)
+    fig, (gbps, resent) = plt.subplots(2, 1, figsize=SIZES["timeline"], sharex=True)
+    interface = next((w.interface for w, _p in series if w.interface), "the link")
+    gbps.set_title(f"{host}: {interface} throughput from the sampler (received and sent, Gb/s)", fontsize=9)
+    resent.set_title(f"{host}: TCP retransmitted segments per second (host-wide)", fontsize=9)
+    shaded_batches = []
+    for batch in serving_batches(record):
+        start, wall = epoch(batch.batch.get("started")), number(batch.batch.get("wall_s"))
+        if start is not None and wall:
+            shaded_batches.append((start - t0, start - t0 + wall))
+    for ax in (gbps, resent):
+        for window in (w for w in windows if w.host == host and w.opened is not None and w.closed is not None):
+            ax.axvspan(window.opened - t0, window.closed - t0, color=WINDOW_COLOUR, alpha=0.5, linewidth=0)
+        for start, end in shaded_batches:
+            ax.axvspan(start, end, color=BATCH_COLOUR, alpha=0.35, linewidth=0)
+    if not any(not math.isnan(x) for x in xs):
+        _empty(gbps, "fewer than two readable samples in the sampler series")
+    else:
+        gbps.plot(xs, rx, label="received", linewidth=2, alpha=0.6, drawstyle="steps-pre")
+        gbps.plot(xs, tx, label="sent", linewidth=1, linestyle="--", drawstyle="steps-pre")
+        resent.plot(xs, retrans, color="tab:red", linewidth=1, drawstyle="steps-pre", label="retransmitted segments/s")
+    gbps.set_ylim(bottom=0)
+    resent.set_ylim(bottom=0)
+    gbps.set_ylabel("Gb/s", fontsize=8)
+    resent.set_ylabel("segments/s", fontsize=8)
+    resent.set_xlabel("seconds since the first counter window opened", fontsize=8)
+    top = gbps.get_ylim()[1]
+    for window in (w for w in windows if w.host == host and w.opened is not None):
+        gbps.annotate(
+            window.name,
+            (window.opened - t0, top),
+            xytext=(2, -2),
+            textcoords="offset points",
+            fontsize=7,
+            va="top",
+            color="0.3",
+        )
+    handles, labels = gbps.get_legend_handles_labels()
+    handles.append(plt.Rectangle((0, 0), 1, 1, color=WINDOW_COLOUR, alpha=0.5))
+    labels.append("counter window")
+    if shaded_batches:
+        handles.append(plt.Rectangle((0, 0), 1, 1, color=BATCH_COLOUR, alpha=0.35))
+        labels.append("workload batch (llm_workload)")
+    gbps.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if resent.get_legend_handles_labels()[0]:
+        resent.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    for ax in (gbps, resent):
+        ax.tick_params(labelsize=7)
+    return _save(fig, target)
 
 
 def _directions(pair: dict) -> tuple[str, str]:
@@ -84,22 +639,11 @@ def rtt_distributions(result: dict, target: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(series)), 4))
     ax.boxplot(series, showfliers=True)
     ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
-    ax.set_ylabel("RTT (ms)")
+    ax.set_ylabel("RTT (ms, log scale)")
     ax.set_yscale("log")
-    ax.set_title("Probe round-trip times over the direct link")
+    plain = ticker.FuncFormatter(lambda value, position: f"{value:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="both", labelsize=7)
+    ax.set_title("Probe round-trip times over the direct link: unloaded against loaded", fontsize=10)
     return _save(fig, target)
-
-
-def render(run_dir: Path, record: dict) -> list[Path]:
-    """Draw every plot the record has data for; returns the files written."""
-    out = run_dir / "plots"
-    written = []
-    for host, result in sorted(record.get("link_tests", {}).items()):
-        out.mkdir(exist_ok=True)
-        tests = result["tests"]
-        written.append(throughput_bars(result, out / f"link_throughput_{host}.png"))
-        if tests.get("asymmetry", {}).get("intervals"):
-            written.append(asymmetry_intervals(result, out / f"link_asymmetry_intervals_{host}.png"))
-        if tests.get("probes") or tests.get("loaded_probes"):
-            written.append(rtt_distributions(result, out / f"link_rtt_{host}.png"))
-    return written

@@ -1,8 +1,22 @@
-"""Render report.md from a validated record: run summary, per-host verification, link tests, serving, restore."""
+"""Render report.md from a validated record.
+
+Sections, each only when the record has its data: what this run shows and what it does not show (generated from the
+record), the stage journal, a throughput summary with one table per kind of figure, verification, the candidate
+driver, link tests, counter deltas per window and host, the serving ladders, the link A/B, the fallback route,
+continuity, the restore, and the plots (drawn or left out, and why).
+
+Wording: observed, theory, supported. A figure is observed; a cause is a theory until a one-layer change that
+reproduces from a fresh start supports it. tests/unit/test_report_sections.py scans every rendered fixture for words
+that claim more.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
+
+from inferlab import plots
 
 
 def _value(value) -> str:
@@ -28,8 +42,10 @@ def _verification(host: str, state: dict) -> list[str]:
         f"{_value(link.get('rx_speed_gbps'))}/{_value(link.get('tx_speed_gbps'))} Gb/s per lane (rx/tx), "
         f"lanes {_value(link.get('rx_lanes'))}/{_value(link.get('tx_lanes'))}",
         f"- GPUs ({_value(state.get('nvml_source'))}): "
-        + ("; ".join(f"{g['index']}: {g['name']}, {g['memory_free_bytes'] // 2**20} MiB free" for g in state["gpus"])
-           or "none"),
+        + (
+            "; ".join(f"{g['index']}: {g['name']}, {g['memory_free_bytes'] // 2**20} MiB free" for g in state["gpus"])
+            or "none"
+        ),
         "",
         "| check | ok | expected | found | variable |",
         "| --- | --- | --- | --- | --- |",
@@ -54,37 +70,54 @@ def _serving(mode: str, result: dict) -> list[str]:
     acceptance = result["acceptance"]
     layers = ", ".join(f"{k}={v}" for k, v in sorted(result["layers"].items()))
     traffic = acceptance.get("traffic") or {}
-    lines = [f"### {mode}: {'accepted' if acceptance['passed'] else 'NOT accepted'} ({layers})", "",
-             f"- served at {result['url']} by {len(result['ranks'])} ranks ({result['process_manager']}); "
-             f"counter window `{_value(result.get('window'))}`",
-             f"- direct-link traffic during the ladder: {_value(traffic.get('message'))}"]
+    lines = [
+        f"### {mode}: {'accepted' if acceptance['passed'] else 'NOT accepted'} ({layers})",
+        "",
+        f"- served at {result['url']} by {len(result['ranks'])} ranks ({result['process_manager']}); "
+        f"counter window `{_value(result.get('window'))}`",
+        f"- direct-link traffic during the ladder: {_value(traffic.get('message'))}",
+    ]
     lines += [f"- problem: {problem}" for problem in acceptance["problems"]]
-    lines += ["", "Per request (median over the step's requests):", "",
-              "| step | kind | cache | ok/requests | TTFT ms | decode tok/s (excl. TTFT) | output tok/s (incl. TTFT) |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "Per request (median over the step's requests):",
+        "",
+        "| step | kind | cache | ok/requests | TTFT ms | decode tok/s (excl. TTFT) | output tok/s (incl. TTFT) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     batches = [(step["step"], step.get("batch")) for step in acceptance["steps"]]
     for name, batch in batches:
         if not batch:
             lines.append(f"| {name} | — | — | did not run | — | — | — |")
             continue
-        lines.append(f"| {name} | {batch['kind']} | {batch['cache']} | {_value(batch.get('ok'))}/"
-                     f"{_value(batch.get('requests'))} | {_stat(batch, 'ttft_s', scale=1000)} "
-                     f"| {_stat(batch, 'decode_tok_s')} | {_stat(batch, 'output_tok_s')} |")
-    lines += ["", "Per batch:", "", "| step | concurrency | wall s | aggregate output tok/s (all tokens / wall) "
-              "| cached tokens (sum) | accept length |", "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {name} | {batch['kind']} | {batch['cache']} | {_value(batch.get('ok'))}/"
+            f"{_value(batch.get('requests'))} | {_stat(batch, 'ttft_s', scale=1000)} "
+            f"| {_stat(batch, 'decode_tok_s')} | {_stat(batch, 'output_tok_s')} |"
+        )
+    lines += [
+        "",
+        "Per batch:",
+        "",
+        "| step | concurrency | wall s | aggregate output tok/s (all tokens / wall) "
+        "| cached tokens (sum) | accept length |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for name, batch in batches:
         if batch:
             accept = (batch.get("spec_accept_length") or {}).get("value")
-            lines.append(f"| {name} | {batch['concurrency']} | {_value(batch.get('wall_s'))} "
-                         f"| {_value(batch.get('aggregate_output_tok_s'))} "
-                         f"| {_value(batch.get('cached_tokens_total'))} | {_value(accept)} |")
-    definitions = next((b.get("definitions") for _name, b in batches if b and b.get("definitions")), None)
-    if definitions:
-        lines += ["", "Definitions:", ""] + [f"- `{name}`: {text}" for name, text in sorted(definitions.items())]
+            lines.append(
+                f"| {name} | {batch['concurrency']} | {_value(batch.get('wall_s'))} "
+                f"| {_value(batch.get('aggregate_output_tok_s'))} "
+                f"| {_value(batch.get('cached_tokens_total'))} | {_value(accept)} |"
+            )
     cached_long = [b for n, b in batches if n == "long_context" and b and (b.get("cached_tokens_total") or 0) > 0]
     if cached_long:
-        lines += ["", f"Note: the long-context request reused {cached_long[0]['cached_tokens_total']} cached "
-                  "tokens, so its TTFT is not a cold-prefill result."]
+        lines += [
+            "",
+            f"Note: the long-context request reused {cached_long[0]['cached_tokens_total']} cached "
+            "tokens, so its TTFT is not a cold-prefill result.",
+        ]
     lines.append("")
     return lines
 
@@ -116,25 +149,43 @@ def _link_tests(host: str, result: dict) -> list[str]:
 
     def counters(test: dict) -> tuple[str, str]:
         per_host = test.get("host_counters") or {}
-        retrans = " / ".join(f"{_value((per_host.get(h) or {}).get('RetransSegs'))} "
-                             f"({_value((per_host.get(h) or {}).get('retrans_pct'))}%)" for h in (a, b))
+        retrans = " / ".join(
+            f"{_value((per_host.get(h) or {}).get('RetransSegs'))} "
+            f"({_value((per_host.get(h) or {}).get('retrans_pct'))}%)"
+            for h in (a, b)
+        )
         errors = " / ".join(
-            ", ".join(_value((per_host.get(h) or {}).get(k)) for k in
-                      ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors"))
-            for h in (a, b))
+            ", ".join(
+                _value((per_host.get(h) or {}).get(k))
+                for k in ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
+            )
+            for h in (a, b)
+        )
         return retrans, errors
 
     rows = []
     if "asymmetry" in tests:
-        rows.append(("asymmetry (bidir)", tests["asymmetry"]["a_to_b_bps"], tests["asymmetry"]["b_to_a_bps"],
-                     tests["asymmetry"]))
+        rows.append(
+            (
+                "asymmetry (bidir)",
+                tests["asymmetry"]["a_to_b_bps"],
+                tests["asymmetry"]["b_to_a_bps"],
+                tests["asymmetry"],
+            )
+        )
     sweep = tests.get("flow_sweep")
     if sweep:
         for flows in sorted(sweep["a_to_b"], key=int):
             rows.append((f"flow sweep, {flows} flow(s)", sweep["a_to_b"][flows], sweep["b_to_a"].get(flows), sweep))
     if "window" in tests:
-        rows.append((f"window ({tests['window']['window_bytes']} B, one flow)", tests["window"]["a_to_b_bps"], None,
-                     tests["window"]))
+        rows.append(
+            (
+                f"window ({tests['window']['window_bytes']} B, one flow)",
+                tests["window"]["a_to_b_bps"],
+                None,
+                tests["window"],
+            )
+        )
     load = (tests.get("loaded_probes") or {}).get("load")
     if load:
         rows.append(("load under the probes (bidir)", load["a_to_b_bps"], load["b_to_a_bps"], tests["loaded_probes"]))
@@ -143,13 +194,18 @@ def _link_tests(host: str, result: dict) -> list[str]:
         lines.append(f"| {name} | {_gbps(forward)} | {_gbps(reverse)} | {retrans} | {errors} |")
     probes = [(t, d) for t in ("probes", "loaded_probes") for d in ("a_to_b", "b_to_a") if (tests.get(t) or {}).get(d)]
     if probes:
-        lines += ["", "| probes | direction | loss % | mean ms | p50 ms | p99 ms |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "| probes | direction | loss % | mean ms | p50 ms | p99 ms |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         for test, direction in probes:
             probe = tests[test][direction]
             label = f"{a} -> {b}" if direction == "a_to_b" else f"{b} -> {a}"
-            lines.append(f"| {'loaded' if test == 'loaded_probes' else 'unloaded'} | {label} | {probe['loss_pct']} "
-                         f"| {_value(probe['mean_ms'])} | {_value(probe['p50_ms'])} | {_value(probe['p99_ms'])} |")
+            lines.append(
+                f"| {'loaded' if test == 'loaded_probes' else 'unloaded'} | {label} | {probe['loss_pct']} "
+                f"| {_value(probe['mean_ms'])} | {_value(probe['p50_ms'])} | {_value(probe['p99_ms'])} |"
+            )
     lines.append("")
     return lines
 
@@ -171,8 +227,11 @@ def _link_ab(host: str, ab: dict) -> list[str]:
         cells = []
         for row in ab["table"]:
             stats = row["metrics"].get(name) or {}
-            cells.append("—" if not stats.get("n") else
-                         f"{_value(stats['median'])} ({_value(stats['min'])} to {_value(stats['max'])}, {stats['n']})")
+            cells.append(
+                "—"
+                if not stats.get("n")
+                else f"{_value(stats['median'])} ({_value(stats['min'])} to {_value(stats['max'])}, {stats['n']})"
+            )
         if any(cell != "—" for cell in cells):
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append("")
@@ -189,93 +248,1040 @@ def _primary_again(step: dict) -> str:
 
 def _fallback(fallback: dict) -> list[str]:
     """The fallback route: what was added, what each proof observed, and whether the config came back."""
-    lines = ["## Fallback route", "",
-             "Real requests through the exact public route (the gateway URL, the public role, the clients' key); "
-             "`x-litellm-model-api-base` names the backend that served each one.", "",
-             "| step | requests | ok | failed | served by | primary serves again |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## Fallback route",
+        "",
+        "Real requests through the exact public route (the gateway URL, the public role, the clients' key); "
+        "`x-litellm-model-api-base` names the backend that served each one.",
+        "",
+        "| step | requests | ok | failed | served by | primary serves again |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     negative = fallback.get("negative_proof")
     if negative:
         verdict = "reproduced" if negative["reproduced"] else "**not reproduced**"
         ok = negative["requests"] - negative["failed"]
-        lines.append(f"| without the fallback, primaries paused (expected to fail: {verdict}) | {negative['requests']} "
-                     f"| {ok} | {negative['failed']} | — | {_primary_again(negative)} |")
+        lines.append(
+            f"| without the fallback, primaries paused (expected to fail: {verdict}) | {negative['requests']} "
+            f"| {ok} | {negative['failed']} | — | {_primary_again(negative)} |"
+        )
     prove = fallback.get("prove")
     if prove:
-        lines.append(f"| with the fallback, primaries paused | {prove['requests']} | {prove['ok']} | {prove['failed']} "
-                     f"| {_served_by(prove['served_by'])} | {_primary_again(prove)} |")
+        lines.append(
+            f"| with the fallback, primaries paused | {prove['requests']} | {prove['ok']} | {prove['failed']} "
+            f"| {_served_by(prove['served_by'])} | {_primary_again(prove)} |"
+        )
     lines.append("")
     add, remove = fallback.get("add"), fallback.get("remove")
     if add:
         steps = add.get("steps", [])
-        applied = ", ".join(f"{s['instance']} {'drained' if s['drained'] else 'not drained'} "
-                            f"{_value(s['seconds'])} s" for s in steps)
-        lines.append(f"- added `fallbacks: [{{{add['public_model']}: [{add['target_model']}]}}]` to `{add['config']}` "
-                     f"on {add['gateway_host']} (original sha256 `{add['original_sha256'][:16]}…`), applied through "
-                     f"{add['front']}: {applied or 'already added'}")
+        applied = ", ".join(
+            f"{s['instance']} {'drained' if s['drained'] else 'not drained'} {_value(s['seconds'])} s" for s in steps
+        )
+        lines.append(
+            f"- added `fallbacks: [{{{add['public_model']}: [{add['target_model']}]}}]` to `{add['config']}` "
+            f"on {add['gateway_host']} (original sha256 `{add['original_sha256'][:16]}…`), applied through "
+            f"{add['front']}: {applied or 'already added'}"
+        )
     if remove:
         verdict = "byte-identical" if remove["byte_identical"] else "**NOT the original**"
-        lines.append(f"- removed: the config is {verdict} (sha256 `{remove['config_sha256'][:16]}…`), "
-                     f"primary serving again: {_primary_again(remove)}")
+        lines.append(
+            f"- removed: the config is {verdict} (sha256 `{remove['config_sha256'][:16]}…`), "
+            f"primary serving again: {_primary_again(remove)}"
+        )
     if negative and negative["errors"]:
         lines.append(f"- the failure without the fallback: {negative['errors'][0]}")
     lines.append("")
     return lines
 
 
-def render(record: dict) -> str:
+# --- helpers for the sections below -------------------------------------------------------------------------------
+
+
+def _cell(value) -> str:
+    """Record text inside a Markdown table cell: a pipe or a line break would end the cell."""
+    return _value(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _bytes(value) -> str:
+    number = plots.number(value)
+    if number is None:
+        return "—"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(number) >= size:
+            return f"{number / size:.3g} {unit}"
+    return f"{number:.0f} B"
+
+
+def _count(value) -> str:
+    number = plots.number(value)
+    return "—" if number is None else f"{number:.0f}"
+
+
+def _duration(start, end) -> str:
+    first, last = plots.epoch(start), plots.epoch(end)
+    if first is None or last is None or last < first:
+        return "—"
+    seconds = last - first
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + " --- |" * len(header),
+        *["| " + " | ".join(r) + " |" for r in rows],
+    ]
+
+
+def _join(items: list[str]) -> str:
+    items = list(items)
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _journal_entries(record: dict) -> list[dict]:
+    journal = record.get("journal") or {}
+    entries = [
+        dict(entry, stage=entry.get("stage") or name) for name, entry in journal.items() if isinstance(entry, dict)
+    ]
+    return sorted(entries, key=lambda e: (e["index"] if isinstance(e.get("index"), int) else math.inf, e["stage"]))
+
+
+# --- stage journal ------------------------------------------------------------------------------------------------
+
+
+def _changes(entry: dict) -> str:
+    """A journal entry's `changes`: the stage table's text (or a list of them)."""
+    changes = entry.get("changes")
+    if isinstance(changes, list):
+        return "; ".join(_cell(c) for c in changes) or "—"
+    return _cell(changes or None)
+
+
+def _layer_change(entry: dict) -> str:
+    return _cell(entry.get("layer_change") or entry.get("layer"))
+
+
+def _journal(entries: list[dict]) -> list[str]:
+    lines = [
+        "## Stage journal",
+        "",
+        "The staged experiment's stages in run order (UTC). A measured stage names its control and the one declared "
+        "layer it changes against it.",
+        "",
+    ]
+    rows = []
+    for entry in entries:
+        status = entry.get("status")
+        measured = entry.get("measured")
+        rows.append(
+            [
+                _cell(entry.get("index")),
+                _cell(entry["stage"]),
+                f"**{status}**" if status in ("failed", "running") else _cell(status),
+                (_cell(entry.get("control")) if entry.get("control") else "— (the control)") if measured else "—",
+                _layer_change(entry),
+                _cell(entry.get("started")),
+                _duration(entry.get("started"), entry.get("finished")),
+                _changes(entry),
+                _cell(entry.get("note") or None),
+            ]
+        )
+    header = ["#", "stage", "status", "measured against", "layer change", "started", "took", "changes", "note"]
+    lines += _table(header, rows)
+    return [*lines, ""]
+
+
+# --- throughput summary -------------------------------------------------------------------------------------------
+
+# (title, definition, metric, which batches: "single" (concurrency 1) or "concurrent", scale)
+PER_REQUEST_KINDS = (
+    (
+        "Single-stream output tok/s",
+        "per request: output tokens / request latency, TTFT included; batches at concurrency 1.",
+        "output_tok_s",
+        "single",
+        1,
+    ),
+    (
+        "Decode tok/s",
+        "per request: (output tokens - 1) / (latency - TTFT), the first token and TTFT excluded; batches at "
+        "concurrency 1.",
+        "decode_tok_s",
+        "single",
+        1,
+    ),
+    (
+        "Per-request output tok/s under concurrency",
+        "per request, TTFT included, while the batch's requests ran together: what one request saw, not a "
+        "single-stream figure and not the aggregate.",
+        "output_tok_s",
+        "concurrent",
+        1,
+    ),
+    (
+        "TTFT ms",
+        "per request: from sending the request (connect included) to the first streamed token.",
+        "ttft_s",
+        "all",
+        1000,
+    ),
+)
+
+
+def _cache(batch: dict) -> str:
+    label = _value(batch.get("cache"))
+    return f"{label} (flushed)" if batch.get("cache_flushed") else label
+
+
+def _cached_tokens(batch: dict) -> str:
+    value = batch.get("cached_tokens_total")
+    return "not reported" if value is None else _count(value)
+
+
+def _throughput_summary(batches: list[plots.Batch]) -> list[str]:
+    lines = [
+        "## Throughput summary",
+        "",
+        "One table per kind of figure; kinds are never mixed. `cache`: cold = the server's prefix cache was flushed "
+        "before the batch; warm = it was not, and the cached prompt tokens the server reported are shown. "
+        "min, median and max are over the step's OK requests (n).",
+        "",
+        "Modes: "
+        + "; ".join(f"`{mode}`: {_cell(layers)}" for mode, layers in dict.fromkeys((b.mode, b.layers) for b in batches))
+        + ".",
+        "",
+    ]
+    for title, definition, metric, which, scale in PER_REQUEST_KINDS:
+        chosen = [b for b in batches if which == "all" or (b.batch.get("concurrency") == 1) == (which == "single")]
+        rows = []
+        for b in chosen:
+            stats = plots.stat(b.batch, metric)
+            if stats is None:
+                continue
+            row = [_cell(b.mode), _cell(b.step), _cache(b.batch), _cached_tokens(b.batch)]
+            if which != "single":
+                row.append(_count(b.batch.get("concurrency")))
+            row += [_value(stats.get("n"))] + [
+                _value(None if plots.number(stats.get(k)) is None else stats[k] * scale)
+                for k in ("min", "median", "max")
+            ]
+            rows.append(row)
+        if not rows:
+            continue
+        header = ["mode", "step", "cache", "cached prompt tokens"]
+        header += [] if which == "single" else ["concurrency"]
+        header += ["n", "min", "median", "max"]
+        lines += [f"### {title}", "", f"Definition: {definition}", "", *_table(header, rows), ""]
+    aggregate = [b for b in batches if (b.batch.get("concurrency") or 1) > 1]
+    if aggregate:
+        rows = [
+            [
+                _cell(b.mode),
+                _cell(b.step),
+                _cache(b.batch),
+                _cached_tokens(b.batch),
+                _count(b.batch.get("concurrency")),
+                f"{_value(b.batch.get('ok'))}/{_value(b.batch.get('requests'))}",
+                _count(b.batch.get("output_tokens_total")),
+                _value(b.batch.get("wall_s")),
+                _value(b.batch.get("aggregate_output_tok_s")),
+            ]
+            for b in aggregate
+        ]
+        header = [
+            "mode",
+            "step",
+            "cache",
+            "cached prompt tokens",
+            "concurrency",
+            "ok/requests",
+            "output tokens",
+            "wall s",
+            "aggregate tok/s",
+        ]
+        lines += [
+            "### Aggregate output tok/s",
+            "",
+            "Definition: per batch: the output tokens of all OK requests / the batch's wall time (first request sent "
+            "to last byte received), at concurrency > 1. It is not any one request's rate.",
+            "",
+            *_table(header, rows),
+            "",
+        ]
+    return lines
+
+
+# --- candidate driver ---------------------------------------------------------------------------------------------
+
+
+def _module_facts(module: dict) -> str:
+    if not isinstance(module, dict) or not module:
+        return "—"
+    if module.get("loaded") is False:
+        return "not loaded"
+    parameters = module.get("parameters") or {}
+    params = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items())) or "no parameters"
+    taint = module.get("taint")
+    return f"`{_value(module.get('srcversion'))}` ({params}; module taint {_cell(taint or 'none')})"
+
+
+def _build_lines(entry: dict) -> list[str]:
+    build = entry.get("build") or {}
+    module = build.get("module") or {}
+    if build.get("emulated") or entry.get("driver_layer") == "emulated":
+        return [
+            f"- emulated driver layer: {_value(build.get('note'))}",
+            f"- stand-in srcversion `{_value(module.get('srcversion'))}`",
+        ]
+    source = build.get("source") or {}
+    gates = build.get("gates") or {}
+    lines = [
+        f"- built on {_value(entry.get('build_host'))} for {_value(build.get('target_kernel_release'))} from the "
+        f"{_value(source.get('source_kind'))} `{_value(source.get('path'))}`: source version "
+        f"{_value(source.get('source_version'))}, headers {_value(source.get('headers_version'))}, running "
+        f"{_value(source.get('running_version'))}",
+        f"- layout `{_value(source.get('layout'))}`, TX E2E history `{_value(source.get('history'))}`, driver "
+        f"`{_value(source.get('driver'))}`",
+    ]
+    for patch in source.get("patches") or []:
+        lines.append(f"- patch `{Path(str(patch.get('path'))).name}` sha256 `{_value(patch.get('sha256'))}`")
+    for gate in gates.get("patches") or []:
+        lines.append(
+            f"- gates for `{Path(str(gate.get('patch'))).name}`: git apply --check "
+            f"{_value(gate.get('git_apply_check'))}; checkpatch --strict: `{_value(gate.get('checkpatch'))}`"
+        )
+    if gates:
+        lines.append(f"- git diff --check {_value(gates.get('git_diff_check'))}")
+    lines.append(
+        f"- module `{Path(str(module.get('module_path'))).name}`: sha256 `{_value(module.get('sha256'))}`, srcversion "
+        f"`{_value(module.get('srcversion'))}`, vermagic `{_value(module.get('vermagic'))}`, signed "
+        f"{_value(module.get('signed'))}, compiler warnings {_value(module.get('compiler_warnings'))}"
+    )
+    return lines
+
+
+def _candidate(candidates: dict) -> list[str]:
+    entries = [(host, entry) for host, entry in sorted(candidates.items()) if isinstance(entry, dict)]
+    lines = ["## Candidate driver", ""]
+    if any(entry.get("driver_layer") == "emulated" for _host, entry in entries):
+        lines += [
+            "On the emulated driver layer nothing is built or loaded: a link profile on the veth stands in for the "
+            "candidate, and the module facts are the fixture root's. This is not a driver result.",
+            "",
+        ]
+    rows = []
+    for host, entry in entries:
+        taint = entry.get("kernel_taint") or {}
+        watchdog = entry.get("watchdog")
+        rows.append(
+            [
+                _cell(host),
+                _cell(entry.get("driver_layer")),
+                _cell(entry.get("kernel_release")),
+                _value(entry.get("tx_e2e")),
+                _value(entry.get("peer_e2e")),
+                "**yes**" if entry.get("peer_override") else _value(entry.get("peer_override")),
+                _module_facts(entry.get("module_before") or {}),
+                _module_facts(entry.get("module_after") or {}),
+                f"{_value(taint.get('before'))} -> {_value(taint.get('after'))}",
+                f"pid {_value(watchdog.get('pid'))}, {_value(watchdog.get('deadline_s'))} s" if watchdog else "none",
+            ]
+        )
+    lines += _table(
+        [
+            "host",
+            "driver layer",
+            "kernel",
+            "tx_e2e",
+            "peer E2E",
+            "peer override",
+            "module before",
+            "module after",
+            "kernel taint",
+            "watchdog",
+        ],
+        rows,
+    )
+    lines.append("")
+    # one build section per distinct build (both hosts usually load the same one)
+    builds: dict[str, list[str]] = {}
+    for host, entry in entries:
+        emulated = entry.get("driver_layer") == "emulated"
+        key = json.dumps([None if emulated else entry.get("build_host"), entry.get("build")], sort_keys=True)
+        builds.setdefault(key, []).append(host)
+    by_host = dict(entries)
+    for hosts in builds.values():
+        lines += [f"### Build for {_join(hosts)}", "", *_build_lines(by_host[hosts[0]])]
+        for host in hosts:
+            message = by_host[host].get("message")
+            if message:
+                lines.append(f"- load on {host}: {_value(message)}")
+            if by_host[host].get("link_profile"):
+                lines.append(f"- link profile standing in on {host}: `{by_host[host]['link_profile']}`")
+        lines.append("")
+    return lines
+
+
+# --- counter deltas -----------------------------------------------------------------------------------------------
+
+
+def _window_notes(window: plots.Window) -> list[str]:
+    data = window.data
+    notes = [str(n) for n in data.get("notes") or [] if n]
+    if data.get("link_retrained"):
+        before, after = data.get("link_before") or {}, data.get("link_after") or {}
+        notes.append(
+            f"the link changed during the window: {_value(before.get('rx_speed_gbps'))}/"
+            f"{_value(before.get('tx_speed_gbps'))} Gb/s -> {_value(after.get('rx_speed_gbps'))}/"
+            f"{_value(after.get('tx_speed_gbps'))} Gb/s per lane (rx/tx)"
+        )
+    notes += [f"counter reset: {r}" for r in data.get("resets") or []]
+    missing = data.get("missing") or []
+    if missing:
+        notes.append(f"counters missing from a snapshot: {', '.join(str(m) for m in missing)}")
+    return notes
+
+
+def _counter_deltas(windows: list[plots.Window], emulated: bool) -> list[str]:
+    lines = [
+        "## Counter deltas per window and host",
+        "",
+        "Growth of each counter between a window's opening and closing snapshots. Receiver errors and bytes are the "
+        "direct-link interface's; TCP retransmitted segments are host-wide (every interface). Receiver errors: CRC "
+        "(rx_crc_errors), missed (rx_missed_errors), length (rx_length_errors), overrun (rx_over_errors), total "
+        "(rx_errors, the kernel's own sum, which also counts other kinds).",
+        "",
+    ]
+    if emulated:
+        lines += [
+            "Transport label: emulated. A veth never counts receiver CRC, missed, length or overrun errors, so those "
+            "columns are 0 by construction here; the emulated damage shows as TCP retransmissions (and qdisc drops).",
+            "",
+        ]
+    rows = []
+    for w in windows:
+        rows.append(
+            [
+                _cell(w.name),
+                _cell(w.host),
+                _cell(w.interface),
+                _value(plots.number(w.data.get("elapsed_s"))),
+                *(_count(w.counter(name)) for name in plots.RX_ERROR_COUNTERS),
+                _count(w.counter("rx_errors")),
+                _count(w.counter("RetransSegs")),
+                _bytes(w.counter("rx_bytes")),
+                _bytes(w.counter("tx_bytes")),
+                _count(w.samples.get("count")) if w.samples.get("path") else "none",
+            ]
+        )
+    lines += _table(
+        [
+            "window",
+            "host",
+            "interface",
+            "seconds",
+            "rx CRC",
+            "rx missed",
+            "rx length",
+            "rx overrun",
+            "rx errors (total)",
+            "TCP retrans segs",
+            "received",
+            "sent",
+            "sampler samples",
+        ],
+        rows,
+    )
+    notes = [(w, note) for w in windows for note in _window_notes(w)]
+    if notes:
+        lines += ["", *[f"- {w.name} on {w.host}: {note}" for w, note in notes]]
+    return [*lines, ""]
+
+
+# --- restore: the driver ------------------------------------------------------------------------------------------
+
+
+def _restore_driver(restores: dict) -> list[str]:
+    drivers = [(host, r["driver"]) for host, r in sorted(restores.items()) if isinstance(r.get("driver"), dict)]
+    if not drivers:
+        return []
+    rows = []
+    for host, driver in drivers:
+        persistence = driver.get("persistence") or {}
+        taint = persistence.get("taint") or {}
+        rows.append(
+            [
+                _cell(host),
+                _value(driver.get("compared")),
+                "; ".join(_cell(d) for d in driver.get("differences") or []) or "none",
+                _module_facts(driver.get("module") or {}),
+                "; ".join(_cell(d) for d in persistence.get("differences") or []) or "none",
+                "; ".join(_cell(p) for p in persistence.get("problems") or []) or "none",
+                f"{_value(taint.get('before'))} -> {_value(taint.get('after'))}",
+                ", ".join(f"`{_cell(d)}`" for d in driver.get("private_dirs") or []) or "none",
+            ]
+        )
+    lines = [
+        "",
+        "The driver after the restore: compared with the candidate's known-good snapshot; persistence: what the "
+        "candidate could have left for the next boot (module files, options, initramfs).",
+        "",
+        *_table(
+            [
+                "host",
+                "compared",
+                "differences",
+                "module now",
+                "persistence differences",
+                "persistence problems",
+                "kernel taint",
+                "private build dirs checked",
+            ],
+            rows,
+        ),
+    ]
+    notes = [(host, ((d.get("persistence") or {}).get("taint") or {}).get("note")) for host, d in drivers]
+    notes = [f"- {host}: {note}" for host, note in notes if note]
+    return lines + ([""] + notes if notes else [])
+
+
+# --- plots --------------------------------------------------------------------------------------------------------
+
+
+def _plots(planned: list[plots.Plot]) -> list[str]:
+    lines = ["## Plots", ""]
+    if not planned:
+        return [*lines, "No plots: the record has no serving batches, counter windows or link tests.", ""]
+    for plot in planned:
+        if plot.skipped is None:
+            lines.append(f"- [{plot.name}](plots/{plot.name}): {plot.title}")
+        else:
+            lines.append(f"- {plot.name} not drawn: {plot.skipped}")
+    return [*lines, ""]
+
+
+# --- what this run shows, and what it does not show ----------------------------------------------------------------
+
+MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
+
+
+def _representative_step(batches: list[plots.Batch]) -> str | None:
+    """The single-stream step to quote: the one with the most requests, `repeated` first among equals."""
+    single = [b for b in batches if b.batch.get("concurrency") == 1 and plots.stat(b.batch, "output_tok_s")]
+    if not single:
+        return None
+    best = max(single, key=lambda b: (plots.stat(b.batch, "output_tok_s").get("n") or 0, b.step == "repeated"))
+    return best.step
+
+
+def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
+    shows = []
+    for mode, result in (record.get("serving") or {}).items():
+        acceptance = result.get("acceptance") or {}
+        steps = acceptance.get("steps") or []
+        passed = sum(1 for s in steps if s.get("passed"))
+        layers = plots.mode_layers(result)
+        if acceptance.get("passed"):
+            shows.append(
+                f"Mode {mode} ({layers}) served real API requests and was accepted by its ladder ({passed} "
+                f"of {len(steps)} steps)."
+            )
+        else:
+            problems = "; ".join(str(p) for p in acceptance.get("problems") or []) or "see the ladder"
+            shows.append(
+                f"Mode {mode} ({layers}) was NOT accepted ({passed} of {len(steps)} steps passed): {problems}."
+            )
+        traffic = acceptance.get("traffic") or {}
+        if traffic.get("message"):
+            verdict = "went over the direct link" if traffic.get("ok") else "did NOT clearly go over the direct link"
+            shows.append(f"Mode {mode}: its ladder's traffic {verdict}: {traffic['message']}.")
+    step = _representative_step(batches)
+    if step:
+        figures = []
+        for b in batches:
+            stats = plots.stat(b.batch, "output_tok_s")
+            if b.step == step and stats:
+                figures.append(
+                    f"{b.mode} {_value(stats['median'])} (n={_value(stats.get('n'))}, {_cache(b.batch)} cache)"
+                )
+        shows.append(
+            f"Observed single-stream output tok/s per request (TTFT included), median of the `{step}` step: "
+            f"{_join(figures)}."
+        )
+    for b in batches:
+        accept = (b.batch.get("spec_accept_length") or {}).get("value")
+        if b.step == step and plots.number(accept) is not None:
+            shows.append(
+                f"Mode {b.mode}: speculative accept length {_value(accept)} observed on the `{step}` step, so "
+                "the speculative path was active."
+            )
+    return shows
+
+
+def _counter_shows(windows: list[plots.Window], emulated: bool) -> list[str]:
+    shows = []
+    if not windows:
+        return shows
+    damaged = [w for w in windows if (w.rx_errors() or 0) > 0 or (w.counter("rx_errors") or 0) > 0]
+    interfaces = _join(sorted({w.interface for w in windows if w.interface})) or "the link"
+    if damaged:
+        for w in damaged:
+            parts = ", ".join(
+                f"{label} {_count(w.counter(name))}"
+                for name, label in zip(plots.RX_ERROR_COUNTERS, ("CRC", "missed", "length", "overrun"), strict=True)
+            )
+            shows.append(
+                f"Receiver errors observed on {w.interface} of {w.host} in window {w.name}: {parts} (total "
+                f"{_count(w.counter('rx_errors'))})."
+            )
+    elif not emulated:
+        shows.append(
+            f"No receiver CRC, missed, length or overrun errors on {interfaces} in any of the "
+            f"{len({w.name for w in windows})} counter windows."
+        )
+    retrans = {}
+    for w in windows:
+        value = w.counter("RetransSegs")
+        if value is not None:
+            retrans.setdefault(w.host, []).append((value, w.name))
+    if retrans:
+        parts = []
+        for host, values in sorted(retrans.items()):
+            top, name = max(values)
+            parts.append(
+                f"{host} {_count(sum(v for v, _n in values))} over {len(values)} window(s) (most in {name}: "
+                f"{_count(top)})"
+            )
+        shows.append(f"TCP retransmitted segments observed (host-wide): {'; '.join(parts)}.")
+    for w in windows:
+        if w.data.get("link_retrained"):
+            shows.append(f"The link changed speed or lanes during window {w.name} on {w.host}.")
+    return shows
+
+
+def _candidate_shows(candidates: dict) -> list[str]:
+    shows = []
+    groups: dict[str, list[str]] = {}
+    for host, entry in sorted(candidates.items()):
+        before, after = entry.get("module_before") or {}, entry.get("module_after") or {}
+        taint = entry.get("kernel_taint") or {}
+        if entry.get("driver_layer") == "emulated":
+            text = (
+                f"the emulated stand-in for the candidate was set (link profile "
+                f"`{_value(entry.get('link_profile'))}`; the fixture root shows srcversion "
+                f"`{_value(after.get('srcversion'))}`)"
+            )
+        else:
+            text = (
+                f"the candidate was loaded (srcversion `{_value(after.get('srcversion'))}` in place of "
+                f"`{_value(before.get('srcversion'))}`; tx_e2e {_value(entry.get('tx_e2e'))}, peer advertises E2E "
+                f"{_value(entry.get('peer_e2e'))}, peer override {_value(entry.get('peer_override'))}; kernel "
+                f"taint {_value(taint.get('before'))} -> {_value(taint.get('after'))})"
+            )
+        groups.setdefault(text, []).append(host)
+    for text, hosts in groups.items():
+        shows.append(f"On {_join(hosts)}: {text}.")
+    return shows
+
+
+def _fallback_shows(fallback: dict) -> list[str]:
+    shows = []
+    negative, prove, remove = fallback.get("negative_proof"), fallback.get("prove"), fallback.get("remove")
+    if negative:
+        verdict = "the gap was reproduced" if negative.get("reproduced") else "the expected gap was NOT reproduced"
+        shows.append(
+            f"Without the fallback and with the primaries paused, {negative.get('failed')} of "
+            f"{negative.get('requests')} public-route requests failed: {verdict}."
+        )
+    if prove:
+        shows.append(
+            f"With the fallback and the primaries paused, {prove.get('ok')} of {prove.get('requests')} "
+            f"public-route requests were served, by "
+            f"{', '.join(f'{b} ({n})' for b, n in sorted((prove.get('served_by') or {}).items())) or 'none'}."
+        )
+    if remove:
+        verdict = "byte-identical to the original" if remove.get("byte_identical") else "NOT the original"
+        shows.append(f"After the fallback was removed the gateway config is {verdict}.")
+    return shows
+
+
+def _restore_shows(restores: dict) -> list[str]:
+    shows = []
+    for host, restore in sorted(restores.items()):
+        against = {"known_good": "its known-good snapshot", "inventory_expectations": "the inventory's expectations"}
+        compared = against.get(restore.get("compared_with"), "its expectations")
+        if restore.get("verified"):
+            shows.append(f"Restore verified on {host} against {compared}: no differences.")
+        else:
+            diffs = "; ".join(str(d) for d in restore.get("differences") or []) or "unverified"
+            shows.append(f"Restore NOT verified on {host} ({diffs}): a person must look.")
+        driver = restore.get("driver") or {}
+        persistence = driver.get("persistence") or {}
+        if driver.get("compared"):
+            left = (driver.get("differences") or []) + (persistence.get("differences") or [])
+            shows.append(
+                f"On {host} the driver after the restore matches the stock snapshot and nothing of the candidate "
+                "persisted."
+                if not left
+                else f"On {host} the driver after the restore differs: {'; '.join(left)}."
+            )
+    return shows
+
+
+def _shows(record: dict, batches: list[plots.Batch], windows: list[plots.Window], emulated: bool) -> list[str]:
+    shows = []
+    for host, state in sorted((record.get("verification") or {}).items()):
+        checks = state.get("checks") or []
+        failed = [c for c in checks if not c.get("ok")]
+        if failed:
+            named = "; ".join(
+                f"{c.get('name')} (expected {_value(c.get('expected'))}, found {_value(c.get('found'))})"
+                for c in failed
+            )
+            shows.append(f"{host} FAILED verification: {named}.")
+        else:
+            shows.append(
+                f"{host} passed verification ({len(checks)} of {len(checks)} checks, real requests to its "
+                "services included)."
+            )
+    entries = _journal_entries(record)
+    if entries:
+        by_status: dict[str, list[str]] = {}
+        for entry in entries:
+            by_status.setdefault(str(entry.get("status")), []).append(entry["stage"])
+        counts = ", ".join(f"{len(names)} {status}" for status, names in by_status.items())
+        text = f"The stage journal records {len(entries)} stages: {counts}."
+        measured = [
+            f"{e['stage']} against {e['control']} ({_layer_change(e)})"
+            for e in entries
+            if e.get("measured") and e.get("control")
+        ]
+        if measured:
+            text += f" Measured stages, each one declared layer from its control: {'; '.join(measured)}."
+        shows.append(text)
+    shows += _serving_shows(record, batches)
+    shows += _counter_shows(windows, emulated)
+    for result in (record.get("link_tests") or {}).values():
+        pair = result.get("pair") or {}
+        verdicts = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in (result.get("verdicts") or {}).items() if v)
+        shows.append(f"Link test {pair.get('a')} <-> {pair.get('b')} ({result.get('transport_label')}): {verdicts}.")
+    for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
+        if not isinstance(ab, dict):
+            continue
+        conditions = [row for row in ab.get("table") or [] if isinstance(row, dict)]
+        names = sorted({n for row in conditions for n in row.get("metrics") or {} if n.endswith("_gbps")})
+        for name in names:
+            cells = [
+                f"{row.get('condition')} {_value((row['metrics'].get(name) or {}).get('median'))}"
+                for row in conditions
+                if (row.get("metrics") or {}).get(name)
+            ]
+            shows.append(
+                f"Link A/B from {host} ({ab.get('transport_label')}, {ab.get('repetitions')} interleaved "
+                f"repetitions): median {name} {_join(cells)}."
+            )
+    shows += _candidate_shows(record.get("candidate") or {})
+    shows += _fallback_shows(record.get("fallback") or {})
+    for label, result in sorted((record.get("continuity") or {}).items()):
+        verdict = "within" if result.get("within_budget") else "OVER"
+        shows.append(
+            f"Continuity (prober `{label}`): {result.get('failed')} of {result.get('total')} public-route "
+            f"requests failed (budget {result.get('budget')}: {verdict}); worst gap "
+            f"{_value(result.get('worst_gap_s'))} s."
+        )
+    shows += _restore_shows(record.get("restore") or {})
+    return shows
+
+
+def _speculation_limits(record: dict) -> list[str]:
+    limits = []
+    serving = record.get("serving") or {}
+    by_runtime: dict[str, dict[str, str]] = {}
+    for mode, result in serving.items():
+        layers = result.get("layers") or {}
+        by_runtime.setdefault(str(layers.get("runtime")), {})[mode] = str(layers.get("speculation"))
+    for runtime, modes in sorted(by_runtime.items()):
+        speculative = {m: s for m, s in modes.items() if s != "none"}
+        controls = [m for m, s in modes.items() if s == "none"]
+        if speculative and not controls:
+            names = _join(sorted({s.upper() for s in speculative.values()}))
+            limits.append(
+                f"No control without speculative decoding on the same runtime (runtime={runtime}; served: "
+                f"{_join(sorted(speculative))}): {names}'s share of any speed-up is unknown."
+            )
+        elif speculative and controls:
+            limits.append(
+                f"{_join(controls)} and {_join(sorted(speculative))} ran once each, one after the other in "
+                "this run (not interleaved): their difference is one observation, and `inferlab compare` "
+                "over repeated runs is what gives it a confidence interval."
+            )
+    return limits
+
+
+def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window]) -> list[str]:
+    limits = []
+    few: dict[str, list[str]] = {}
+    for b in batches:
+        stats = plots.stat(b.batch, "output_tok_s") or plots.stat(b.batch, "ttft_s")
+        n = stats.get("n") if stats else None
+        if isinstance(n, int) and n < MIN_TRIALS:
+            few.setdefault(f"{b.step} (n={n})", []).append(b.mode)
+    if few:
+        steps = "; ".join(f"{step} of {_join(modes)}" for step, modes in few.items())
+        limits.append(
+            f"Fewer than {MIN_TRIALS} trials is not a statistic: {steps}. Their medians are single observations."
+        )
+    for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
+        repetitions = ab.get("repetitions") if isinstance(ab, dict) else None
+        if isinstance(repetitions, int) and repetitions < MIN_TRIALS:
+            limits.append(
+                f"The link A/B from {host} ran {repetitions} repetition(s) per condition: fewer than "
+                f"{MIN_TRIALS} is not a statistic."
+            )
+    names = {w.name for w in windows}
+    if names and not any(name.rsplit("_", 1)[-1].isdigit() for name in names):
+        limits.append("Each counter window ran once: one trial per condition, so its deltas have no spread.")
+    return limits
+
+
+def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window], emulated: bool) -> list[str]:
+    limits = []
+    declared = plots.driver_layers(record)
+    if emulated:
+        why = (
+            ""
+            if "emulated" in declared
+            else " (inferred: the lab inference server ran and no driver layer is declared)"
+        )
+        limits.append(
+            f"The driver layer was emulated{why}: tc link profiles on a veth stood in for thunderbolt_net. "
+            "No figure here is a driver result; that needs the kernel driver layer on real hosts."
+        )
+        if windows or record.get("link_tests"):
+            limits.append(
+                "Receiver CRC, missed, length and overrun columns are 0 by construction: a veth never counts "
+                "them. The lab's transport damage shows only as qdisc drops and TCP retransmissions."
+            )
+    elif not declared and (windows or batches):
+        limits.append(
+            "The record declares no driver layer (no verify, link test or candidate stage in this run), so "
+            "it does not say whether the receiver-error counters could count at all: a veth never does."
+        )
+    if plots.lab_server(record):
+        limits.append(
+            "The tokens came from the lab inference server (`inferlab.labserver`), which speaks SGLang's "
+            "API without a model on GPUs: its tok/s measure the lab's transport and scheduling, not a "
+            "model's speed."
+        )
+    reused: dict[str, list[str]] = {}
+    for b in batches:
+        cached = plots.number(b.batch.get("cached_tokens_total"))
+        if b.step in ("long_context", "repeated_prefix") and (cached or b.batch.get("cache") == "warm"):
+            amount = f"{_count(cached)} cached prompt tokens" if cached else "a warm cache, cached tokens not reported"
+            reused.setdefault(b.step, []).append(f"{b.mode}: {amount}")
+    for step, modes in reused.items():
+        limits.append(
+            f"The {step} step reused a cached prefix ({'; '.join(modes)}), so its TTFT and rates are not a "
+            "cold-prefill result."
+        )
+    limits += _speculation_limits(record)
+    entries = _journal_entries(record)
+    left = [f"{e['stage']} ({e.get('status')})" for e in entries if e.get("status") in ("failed", "skipped")]
+    if left:
+        limits.append(f"Stages that failed or were skipped left no complete result here: {_join(left)}.")
+    unfinished = [e["stage"] for e in entries if e.get("status") == "running"]
+    if unfinished:
+        limits.append(f"Stage {_join(unfinished)} never finished (journaled as running): the run stopped during it.")
+    status = {e["stage"]: e.get("status") for e in entries}
+    for e in entries:
+        control = e.get("control")
+        if e.get("measured") and control and e.get("status") == "ok" and status.get(control) != "ok":
+            why = f"which was {status[control]}" if control in status else "which did not run"
+            limits.append(
+                f"Stage {e['stage']} was measured against {control}, {why}: its change ({_layer_change(e)}) has no "
+                "control in this run."
+            )
+    limits += _trial_limits(record, batches, windows)
+    if any((b.batch.get("concurrency") or 1) > 1 for b in batches):
+        limits.append(
+            "An aggregate tok/s is a concurrent batch's output over its wall time, not any one request's rate."
+        )
+    if batches and not windows:
+        limits.append("No counter window recorded transport counters beside the serving figures.")
+    if windows and not any(w.samples.get("path") for w in windows):
+        limits.append(
+            "No sampler series in the record: the counters are known only at each window's edges, not "
+            "over time within it."
+        )
+    for w in windows:
+        if w.data.get("resets"):
+            limits.append(f"Window {w.name} on {w.host}: a counter went backwards, so that delta is unknown.")
+    damaged = [w for w in windows if (w.rx_errors() or 0) > 0 or (w.counter("RetransSegs") or 0) > 0]
+    if damaged and batches:
+        limits.append(
+            "Receiver errors or retransmissions observed in the same window as the tok/s are a theory for a "
+            "slowdown, not its established cause: a one-layer change that removes them, reproduced from a "
+            "fresh start, would support it."
+        )
+    candidates = record.get("candidate") or {}
+    kernel = sorted(h for h, c in candidates.items() if c.get("driver_layer") == "kernel")
+    if kernel:
+        releases = _join(sorted({str(candidates[h].get("kernel_release")) for h in kernel}))
+        limits.append(
+            f"The candidate ran on one pair of controllers and one kernel ({releases}): nothing here shows "
+            "that tx_e2e is safe on other USB4 controllers or firmware, or as a default."
+        )
+    forced = sorted(h for h, c in candidates.items() if c.get("peer_override"))
+    if forced:
+        limits.append(
+            f"tx_e2e was forced on {_join(forced)} without the peer advertising E2E (peer override): "
+            "outside the opt-in's safe condition."
+        )
+    if candidates and not batches:
+        limits.append("No model workload ran with the candidate in this run: nothing here speaks for tok/s with it.")
+    for host, restore in sorted((record.get("restore") or {}).items()):
+        taint = ((restore.get("driver") or {}).get("persistence") or {}).get("taint") or {}
+        if plots.number(taint.get("after")):
+            limits.append(
+                f"The kernel on {host} stays tainted ({_value(taint['after'])}) until a reboot: a restore "
+                "cannot clear taint, and later runs on this boot start tainted."
+            )
+        if restore.get("compared_with") == "inventory_expectations":
+            limits.append(
+                f"The restore on {host} was checked against the inventory's expectations, not a known-good "
+                "snapshot taken by verify."
+            )
+    snapshot = sorted(h for h, s in (record.get("verification") or {}).items() if s.get("nvml_source") == "snapshot")
+    snapshot += sorted(
+        {w.host for w in windows if (w.data.get("nvml_after") or {}).get("source") == "snapshot"} - set(snapshot)
+    )
+    if snapshot:
+        limits.append(f"GPU facts on {_join(snapshot)} were replayed from an NVML snapshot, not read from live GPUs.")
+    measured = batches or windows or record.get("link_tests") or record.get("candidate")
+    if not measured and not limits:
+        limits.append("This run measured no throughput, transport counters or driver: it shows no performance result.")
+    if measured:
+        limits.append(
+            "This is one run on one pair of hosts. A difference between runs needs `inferlab compare RUN_A "
+            "RUN_B` (one layer apart, bootstrap confidence intervals); a result counts as re-verified only when "
+            "it reproduces in a separate run from a fresh lab or restore (`--require-fresh`)."
+        )
+    return limits
+
+
+def findings(record: dict) -> tuple[list[str], list[str]]:
+    """(what this run shows, what it does not show), generated from the record."""
+    batches, windows = plots.serving_batches(record), plots.counter_windows(record)
+    emulated = plots.is_emulated(record)
+    return _shows(record, batches, windows, emulated), _limits(record, batches, windows, emulated)
+
+
+def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
+    """report.md of a record. `planned`: the plots drawn and left out (plots.plan); by default the record's own plan,
+    taking the sampler files it names to be present."""
     run = record["run"]
+    controller = run.get("controller") or {}
     lines = [
         f"# inferlab run {run['id']}",
         "",
         f"- playbook `{run['playbook']}`, inventory `{run['inventory']}`",
         f"- {run['started']} to {run['finished']}; ansible-runner status `{run['status']}`; "
         f"exit {run['exit_code']} ({run['exit_meaning']})",
-        f"- controller {run['controller']['hostname']}: ansible-core {run['controller']['ansible_core']}, "
-        f"inferlab {run['controller']['inferlab']}",
+        f"- controller {controller.get('hostname')}: ansible-core {controller.get('ansible_core')}, "
+        f"inferlab {controller.get('inferlab')}",
         "",
     ]
-    if record["verification"]:
+    shows, limits = findings(record)
+    lines += [
+        "## What this run shows",
+        "",
+        *(f"- {line}" for line in shows or ["Nothing measured: no stage of this run wrote a result to the record."]),
+        "",
+    ]
+    lines += ["## What it does not show", "", *(f"- {line}" for line in limits), ""]
+    entries = _journal_entries(record)
+    if entries:
+        lines += _journal(entries)
+    batches = plots.serving_batches(record)
+    if batches:
+        lines += _throughput_summary(batches)
+    if record.get("verification"):
         lines += ["## Verification (known-good snapshot)", ""]
         for host, state in sorted(record["verification"].items()):
             lines += _verification(host, state)
+    if record.get("candidate"):
+        lines += _candidate(record["candidate"])
     if record.get("link_tests"):
-        lines += ["## Link tests", "",
-                  "Throughput is iperf3's receiver-side rate. Each test ran inside its own counter window; the "
-                  "counter columns are that window's deltas per host.", ""]
+        lines += [
+            "## Link tests",
+            "",
+            "Throughput is iperf3's receiver-side rate. Each test ran inside its own counter window; the "
+            "counter columns are that window's deltas per host.",
+            "",
+        ]
         for host, result in sorted(record["link_tests"].items()):
             lines += _link_tests(host, result)
+    windows = plots.counter_windows(record)
+    if windows:
+        lines += _counter_deltas(windows, plots.is_emulated(record))
     if record.get("serving"):
-        lines += ["## Serving", "",
-                  "Each mode was deployed, then accepted by the ladder (one response, repeated, concurrent, a repeated "
-                  "long prefix, a long context) inside one counter window. Per-request rates and batch aggregates "
-                  "are different figures and are never mixed.", ""]
+        lines += [
+            "## Serving",
+            "",
+            "Each mode was deployed, then accepted by the ladder (one response, repeated, concurrent, a repeated "
+            "long prefix, a long context) inside one counter window. Per-request rates and batch aggregates "
+            "are different figures and are never mixed. The throughput summary above has one table per kind; "
+            "here is each mode's ladder step by step.",
+            "",
+        ]
         for mode, result in record["serving"].items():
             lines += _serving(mode, result)
-    if record["stages"].get("link_ab"):
+        definitions = next(
+            (b.batch["definitions"] for b in batches if isinstance(b.batch.get("definitions"), dict)), {}
+        )
+        if definitions:
+            lines += ["Definitions of the workload figures (llm_workload):", ""]
+            lines += [f"- `{name}`: {_value(text)}" for name, text in sorted(definitions.items())]
+            lines.append("")
+    if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):
             lines += _link_ab(host, ab)
     if record.get("fallback"):
         lines += _fallback(record["fallback"])
     if record.get("continuity"):
-        lines += ["## Continuity of the public route", "",
-                  "| prober | url | model | requests | failed | budget | worst gap s | served by |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "## Continuity of the public route",
+            "",
+            "| prober | url | model | requests | failed | budget | worst gap s | served by |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for label, result in sorted(record["continuity"].items()):
             served = _served_by(result["by_backend"])
             verdict = "within" if result["within_budget"] else "**OVER**"
-            lines.append(f"| {label} | {result['url']} | {result['model']} | {result['total']} | {result['failed']} "
-                         f"| {result['budget']} ({verdict}) | {_value(result['worst_gap_s'])} | {served} |")
+            lines.append(
+                f"| {label} | {result['url']} | {result['model']} | {result['total']} | {result['failed']} "
+                f"| {result['budget']} ({verdict}) | {_value(result['worst_gap_s'])} | {served} |"
+            )
         lines.append("")
-    if record["restore"]:
-        lines += ["## Restore", "", "| host | verified | undone | differences from known-good |",
-                  "| --- | --- | --- | --- |"]
+    if record.get("restore"):
+        lines += [
+            "## Restore",
+            "",
+            "| host | verified | compared with | undone | differences from known-good |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for host, restore in sorted(record["restore"].items()):
-            undone = len(restore["undo"].get("undone", []))
-            diffs = "; ".join(restore["differences"]) or "none"
-            lines.append(f"| {host} | {_value(restore['verified'])} | {undone} | {diffs} |")
+            undone = len((restore.get("undo") or {}).get("undone", []))
+            diffs = "; ".join(_cell(d) for d in restore["differences"]) or "none"
+            compared = _cell(restore.get("compared_with", "known_good").replace("_", " "))
+            lines.append(f"| {host} | {_value(restore['verified'])} | {compared} | {undone} | {diffs} |")
+        lines += _restore_driver(record["restore"])
         lines.append("")
+    lines += _plots(plots.plan(record) if planned is None else planned)
     return "\n".join(lines)
 
 
@@ -285,20 +1291,25 @@ def summary(record: dict) -> list[str]:
     for host, state in sorted(record["verification"].items()):
         failed = [c["name"] for c in state["checks"] if not c["ok"]]
         verdict = "passed" if state["ok"] else "FAILED: " + ", ".join(failed)
-        lines.append(f"{host}: verification {verdict} ({len(state['checks']) - len(failed)}/{len(state['checks'])} "
-                     "checks)")
+        lines.append(
+            f"{host}: verification {verdict} ({len(state['checks']) - len(failed)}/{len(state['checks'])} checks)"
+        )
     for host, restore in sorted(record["restore"].items()):
         verdict = "verified" if restore["verified"] else "NOT verified: " + "; ".join(restore["differences"])
         lines.append(f"{host}: restore {verdict}")
     for label, result in sorted(record.get("continuity", {}).items()):
         verdict = "within" if result["within_budget"] else "OVER"
-        lines.append(f"continuity {label}: {result['failed']} of {result['total']} public-route requests failed "
-                     f"(budget {result['budget']}: {verdict})")
+        lines.append(
+            f"continuity {label}: {result['failed']} of {result['total']} public-route requests failed "
+            f"(budget {result['budget']}: {verdict})"
+        )
     fallback = record.get("fallback", {})
     if "prove" in fallback:
         prove = fallback["prove"]
-        lines.append(f"fallback: {prove['ok']} of {prove['requests']} public-route requests served with the primaries "
-                     f"paused, by {_served_by(prove['served_by'])}")
+        lines.append(
+            f"fallback: {prove['ok']} of {prove['requests']} public-route requests served with the primaries "
+            f"paused, by {_served_by(prove['served_by'])}"
+        )
     if "remove" in fallback:
         verdict = "byte-identical" if fallback["remove"]["byte_identical"] else "NOT the original"
         lines.append(f"fallback removed: gateway config {verdict}")
@@ -311,6 +1322,8 @@ def summary(record: dict) -> list[str]:
 
 
 def write(run_dir: Path, record: dict) -> Path:
+    """report.md in the run directory; its plot list checks the sampler files in `run_dir` (plots.render draws
+    them first)."""
     target = run_dir / "report.md"
-    target.write_text(render(record))
+    target.write_text(render(record, plots.plan(record, run_dir)))
     return target

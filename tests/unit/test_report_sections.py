@@ -1,0 +1,341 @@
+"""report.md rendered from fixed records: golden files, the wording rule, and the sections' own rules.
+
+The records in tests/unit/fixtures/report/ are real lab run records (runs/*/record.json), trimmed: window NVML
+snapshots down to their source, `tcp_ext` down to three counters, per-request records down to their figures:
+
+- lab_up: a run that measured nothing;
+- verify_failed: a verification that failed (an older record, from before link tests and serving existed);
+- serve: TP2 and TP2+NEXTN on the lab inference server, with their counter windows;
+- link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
+- fallback: the fallback route with its continuity prober;
+- candidate_emulated: the candidate on the emulated driver layer;
+- restore_driver: the restore after it, with the driver and persistence proof;
+- experiment_kernel: synthetic, the only one: serve's nextn mode on two hosts renamed ws-a/ws-b, with the
+  kernel-layer candidate in tbnet_build's RETURN shape, receiver errors in its window, a stage journal, and the
+  restore's driver proof with the taint a candidate leaves.
+
+Each `<name>.json` renders to `<name>.md` beside it. After a deliberate change to the report, regenerate them and
+read the diff:
+
+    INFERLAB_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/unit/test_report_sections.py
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from inferlab import plots, record, report
+
+FIXTURES = Path(__file__).parent / "fixtures" / "report"
+RECORDS = sorted(FIXTURES.glob("*.json"))
+UPDATE = os.environ.get("INFERLAB_UPDATE_GOLDEN") == "1"
+# Claims a report must never make: a fix is not a fix until it re-verifies cold, and elimination yields a theory.
+OVERCLAIMS = re.compile(r"\b(fixed|diagnosed|diagnosis)\b", re.IGNORECASE)
+# The generated findings do not say "proves" either (record text elsewhere may: "proves it by pausing ...").
+PROOF = re.compile(r"\b(proves?|proven)\b", re.IGNORECASE)
+
+
+def load(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def table(text: str, heading: str) -> list[list[str]]:
+    """The rows (cells stripped) of the first table after `heading`, header included."""
+    lines = text.splitlines()
+    start = lines.index(heading)
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+            rows.append([c.strip() for c in cells])
+        elif rows:
+            break
+    return [rows[0], *rows[2:]] if rows else []
+
+
+def section(text: str, heading: str) -> str:
+    """The text under `heading` up to the next heading of the same or a higher level."""
+    level = heading.split(" ")[0]
+    lines = text.splitlines()
+    start = lines.index(heading)
+    body = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#") and len(line.split(" ")[0]) <= len(level):
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def test_the_fixture_set_is_what_the_docstring_says():
+    assert [p.stem for p in RECORDS] == [
+        "candidate_emulated", "experiment_kernel", "fallback", "lab_up", "link_ab", "link_test", "restore_driver",
+        "serve", "verify_failed",
+    ]
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_fixtures_are_records_the_schema_accepts(path):
+    """Older records lack sections added since (an empty section is what they mean); `journal` is checked here only
+    once the schema knows it."""
+    data = json.loads(path.read_text())
+    schema = record.load_schema()
+    for name in schema["required"]:
+        data.setdefault(name, {})
+    if "journal" not in schema["properties"]:
+        data.pop("journal", None)
+    jsonschema.Draft202012Validator(schema).validate(data)
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_report_matches_its_golden_file(path):
+    text = report.render(json.loads(path.read_text()))
+    golden = path.with_suffix(".md")
+    if UPDATE:
+        golden.write_text(text)
+    assert golden.is_file(), f"no golden file {golden.name}: run with INFERLAB_UPDATE_GOLDEN=1 to write it"
+    assert text == golden.read_text(), f"{golden.name} differs: review, then regenerate with INFERLAB_UPDATE_GOLDEN=1"
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_no_report_claims_a_fix_or_a_diagnosis(path):
+    data = json.loads(path.read_text())
+    assert OVERCLAIMS.findall(report.render(data)) == []
+    shows, limits = report.findings(data)
+    assert PROOF.findall("\n".join(shows + limits)) == []
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_every_report_says_what_it_shows_and_what_it_does_not(path):
+    text = report.render(json.loads(path.read_text()))
+    shows = section(text, "## What this run shows")
+    limits = section(text, "## What it does not show")
+    assert shows.strip().startswith("- ") and limits.strip().startswith("- ")
+
+
+def test_an_emulated_run_says_its_driver_layer_and_receiver_columns_are_not_results():
+    for name in ("link_test", "link_ab", "serve"):
+        limits = section(report.render(load(name)), "## What it does not show")
+        assert "The driver layer was emulated" in limits
+        assert "No figure here is a driver result" in limits
+        assert "0 by construction: a veth never counts them" in limits
+    text = report.render(load("candidate_emulated"))
+    assert "nothing is built or loaded: a link profile on the veth stands in for the candidate" in text
+    assert "- emulated driver layer: nothing was built: the netns lab cannot load modules" in text
+    # both hosts loaded the same stand-in: one build section
+    assert text.count("### Build for") == 1 and "### Build for lab-a and lab-b" in text
+
+
+def test_the_lab_server_is_named_and_inferred_emulated_when_no_layer_is_declared():
+    limits = section(report.render(load("serve")), "## What it does not show")
+    assert "(inferred: the lab inference server ran and no driver layer is declared)" in limits
+    assert "`inferlab.labserver`" in limits and "not a model's speed" in limits
+
+
+def test_a_cached_long_prompt_is_not_a_cold_prefill_result():
+    limits = section(report.render(load("experiment_kernel")), "## What it does not show")
+    assert ("The long_context step reused a cached prefix (nextn: 119808 cached prompt tokens), so its TTFT and "
+            "rates are not a cold-prefill result.") in limits
+
+
+def test_nextn_without_a_tp2_control_leaves_its_share_unknown():
+    limits = section(report.render(load("experiment_kernel")), "## What it does not show")
+    assert ("No control without speculative decoding on the same runtime (runtime=sglang_tp2; served: nextn): "
+            "NEXTN's share of any speed-up is unknown.") in limits
+    # with the control in the same run: one observation each, not a statistic
+    limits = section(report.render(load("serve")), "## What it does not show")
+    assert "NEXTN's share" not in limits
+    assert "baseline and nextn ran once each, one after the other in this run (not interleaved)" in limits
+
+
+def test_fewer_than_three_trials_is_not_a_statistic():
+    limits = section(report.render(load("serve")), "## What it does not show")
+    assert ("Fewer than 3 trials is not a statistic: first_response (n=1) of baseline and nextn; repeated_prefix "
+            "(n=2) of baseline and nextn; long_context (n=1) of baseline and nextn.") in limits
+    assert "repeated (n=3)" not in limits
+    limits = section(report.render(load("link_ab")), "## What it does not show")
+    assert "The link A/B from lab-a ran 2 repetition(s) per condition: fewer than 3 is not a statistic." in limits
+
+
+def test_receiver_errors_are_observed_and_only_a_theory():
+    text = report.render(load("experiment_kernel"))
+    shows, limits = section(text, "## What this run shows"), section(text, "## What it does not show")
+    assert ("Receiver errors observed on thunderbolt0 of ws-a in window serve_nextn: CRC 41, missed 68, length 0, "
+            "overrun 0 (total 109).") in shows
+    assert "are a theory for a slowdown, not its established cause" in limits
+    assert "would support it" in limits
+
+
+def test_a_kernel_candidate_states_its_build_gates_and_load():
+    text = report.render(load("experiment_kernel"))
+    candidate = section(text, "## Candidate driver")
+    assert "This is not a driver result" not in candidate
+    assert "layout `single`, TX E2E history `rx_only`" in candidate
+    assert "checkpatch --strict: `total: 0 errors, 0 warnings, 0 checks, 58 lines checked`" in candidate
+    assert "sha256 `3f9a1c7d2e5b8f0a4c6d9e1b3a5c7e9f0b2d4f6a8c0e2a4c6e8a0c2e4a6c8e0a`" in candidate
+    assert "srcversion `3C1D8F0A5E6B7C2D9A4F1E0`" in candidate
+    rows = table(text, "## Candidate driver")
+    assert rows[0][:6] == ["host", "driver layer", "kernel", "tx_e2e", "peer E2E", "peer override"]
+    assert rows[1][:6] == ["ws-a", "kernel", "6.1.0-57-amd64", "yes", "yes", "no"]
+    assert rows[1][8] == "0 -> 12288"
+    limits = section(text, "## What it does not show")
+    assert "nothing here shows that tx_e2e is safe on other USB4 controllers or firmware" in limits
+    assert "The kernel on ws-a stays tainted (12288) until a reboot" in limits
+
+
+def test_the_stage_journal_is_a_table_in_index_order_and_escapes_pipes():
+    text = report.render(load("experiment_kernel"))
+    rows = table(text, "## Stage journal")
+    assert rows[0] == ["#", "stage", "status", "measured against", "layer change", "started", "took", "changes",
+                       "note"]
+    assert [r[1] for r in rows[1:]] == [
+        "verify", "known_good", "control", "prober", "fallback", "pause", "tp2_nextn", "candidate_build",
+        "tp2_nextn_candidate", "restore", "prober_stop"]
+    by_stage = {r[1]: r for r in rows[1:]}
+    assert by_stage["tp2_nextn"][2:5] == ["ok", "tp2_baseline", "speculation none -> nextn"]
+    assert by_stage["tp2_nextn_candidate"][2:5] == ["**failed**", "tp2_nextn", "driver stock -> candidate"]
+    assert by_stage["control"][3] == "— (the control)" and by_stage["verify"][3] == "—"
+    assert by_stage["prober_stop"][2] == "**running**" and by_stage["prober_stop"][6] == "—"
+    assert by_stage["tp2_nextn"][6] == "10.3 min" and by_stage["verify"][6] == "65 s"
+    # a pipe in a note cannot end its cell
+    assert "ws-b: rank 1 exited during CUDA graph capture \\| see logs/ws-b/" in text
+    assert all(len(r) == len(rows[0]) for r in rows)
+    shows = section(text, "## What this run shows")
+    assert ("The stage journal records 11 stages: 9 ok, 1 failed, 1 running. Measured stages, each one declared "
+            "layer from its control: tp2_nextn against tp2_baseline (speculation none -> nextn); tp2_nextn_candidate "
+            "against tp2_nextn (driver stock -> candidate).") in shows
+    limits = section(text, "## What it does not show")
+    assert ("Stage tp2_nextn was measured against tp2_baseline, which did not run: its change (speculation none -> "
+            "nextn) has no control in this run.") in limits
+    assert "Stages that failed or were skipped left no complete result here: tp2_nextn_candidate (failed)." in limits
+    assert "Stage prober_stop never finished (journaled as running)" in limits
+
+
+def test_journal_changes_may_be_a_list():
+    data = load("experiment_kernel")
+    data["journal"]["pause"]["changes"] = ["pauses original-a", "pauses original-b"]
+    rows = table(report.render(data), "## Stage journal")
+    assert {r[1]: r for r in rows[1:]}["pause"][7] == "pauses original-a; pauses original-b"
+
+
+@pytest.mark.parametrize("journal", [None, {}], ids=["absent", "empty"])
+def test_an_older_record_without_a_journal_has_no_journal_section(journal):
+    data = load("experiment_kernel")
+    if journal is None:
+        del data["journal"]
+    else:
+        data["journal"] = journal
+    text = report.render(data)
+    assert "## Stage journal" not in text and "stage journal" not in section(text, "## What this run shows")
+
+
+def test_throughput_kinds_are_never_mixed_in_one_table():
+    text = report.render(load("serve"))
+    single = table(text, "### Single-stream output tok/s")
+    assert single[0] == ["mode", "step", "cache", "cached prompt tokens", "n", "min", "median", "max"]
+    assert {r[1] for r in single[1:]} == {"first_response", "repeated", "repeated_prefix", "long_context"}
+    assert ["baseline", "repeated", "warm", "135", "3", "211.5", "222.6", "223.3"] in single
+    decode = table(text, "### Decode tok/s")
+    assert "concurrent" not in {r[1] for r in decode[1:]}
+    under = table(text, "### Per-request output tok/s under concurrency")
+    assert {r[1] for r in under[1:]} == {"concurrent"}
+    aggregate = table(text, "### Aggregate output tok/s")
+    assert aggregate[0][-1] == "aggregate tok/s"
+    assert ["baseline", "concurrent", "warm", "399", "6", "6/6", "768", "0.5718", "1343"] in aggregate
+    ttft = table(text, "### TTFT ms")
+    assert ["nextn", "first_response", "cold (flushed)", "0", "1", "1", "7.787", "7.787", "7.787"] in ttft
+    # every table carries its definition right under its heading
+    for heading in ("### Single-stream output tok/s", "### Decode tok/s", "### TTFT ms", "### Aggregate output tok/s",
+                    "### Per-request output tok/s under concurrency"):
+        assert section(text, heading).strip().startswith("Definition: ")
+
+
+def test_counter_deltas_per_window_and_host():
+    text = report.render(load("experiment_kernel"))
+    rows = table(text, "## Counter deltas per window and host")
+    assert rows[0] == ["window", "host", "interface", "seconds", "rx CRC", "rx missed", "rx length", "rx overrun",
+                       "rx errors (total)", "TCP retrans segs", "received", "sent", "sampler samples"]
+    assert rows[1] == ["serve_nextn", "ws-a", "thunderbolt0", "12.1", "41", "68", "0", "0", "109", "239", "293 MiB",
+                       "294 MiB", "19"]
+    assert rows[2][:2] == ["serve_nextn", "ws-b"] and rows[2][9] == "1787"
+    assert "0 by construction here" not in section(text, "## Counter deltas per window and host")
+    text = report.render(load("link_test"))
+    rows = table(text, "## Counter deltas per window and host")
+    # by opening time, then host
+    assert [(r[0], r[1]) for r in rows[1:3]] == [("asymmetry", "lab-a"), ("asymmetry", "lab-b")]
+    assert [r[0] for r in rows[1::2]] == ["asymmetry", "flow_sweep", "window", "probes", "loaded_probes"]
+    assert "0 by construction here" in section(text, "## Counter deltas per window and host")
+
+
+def test_window_notes_resets_and_a_retrained_link_are_listed():
+    data = load("experiment_kernel")
+    window = data["stages"]["window_serve_nextn"]["ws-b"]
+    window.update(link_retrained=True, resets=["tcp.RetransSegs went backwards: 10 -> 2"],
+                  link_after=dict(window["link_after"], rx_speed_gbps=10.0))
+    window["tcp"]["RetransSegs"] = None
+    text = report.render(data)
+    deltas = section(text, "## Counter deltas per window and host")
+    assert "- serve_nextn on ws-b: the link changed during the window: 20/20 Gb/s -> 10/20 Gb/s per lane" in deltas
+    assert "- serve_nextn on ws-b: counter reset: tcp.RetransSegs went backwards: 10 -> 2" in deltas
+    assert table(text, "## Counter deltas per window and host")[2][9] == "—"
+    assert "The link changed speed or lanes during window serve_nextn on ws-b." in text
+    assert "Window serve_nextn on ws-b: a counter went backwards, so that delta is unknown." in text
+
+
+def test_the_restore_shows_the_driver_and_its_persistence_proof():
+    text = report.render(load("restore_driver"))
+    rows = table(text, "## Restore")
+    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", "none"]
+    restore = section(text, "## Restore")
+    assert "lib/modules/6.18.44-fc-v509: no such directory (before and after)" in restore
+    assert "- lab-a: kernel taint 0, unchanged (not tainted)" in restore
+    limits = section(text, "## What it does not show")
+    assert "The restore on lab-a was checked against the inventory's expectations" in limits
+
+
+def test_a_restore_that_is_not_verified_says_a_person_must_look():
+    data = load("restore_driver")
+    data["restore"]["lab-b"].update(verified=False, differences=["thunderbolt_net srcversion X, expected Y"])
+    shows = section(report.render(data), "## What this run shows")
+    assert "Restore NOT verified on lab-b (thunderbolt_net srcversion X, expected Y): a person must look." in shows
+
+
+def test_a_run_that_measured_nothing_says_so():
+    text = report.render(load("lab_up"))
+    assert "Nothing measured" in section(text, "## What this run shows")
+    assert "it shows no performance result" in section(text, "## What it does not show")
+    assert "No plots: the record has no serving batches, counter windows or link tests." in text
+
+
+def test_the_plot_list_says_which_plots_were_left_out_and_why(tmp_path):
+    data = load("serve")
+    for by_host in data["stages"].values():
+        for window in by_host.values():
+            window["samples"].update(path=None, count=0)
+    text = report.render(data)
+    plot_list = section(text, "## Plots")
+    assert "- [serving_tok_s.png](plots/serving_tok_s.png)" in plot_list
+    assert ("- timeline_lab-a.png not drawn: the record has no sampler series for lab-a (no window recorded samples)"
+            in plot_list)
+    assert "No sampler series in the record" in section(text, "## What it does not show")
+    # write() checks the run directory: a series the record names but the directory lacks is left out, and said so
+    target = report.write(tmp_path, load("serve"))
+    assert ("- timeline_lab-b.png not drawn: the sampler series the record names are missing from the run directory: "
+            "windows/serve_baseline/samples/lab-b.jsonl, windows/serve_nextn/samples/lab-b.jsonl") in target.read_text()
+
+
+def test_findings_read_only_the_record():
+    data = load("experiment_kernel")
+    before = copy.deepcopy(data)
+    shows, limits = report.findings(data)
+    assert data == before
+    assert shows and limits
+    assert plots.plan(data) == plots.plan(before)
