@@ -1644,6 +1644,7 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
     ``run_id`` is the run that armed it. The controller is gone when it fires, so the lock of that run (left by
     the dead run) does not stop it; a lock of another run does (that run is alive and owns the ledger now), as
     does any lock when ``run_id`` is None. The lock is left as it is, for the restore of the next run to break.
+    Whatever ends it, it removes the renew and disarm files on its way out.
 
     ``clock`` (``monotonic()`` and ``time()``) and ``sleep`` are injectable for tests. Returns ``{fired, reason,
     changed, message}`` plus, once fired, ``undo`` (the result of ``undo()``, None when refused), ``self``
@@ -1684,6 +1685,14 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
     finally:
         if previous is not False:
             signal.signal(signal.SIGTERM, previous)
+        # the renew and disarm files are this switch's: whatever ends it, they must not outlive it
+        for path in (renew_file, disarm_file):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                _log(f'cannot remove {path}: {exc}')
 
 
 def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, phase):

@@ -126,6 +126,7 @@ def test_fires_after_the_deadline_and_restores_a_file_entry(tmp_path, ledger_dir
     assert result["undo"]["undone"] == [entry]
     assert (tmp_path / "conf").read_text() == "original"
     assert state_of(ledger_dir, entry) == "undone"
+    assert not renew.exists(), "the renew file outlived the switch"
     log = capsys.readouterr().err.splitlines()
     assert log and all(LOG_LINE_RE.match(line) for line in log)
     assert any("firing: " in line for line in log)
@@ -401,6 +402,7 @@ def test_a_disarm_file_stops_the_script(procs, tmp_path, ledger_dir):
     assert proc.returncode == 0
     assert out == f"disarmed: {renew}.disarm exists: nothing undone\n"
     assert (tmp_path / "conf").read_text() == "changed"
+    assert not renew.exists() and not (tmp_path / "renew.disarm").exists()
 
 
 def test_its_own_entry_is_found_by_its_pid_when_no_id_is_given(ledger_dir):
