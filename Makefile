@@ -55,11 +55,10 @@ $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
 
+# The full staged experiment on the lab; it ends with the run directory's path (stdout) and a short summary.
 demo: bootstrap
 	$(BIN)/inferlab lab up
-	$(BIN)/inferlab run playbooks/verify.yml
-	$(BIN)/inferlab run playbooks/fallback.yml -e fallback_route_negative_proof=true
-	$(BIN)/inferlab run playbooks/serve.yml
+	$(BIN)/inferlab run experiment
 
 lab-up: bootstrap
 	$(BIN)/inferlab lab up

@@ -324,6 +324,22 @@ def fallback_models(url, role, key, timeout=10.0):
     return found
 
 
+def warm_up(url, model, key, timeout_s, interval_s=1.0, chat=None):
+    """One real chat request through a freshly started instance, repeated while it answers a server error (5xx, or
+    no answer) and ``timeout_s`` lasts: right after a restore the backend behind the role may still be coming back
+    (a router whose circuit breakers are open for a few seconds answers 503). Returns ``(last answer, attempts)``."""
+    chat = chat or chat_once
+    deadline = time.monotonic() + timeout_s
+    attempts = 0
+    while True:
+        attempts += 1
+        answer = chat(url, model, key)
+        status = answer['status']
+        if (status is not None and status < 500) or time.monotonic() + interval_s > deadline:
+            return answer, attempts
+        time.sleep(interval_s)
+
+
 def chat_once(url, model, key, timeout=30.0):
     """One small real chat request, ``POST <url>/v1/chat/completions``; the ``http_request`` result."""
     body = {'model': model, 'messages': [{'role': 'user', 'content': WARMUP_PROMPT}], 'max_tokens': 4}
@@ -772,7 +788,7 @@ def rolling_restart(instances, front, key, public_model, expect_fallback, ready_
         for instance in instances:
             name, url = instance['name'], instance['url']
             step = {'instance': name, 'drained': False, 'stopped': None, 'started': None, 'ready_s': None,
-                    'warmup_status': None, 'fallbacks': None, 'seconds': None}
+                    'warmup_status': None, 'warmup_attempts': 0, 'fallbacks': None, 'seconds': None}
             steps.append(step)
             began = time.monotonic()
             if front:
@@ -789,7 +805,7 @@ def rolling_restart(instances, front, key, public_model, expect_fallback, ready_
             step['ready_s'] = wait_ready(url, ready_timeout_s,
                                          failed=lambda inst=instance: _exit_reason(inst, procfs_root))
             say(f'{name}: ready after {step["ready_s"]}s')
-            warmup = chat_once(url, public_model, key)
+            warmup, step['warmup_attempts'] = warm_up(url, public_model, key, ready_timeout_s)
             step['warmup_status'] = warmup['status']
             if warmup['status'] != 200:
                 raise GatewayError(f'instance {name}: the warm-up request for {public_model} answered HTTP '

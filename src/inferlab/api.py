@@ -60,10 +60,16 @@ def render_outputs(run_dir: Path, data: dict) -> Path:
     return report.write(run_dir, data)
 
 
+def aborted(outcome: runner.RunOutcome) -> bool:
+    """Canceled, timed out, or failed without play stats (ansible-playbook stopped before its recap: a parse error
+    in a later task file, a crash): whatever the run changed is unknown."""
+    return outcome.status in ("canceled", "timeout") or (outcome.status == "failed" and not outcome.stats)
+
+
 def exit_code(outcome: runner.RunOutcome) -> int:
-    """runner.classify, except that a canceled or timed-out run without play stats is not taken to have changed
-    nothing: ansible-playbook was stopped before it could count, so only a verified restore makes it 11."""
-    if outcome.status in ("canceled", "timeout") and not outcome.stats:
+    """runner.classify, except that an aborted run without play stats is not taken to have changed nothing:
+    ansible-playbook was stopped before it could count, so only a verified restore makes it 11."""
+    if aborted(outcome) and not outcome.stats:
         if runner.restore_verified(outcome.run_dir):
             return exit_codes.EXPERIMENT_FAILED_RESTORED
         return exit_codes.RESTORE_UNVERIFIED
@@ -77,10 +83,11 @@ NO_RESTORE_AFTER_CANCEL = {"restore", "lab_up", "lab_down"}
 def restore_after_cancel(
     outcome: runner.RunOutcome, extravars: dict, quiet: bool, restore_playbook: str | Path = "restore"
 ) -> dict | None:
-    """A canceled (or timed-out) run left whatever its ledgers recorded: run restore.yml in the same run directory,
-    against the known-good snapshots the run wrote, before `inferlab run` exits. Its artifacts go to
-    `artifacts/restore/`, its fragments beside the run's, so the record shows whether the restore verified."""
-    if outcome.status not in ("canceled", "timeout") or outcome.playbook.stem in NO_RESTORE_AFTER_CANCEL:
+    """An aborted run (canceled, timed out, or stopped before its recap) left whatever its ledgers recorded: run
+    restore.yml in the same run directory, against the known-good snapshots the run wrote, before `inferlab run`
+    exits. Its artifacts go to `artifacts/restore/`, its fragments beside the run's, so the record shows whether the
+    restore verified."""
+    if not aborted(outcome) or outcome.playbook.stem in NO_RESTORE_AFTER_CANCEL:
         return None
     restore_vars = {
         **extravars,

@@ -15,7 +15,8 @@ from inferlab import paths
 SCHEMA_VERSION = 1
 # Stages with a dedicated section in the record; every other stage lands under "stages".
 SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests", "serving": "serving",
-            "continuity": "continuity", "fallback": "fallback", "candidate": "candidate"}
+            "continuity": "continuity", "fallback": "fallback", "candidate": "candidate",
+            "journal": "journal"}
 
 
 class RecordError(Exception):

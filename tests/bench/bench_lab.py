@@ -12,9 +12,16 @@ Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) a
   retransmitted on both hosts during the ladder. Ends with playbooks/restore.yml (no profile left);
 - `fallback`: playbooks/fallback.yml with the gateway's two instances drained behind nginx, and with one instance
   and no front (its restart is an outage), interleaved run by run; figures from each run's record: the rolling
-  restart's seconds, the prober's failed probes and worst gap, the fallback's latency with the primaries paused.
+  restart's seconds, the prober's failed probes and worst gap, the fallback's latency with the primaries paused;
+- `experiment`: the full staged experiment (`inferlab run experiment`, the restore included): its wall time, the
+  restore stage's, and the share of the wall time spent in workload windows (the ladders and the control) against
+  orchestration;
+- `interrupt`: every stage boundary of the default plan, the middle of the TP2+NEXTN ladder and the dead man's
+  switch, each killed and restored by tests/interrupt/interrupt.py: points tried and restored with nothing left,
+  and the restore's wall time from the kill to a verified state.
 
-    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve|fallback] [--runs 5] [--json FILE]
+    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve|fallback|experiment|interrupt] [--runs 5]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 from inferlab import cli, lab, paths
 
@@ -162,6 +171,64 @@ def bench_fallback(runs_wanted: int) -> dict[str, list[float]]:
     return samples
 
 
+def iso_seconds(stamp: str) -> float:
+    return time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def experiment_figures(run_dir: Path, wall_s: float) -> dict[str, float]:
+    """The wall time, the restore stage's, and the share of the workload windows: the ladders' measured time
+    (each mode's started_at..finished_at) plus the control's stage, against everything else (orchestration)."""
+    data = json.loads((run_dir / "record.json").read_text())
+    journal = data["journal"]
+    windows = sum(iso_seconds(m["finished_at"]) - iso_seconds(m["started_at"]) for m in data["serving"].values())
+    windows += iso_seconds(journal["control"]["finished"]) - iso_seconds(journal["control"]["started"])
+    return {"full lab experiment, wall": wall_s,
+            "restore stage (undo, verify, router)": iso_seconds(journal["restore"]["finished"])
+            - iso_seconds(journal["restore"]["started"]),
+            "share in workload windows (%)": round(100 * windows / wall_s, 1)}
+
+
+def bench_experiment(runs_wanted: int) -> dict[str, list[float]]:
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    samples: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        for n in range(runs_wanted):
+            run_dir = Path(runs) / f"experiment-{n}"
+            started = time.monotonic()
+            code = cli.run_and_record(REPO / "playbooks" / "experiment.yml", inventory, run_dir, {})
+            wall = round(time.monotonic() - started, 1)
+            if code != 0:
+                raise SystemExit(f"experiment run {run_dir} failed with exit {code}")
+            for name, value in experiment_figures(run_dir, wall).items():
+                samples.setdefault(name, []).append(value)
+    return samples
+
+
+def bench_interrupt(runs_wanted: int) -> dict[str, list[float]]:
+    """Every stage boundary of the default plan (and the dead man's switch once), each killed and restored by
+    tests/interrupt/interrupt.py; the figure is the restore's wall time from the kill to the verified end."""
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    stages = yaml.safe_load((REPO / "roles" / "experiment" / "defaults" / "main.yml").read_text())
+    points = [*stages["experiment_stages"], "tp2_nextn+4", "deadman:tp2_baseline+2"]
+    samples: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        for n in range(runs_wanted):
+            out = Path(runs) / f"interrupt-{n}.json"
+            subprocess.run([sys.executable, str(REPO / "tests" / "interrupt" / "interrupt.py"), "--inventory",
+                            str(inventory), "--out", str(out), "--runs-root", f"{runs}/{n}", *points], check=False)
+            results = json.loads(out.read_text())
+            samples.setdefault("interruption points tried", []).append(len(results))
+            samples.setdefault("interruption points restored, nothing left", []).append(
+                sum(1 for r in results if r["ok"]))
+            samples.setdefault("restore from a killed run to verified", []).extend(
+                r["restore_s"] for r in results if r.get("restore_s") is not None and not r["point"].startswith("dead"))
+    return samples
+
+
 def cpu_ticks(pid: int) -> int:
     """utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -195,13 +262,14 @@ def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("suite", nargs="?", choices=["lab", "link", "sampler", "serve", "fallback"], default="lab")
+    parser.add_argument("suite", nargs="?", default="lab",
+                        choices=["lab", "link", "sampler", "serve", "fallback", "experiment", "interrupt"])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
     suites = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler, "serve": bench_serve,
-              "fallback": bench_fallback}
+              "fallback": bench_fallback, "experiment": bench_experiment, "interrupt": bench_interrupt}
     samples = suites[args.suite](args.runs)
     figures = {"machine": machine(), "results": {name: summary(s) for name, s in samples.items()}}
     print(f"machine: {figures['machine']}")

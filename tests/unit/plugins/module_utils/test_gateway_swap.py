@@ -642,8 +642,8 @@ def test_rolling_restart_of_a_systemd_instance(litellm, systemctl):
     assert systemctl.calls() == ["stop litellm@b.service", "start litellm@b.service"]
     assert len(steps) == 1
     step = steps[0]
-    assert set(step) == {"instance", "drained", "stopped", "started", "ready_s", "warmup_status", "fallbacks",
-                         "seconds"}
+    assert set(step) == {"instance", "drained", "stopped", "started", "ready_s", "warmup_status", "warmup_attempts",
+                         "fallbacks", "seconds"}
     assert (step["instance"], step["drained"], step["warmup_status"], step["fallbacks"]) == (
         "litellm-b", False, 200, ["large"])
     assert step["stopped"].startswith("stop litellm@b.service: done")
@@ -1007,3 +1007,24 @@ def test_standalone_undo_of_an_interrupted_swap(gateway, version):
     assert gateway.reloads()[-3:] == [upstream.decode(), down, upstream.decode()]
     states = [line["state"] for line in _ledger.read_ledger(ledger_dir, LEDGER_HOST)[0]]
     assert states == ["pending", "applied", "undone"]
+
+
+def test_the_warm_up_waits_out_a_backend_coming_back():
+    answers = iter([{'status': 503, 'body': 'circuits open'}, {'status': None, 'body': ''},
+                    {'status': 200, 'body': 'ok'}])
+    answer, attempts = gs.warm_up('http://x', 'small', 'k', 10, interval_s=0.01,
+                                             chat=lambda url, model, key: next(answers))
+    assert (answer['status'], attempts) == (200, 3)
+
+
+def test_the_warm_up_gives_up_at_its_deadline_and_does_not_retry_a_client_error():
+    calls = []
+
+    def chat(url, model, key):
+        calls.append(1)
+        return {'status': 503, 'body': 'down'}
+    answer, attempts = gs.warm_up('http://x', 'small', 'k', 0.05, interval_s=0.02, chat=chat)
+    assert answer['status'] == 503 and attempts == len(calls) and 1 <= attempts <= 4
+    answer, attempts = gs.warm_up('http://x', 'small', 'k', 10, interval_s=0.01,
+                                             chat=lambda url, model, key: {'status': 401, 'body': 'no'})
+    assert (answer['status'], attempts) == (401, 1)

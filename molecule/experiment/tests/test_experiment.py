@@ -1,0 +1,97 @@
+"""After the staged experiment on the lab: every stage in the journal, one layer changed per measured stage, the
+restore verified in the same run, no failed public-route request, and nothing left on the hosts."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
+
+from labinfo import LAB_DIR, RING, RUN_DIR, lab_host  # noqa: E402
+
+testinfra_hosts = RING
+RUN = RUN_DIR / "experiment"
+RECORD = json.loads((RUN / "record.json").read_text())
+STAGES = ["verify", "link_test", "known_good", "control", "prober", "fallback", "pause", "tp2_baseline", "tp2_nextn",
+          "candidate_build", "tp2_nextn_candidate", "restore", "prober_stop"]
+
+
+def test_every_stage_ran_in_order_and_passed():
+    journal = RECORD["journal"]
+    assert sorted(journal, key=lambda s: journal[s]["index"]) == STAGES
+    assert {stage: entry["status"] for stage, entry in journal.items()} == dict.fromkeys(STAGES, "ok")
+    assert all(entry["finished"] >= entry["started"] for entry in journal.values())
+
+
+def test_each_measured_stage_changed_one_layer_against_its_control():
+    journal = RECORD["journal"]
+    assert [(s, journal[s]["control"], journal[s]["layer"]) for s in STAGES if journal[s]["measured"]] == [
+        ("control", None, None), ("tp2_baseline", "control", "runtime"), ("tp2_nextn", "tp2_baseline", "speculation"),
+        ("tp2_nextn_candidate", "tp2_nextn", "driver")]
+    serving = RECORD["serving"]
+    assert serving["baseline"]["layers"] == {"runtime": "sglang_tp2", "speculation": "none", "driver": "stock"}
+    assert serving["nextn"]["layers"] == {"runtime": "sglang_tp2", "speculation": "nextn", "driver": "stock"}
+    assert serving["nextn_candidate"]["layers"] == {"runtime": "sglang_tp2", "speculation": "nextn",
+                                                    "driver": "candidate"}
+    assert all(mode["acceptance"]["passed"] for mode in serving.values())
+
+
+def test_the_control_measured_both_routes_with_the_ladder_shapes():
+    control = RECORD["stages"]["control"]
+    assert set(control) == {"router", "public"}
+    for route in control.values():
+        assert [b["kind"] for b in route["batches"]] == ["single_stream", "concurrent"]
+        assert all(b["summary"]["failed"] == 0 for b in route["batches"])
+
+
+def test_the_candidate_was_emulated_and_said_so():
+    for candidate in RECORD["candidate"].values():
+        assert candidate["driver_layer"] == "emulated" and candidate["build"]["emulated"] is True
+        assert candidate["module_after"]["parameters"]["tx_e2e"] == "Y"
+
+
+def test_the_restore_verified_in_the_same_run():
+    assert set(RECORD["restore"]) == {"lab-a", "lab-b", "lab-gw"}
+    for host, restore in RECORD["restore"].items():
+        assert restore["verified"] is True and restore["differences"] == []
+        assert restore["compared_with"] == "known_good"
+        if host != "lab-gw":
+            assert restore["driver"]["compared"] is True
+
+
+def test_no_public_route_request_failed():
+    continuity = RECORD["continuity"]
+    assert continuity, "no prober summary"
+    for summary in continuity.values():
+        assert summary["failed"] == 0 and summary["total"] > 0
+
+
+def test_the_exit_code_and_the_report(host):
+    assert RECORD["run"]["exit_code"] == 0
+    assert "## Stage journal" in (RUN / "report.md").read_text()
+
+
+def test_nothing_is_left_on_the_host(host):
+    state = lab_host(host)["state_dir"]
+    ledger = f"{state}/ledger/{host.backend.get_hostname()}.jsonl"
+    last = {}
+    for line in host.file(ledger).content_string.splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    assert {e["state"] for e in last.values()} == {"undone"}
+    assert {"kernel_module", "service_pause", "process"} <= {e["kind"] for e in last.values()}
+    assert not host.file(f"{state}/run/deadman.renew").exists
+    assert host.run("pgrep -f deadman").rc == 1
+    assert not host.file(f"{state}/build").exists or host.file(f"{state}/build").listdir() == []
+
+
+@pytest.mark.parametrize("ledger", ["controller", "gateway"])
+def test_the_controller_and_gateway_ledgers_are_closed(ledger):
+    for path in (LAB_DIR / ledger / "state" / "ledger").glob("*.jsonl"):
+        last = {}
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            last[entry["id"]] = entry
+        assert {e["state"] for e in last.values()} <= {"undone"}

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Kill the staged experiment at chosen points and prove that a restore brings the lab back with nothing left.
+
+    python tests/interrupt/interrupt.py --inventory INVENTORY --out RESULTS.json --runs-root DIR
+        [--stages a,b,c] [--deadline-s N] POINT [POINT ...]
+
+A POINT is ``STAGE`` (SIGKILL to ansible-playbook's process group as soon as the stage's journal entry says it
+started: a stage boundary), ``STAGE+SECONDS`` (that long into the stage, e.g. ``tp2_nextn+4``: the middle of the
+TP2+NEXTN ladder), or ``deadman:STAGE[+SECONDS]`` (the same kill, then NO restore.yml: the ring and gateway hosts'
+dead man's switches must undo their ledgers by themselves, with no controller; restore.yml runs afterwards only to
+verify, and must find nothing left to undo on the ring hosts).
+
+For each point: the experiment runs through `ansible-playbook` in its own session, the kill comes at the point,
+then `playbooks/restore.yml` runs against the killed run's known-good snapshots. Then the lab is checked from the
+controller, where all of its files live:
+- every restore fragment says verified;
+- every ledger of the lab (ring hosts, gateway, controller) has no open entry;
+- no process of the run is left (ranks, dead man's switches, link watchdogs, the prober, iperf3);
+- no tc profile on any host's direct link; no private build directory in any host's state directory;
+- the gateway config is byte-identical to its sha256 before the run, and every lab service and gateway daemon
+  answers (`inferlab lab status`).
+Results: one JSON object per point in RESULTS.json, with the restore's wall time (from the kill to the verified
+end). Exit 0 when every point was restored with nothing left, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "src"))
+
+from inferlab import lab  # noqa: E402
+
+PLAYBOOK = REPO / "playbooks" / "experiment.yml"
+RESTORE = REPO / "playbooks" / "restore.yml"
+# Command-line marks of the processes a run starts on the lab (ranks run inferlab.labserver from a pidfile named
+# sglang-*; the switches and watchdogs run the ledger script).
+RUN_PROCESS_MARKS = ("deadman", "watch-link", "inferlab.prober", "iperf3", "sglang-")
+
+
+def parse_point(text: str) -> dict:
+    deadman = text.startswith("deadman:")
+    spec = text.split(":", 1)[1] if deadman else text
+    stage, _plus, seconds = spec.partition("+")
+    return {"point": text, "stage": stage, "delay_s": float(seconds or 0), "deadman": deadman}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def ansible_env() -> dict:
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def journal_status(run_dir: Path, stage: str) -> str | None:
+    path = run_dir / "fragments" / "journal" / f"{stage}.json"
+    try:
+        return json.loads(path.read_text()).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dict, timeout_s: float) -> dict:
+    """Start the experiment in its own session; SIGKILL its whole process group at the point."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "vars.json").write_text(json.dumps({**extravars, "inferlab_run_dir": str(run_dir)}))
+    log = (run_dir / "ansible.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK),
+         "-e", f"@{run_dir / 'vars.json'}"],
+        cwd=REPO, env=ansible_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    started, reached = time.monotonic(), None
+    while time.monotonic() - started < timeout_s:
+        if proc.poll() is not None:
+            return {"killed": False, "reason": f"ansible-playbook exited {proc.returncode} before {point['point']}"}
+        if reached is None and journal_status(run_dir, point["stage"]) is not None:
+            reached = time.monotonic()
+        if reached is not None and time.monotonic() - reached >= point["delay_s"]:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return {"killed": True, "stage_status": journal_status(run_dir, point["stage"]),
+                    "killed_after_s": round(time.monotonic() - started, 1)}
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return {"killed": False, "reason": f"{point['point']} not reached within {timeout_s:.0f} s"}
+
+
+def ledgers(lab_dir: Path) -> list[Path]:
+    return sorted(lab_dir.glob("**/state/ledger/*.jsonl"))
+
+
+def open_entries(path: Path) -> list[str]:
+    last = {}
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+            last[entry["id"]] = entry
+        except (ValueError, KeyError, TypeError):
+            continue
+    return [f"{path.name}: {e['kind']} {e['id']} {e['state']}" for e in last.values() if e["state"] != "undone"]
+
+
+def wait_for_deadman(lab_dir: Path, timeout_s: float) -> float | None:
+    """Seconds until no ring or gateway ledger has an open entry (the switches fired), or None."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if not [e for path in ledgers(lab_dir) if "controller" not in path.parts for e in open_entries(path)]:
+            return round(time.monotonic() - started, 1)
+        time.sleep(0.5)
+    return None
+
+
+def restore(inventory: Path, run_dir: Path) -> dict:
+    restore_dir = run_dir.with_name(run_dir.name + "-restore")
+    restore_dir.mkdir()
+    extravars = {"inferlab_run_dir": str(restore_dir), "restore_known_good_dir": str(run_dir / "known_good"),
+                 "restore_known_good_driver_dir": str(run_dir / "known_good_driver")}
+    (restore_dir / "vars.json").write_text(json.dumps(extravars))
+    with (restore_dir / "ansible.log").open("w") as log:
+        rc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
+                             str(RESTORE), "-e", f"@{restore_dir / 'vars.json'}"],
+                            cwd=REPO, env=ansible_env(), stdout=log, stderr=subprocess.STDOUT).returncode
+    fragments = {p.stem: json.loads(p.read_text()) for p in (restore_dir / "fragments" / "restore").glob("*.json")}
+    return {"rc": rc, "dir": str(restore_dir),
+            "verified": {host: f.get("verified") for host, f in fragments.items()},
+            "undone": {host: (f.get("undo") or {}).get("undone", []) for host, f in fragments.items()},
+            "differences": {host: f.get("differences") for host, f in fragments.items() if f.get("differences")}}
+
+
+def leftovers(status: dict, lab_dir: Path, gateway_sha: str | None) -> dict:
+    """What the run left behind, by kind; empty lists when nothing."""
+    found = {"open_ledger_entries": [e for path in ledgers(lab_dir) for e in open_entries(path)],
+             "processes": [], "tc_profiles": [], "build_dirs": [], "gateway_config": [], "lab_problems": []}
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        cmdline = lab.proc_cmdline(pid) or ""
+        if str(lab_dir) in cmdline and any(mark in cmdline for mark in RUN_PROCESS_MARKS):
+            found["processes"].append(f"{pid}: {cmdline[:160]}")
+    for host in status["hosts"]:
+        profile = host.get("link_profile")
+        if profile not in (None, "clean"):
+            found["tc_profiles"].append(f"{host['name']}: {profile}")
+        build = Path(host["state_dir"]) / "build"
+        if build.is_dir() and any(build.iterdir()):
+            found["build_dirs"].append(f"{host['name']}: {sorted(p.name for p in build.iterdir())}")
+    config = status.get("gateway", {}).get("config")
+    if gateway_sha and config and sha256(Path(config)) != gateway_sha:
+        found["gateway_config"].append(f"{config}: sha256 differs from before the run")
+    found["lab_problems"] = status.get("problems", [])
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("points", nargs="+")
+    parser.add_argument("--inventory", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--runs-root", type=Path, required=True)
+    parser.add_argument("--stages", help="comma-separated experiment_stages (default: the role's)")
+    parser.add_argument("--deadline-s", type=float, default=20.0, help="the dead man's switch deadline")
+    parser.add_argument("--timeout-s", type=float, default=600.0, help="per point, to reach it")
+    args = parser.parse_args(argv)
+    _name, lab_dir = lab.resolve_lab(args.inventory)
+    extravars = {"experiment_deadman_deadline_s": args.deadline_s}
+    if args.stages:
+        extravars["experiment_stages"] = args.stages.split(",")
+    results = []
+    for n, text in enumerate(args.points, 1):
+        point = parse_point(text)
+        before = lab.status(args.inventory)
+        config = before.get("gateway", {}).get("config")
+        gateway_sha = sha256(Path(config)) if config else None
+        run_dir = args.runs_root / f"{n:02d}-{text.replace(':', '-').replace('+', '-')}"
+        print(f"interrupt: {text}: running until the point", file=sys.stderr, flush=True)
+        result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
+        if result["killed"]:
+            t_kill = time.monotonic()
+            if point["deadman"]:
+                result["deadman_s"] = wait_for_deadman(lab_dir, args.deadline_s + 60)
+            result["restore"] = restore(args.inventory, run_dir)
+            result["restore_s"] = round(time.monotonic() - t_kill, 1)
+            result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha)
+            undone_by_restore = [u for host, u in result["restore"]["undone"].items() if u]
+            result["ok"] = (result["restore"]["rc"] == 0 and all(result["restore"]["verified"].values())
+                            and bool(result["restore"]["verified"])
+                            and not any(result["leftovers"].values())
+                            and (not point["deadman"] or (result["deadman_s"] is not None
+                                                          and not undone_by_restore)))
+        else:
+            result["ok"] = False
+        print(f"interrupt: {text}: {'restored, nothing left' if result['ok'] else 'FAILED'} "
+              f"{json.dumps({k: result.get(k) for k in ('restore_s', 'deadman_s')})}", file=sys.stderr, flush=True)
+        results.append(result)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
