@@ -51,8 +51,8 @@ def plan_problems(selected, table, layer_values=None):
                 problems.append('stage %s declares an unknown layer %r (layers: %s)'
                                 % (stage, layer, ', '.join(LAYERS)))
             elif layer_values and value not in layer_values.get(layer, [value]):
-                problems.append('stage %s sets %s=%r, not one of %s' % (stage, layer, value,
-                                                                       ', '.join(layer_values[layer])))
+                allowed = ', '.join(layer_values[layer])
+                problems.append('stage %s sets %s=%r, not one of %s' % (stage, layer, value, allowed))
         if control is None:
             continue
         if control not in selected:

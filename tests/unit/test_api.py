@@ -127,7 +127,7 @@ def test_a_canceled_run_is_restored_before_run_returns(project, tmp_path):
     restore.write_text(RESTORE)
     run_dir = tmp_path / "run"
     result = api.run(playbook, inventory, {"sleep_s": "120"}, run_dir,
-                     cancel_callback=lambda: (run_dir / "changed").exists(), restore_playbook=restore)
+                     cancel_callback=(run_dir / "changed").exists, restore_playbook=restore)
     assert result.status == "canceled"
     assert result.restore == {"status": "successful", "ansible_rc": 0, "verified": True}
     assert result.rc == exit_codes.EXPERIMENT_FAILED_RESTORED

@@ -1013,7 +1013,7 @@ def test_the_warm_up_waits_out_a_backend_coming_back():
     answers = iter([{'status': 503, 'body': 'circuits open'}, {'status': None, 'body': ''},
                     {'status': 200, 'body': 'ok'}])
     answer, attempts = gs.warm_up('http://x', 'small', 'k', 10, interval_s=0.01,
-                                             chat=lambda url, model, key: next(answers))
+                                  chat=lambda url, model, key: next(answers))
     assert (answer['status'], attempts) == (200, 3)
 
 
@@ -1026,5 +1026,5 @@ def test_the_warm_up_gives_up_at_its_deadline_and_does_not_retry_a_client_error(
     answer, attempts = gs.warm_up('http://x', 'small', 'k', 0.05, interval_s=0.02, chat=chat)
     assert answer['status'] == 503 and attempts == len(calls) and 1 <= attempts <= 4
     answer, attempts = gs.warm_up('http://x', 'small', 'k', 10, interval_s=0.01,
-                                             chat=lambda url, model, key: {'status': 401, 'body': 'no'})
+                                  chat=lambda url, model, key: {'status': 401, 'body': 'no'})
     assert (answer['status'], attempts) == (401, 1)
