@@ -128,22 +128,27 @@ def outcome_summary(outcome: RunOutcome) -> dict:
     }
 
 
+def restore_fragments(run_dir: Path) -> list[dict]:
+    return [json.loads(f.read_text()) for f in sorted((run_dir / "fragments" / "restore").glob("*.json"))]
+
+
 def restore_verified(run_dir: Path) -> bool:
     """True when every restore fragment of the run says the restore was verified."""
-    fragments = sorted((run_dir / "fragments" / "restore").glob("*.json"))
-    if not fragments:
-        return False
-    return all(json.loads(f.read_text()).get("verified") is True for f in fragments)
+    fragments = restore_fragments(run_dir)
+    return bool(fragments) and all(f.get("verified") is True for f in fragments)
 
 
 def classify(outcome: RunOutcome) -> int:
     """Map a finished run to DESIGN.md's exit codes.
 
-    A failed run that changed nothing on any host is a failed precondition (10). One that changed something is 11 only
-    when a restore in the same run verified the hosts against their known-good state, else 12.
+    A failed run that changed nothing on any host is a failed precondition (10), unless a restore in it could not be
+    verified (12: a standalone restore that finds a difference changes nothing itself). One that changed something is
+    11 only when a restore in the same run verified the hosts against their known-good state, else 12.
     """
     if outcome.succeeded:
         return exit_codes.SUCCESS
+    if restore_fragments(outcome.run_dir) and not restore_verified(outcome.run_dir):
+        return exit_codes.RESTORE_UNVERIFIED
     if outcome.changed_total == 0:
         return exit_codes.PRECONDITION_FAILED
     if restore_verified(outcome.run_dir):

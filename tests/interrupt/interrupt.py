@@ -169,13 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs-root", type=Path, required=True)
     parser.add_argument("--stages", help="comma-separated experiment_stages (default: the role's)")
-    parser.add_argument("--deadline-s", type=float, default=20.0, help="the dead man's switch deadline")
+    parser.add_argument("--deadline-s", type=float, default=20.0,
+                        help="the dead man's switch deadline at deadman: points (at the others, the role's default: "
+                             "a deadline shorter than a stage would fire the switch mid-stage)")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per point, to reach it")
     args = parser.parse_args(argv)
     _name, lab_dir = lab.resolve_lab(args.inventory)
-    extravars = {"experiment_deadman_deadline_s": args.deadline_s}
-    if args.stages:
-        extravars["experiment_stages"] = args.stages.split(",")
+    plan = {"experiment_stages": args.stages.split(",")} if args.stages else {}
     results = []
     for n, text in enumerate(args.points, 1):
         point = parse_point(text)
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         gateway_sha = sha256(Path(config)) if config else None
         run_dir = args.runs_root / f"{n:02d}-{text.replace(':', '-').replace('+', '-')}"
         print(f"interrupt: {text}: running until the point", file=sys.stderr, flush=True)
+        extravars = {**plan, **({"experiment_deadman_deadline_s": args.deadline_s} if point["deadman"] else {})}
         result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
         if result["killed"]:
             t_kill = time.monotonic()

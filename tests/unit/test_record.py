@@ -102,6 +102,12 @@ def test_classify(tmp_path):
     assert runner.classify(outcome(tmp_path, changed={"lab-a": 2})) == exit_codes.RESTORE_UNVERIFIED
 
 
+def test_classify_a_restore_that_changed_nothing_and_found_a_difference(tmp_path):
+    """A standalone restore on a lab whose gateway config was tampered with undoes nothing, and is still 12."""
+    write_fragment(tmp_path, "restore", "lab-gw", {"verified": False})
+    assert runner.classify(outcome(tmp_path)) == exit_codes.RESTORE_UNVERIFIED
+
+
 def test_new_run_dir_names_and_never_reuses(tmp_path):
     first = runner.new_run_dir(Path("playbooks/verify.yml"), tmp_path)
     assert first.name.endswith("Z-verify") and len(first.name) == len("20261130T100000Z-verify")

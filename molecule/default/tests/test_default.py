@@ -8,7 +8,7 @@ import jsonschema
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import REPO_ROOT, RING, RUN_DIR, lab_host  # noqa: E402
+from labinfo import REPO_ROOT, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -71,3 +71,7 @@ def test_known_good_snapshot_was_written_and_matches_the_schema(host):
     schema = json.loads((REPO_ROOT / "src" / "inferlab" / "schemas" / "record.schema.json").read_text())
     jsonschema.validate(snapshot, {"$defs": schema["$defs"], "$ref": "#/$defs/host_state"})
     assert json.loads((RUN_DIR / "fragments" / "verify" / f"{name}.json").read_text()) == snapshot
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 RUN = RUN_DIR / "experiment"
@@ -53,12 +53,13 @@ def test_the_candidate_was_emulated_and_said_so():
 
 
 def test_the_restore_verified_in_the_same_run():
-    assert set(RECORD["restore"]) == {"lab-a", "lab-b", "lab-gw"}
+    assert set(RECORD["restore"]) == {"lab-a", "lab-b", "lab-gw", "localhost"}
     for host, restore in RECORD["restore"].items():
         assert restore["verified"] is True and restore["differences"] == []
-        assert restore["compared_with"] == "known_good"
-        if host != "lab-gw":
+        assert restore["compared_with"] == ("inventory_expectations" if host == "localhost" else "known_good")
+        if host in RING:
             assert restore["driver"]["compared"] is True
+    assert RECORD["stages"]["restore_router"]["router"]["ok"] is True
 
 
 def test_no_public_route_request_failed():
@@ -95,3 +96,7 @@ def test_the_controller_and_gateway_ledgers_are_closed(ledger):
             entry = json.loads(line)
             last[entry["id"]] = entry
         assert {e["state"] for e in last.values()} <= {"undone"}
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, REPO_ROOT, RUN_DIR  # noqa: E402
+from labinfo import LAB_DIR, REPO_ROOT, RUN_DIR, assert_records_valid  # noqa: E402
 
 DRAINED = RUN_DIR / "fallback-drained"
 SINGLE = RUN_DIR / "fallback-single"
@@ -127,3 +127,7 @@ def test_the_upstream_file_is_the_labs_again_and_the_lab_is_healthy():
     state = json.loads(status.stdout)
     assert state["state"] == "up", state["problems"]
     assert state["gateway"]["healthy"]
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

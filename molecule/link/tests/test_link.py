@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import RING, RUN_DIR  # noqa: E402
+from labinfo import RING, RUN_DIR, assert_records_valid  # noqa: E402
 
 testinfra_hosts = RING[:1]  # the suite's results live in the first ring host's fragments
 
@@ -66,3 +66,7 @@ def test_ab_table_sets_the_conditions_side_by_side(host):
     stock_retrans = stock["asymmetry_b_tcp_retrans_pct"]["median"]
     assert stock_retrans > 10 * max(candidate["asymmetry_b_tcp_retrans_pct"]["median"], 0.5)
     assert stock["b_to_a_gbps"]["median"] < candidate["b_to_a_gbps"]["median"]
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

@@ -10,7 +10,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -76,3 +76,7 @@ def test_refused_fallback_routes_changed_no_routing():
     assert not ledger.exists() or ledger.read_text().strip() == "", "a refused fallback route must record no change"
     config = yaml.safe_load((LAB_DIR / "gateway" / "litellm.yaml").read_text())
     assert "fallbacks" not in config["litellm_settings"], "the gateway config must be the lab's own"
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

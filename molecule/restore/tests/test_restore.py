@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -127,3 +127,7 @@ def test_the_paused_primaries_run_again(host):
     for service in lab_host(host)["services"]:
         probe = f"import urllib.request; urllib.request.urlopen('{service['health_url']}', timeout=5)"
         assert host.run(f'python3 -c "{probe}"').rc == 0
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -103,3 +103,7 @@ def test_the_failed_ladders_were_recorded_with_their_reason(stage, words):
     acceptance = result["acceptance"]
     assert not acceptance["passed"]
     assert any(words in problem for problem in acceptance["problems"]), acceptance["problems"]
+
+
+def test_every_record_of_the_scenario_is_schema_valid():
+    assert assert_records_valid() > 0

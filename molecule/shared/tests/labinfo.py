@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,25 @@ def pytest_runtest_makereport(item, call):
     host = item.funcargs.get("host") if hasattr(item, "funcargs") else None
     if report.when == "call" and report.failed and host is not None:
         report.sections.append(("lab logs", log_tails(lab_host(host))))
+
+
+def assert_records_valid(run_dir: Path = RUN_DIR) -> int:
+    """Every record this scenario wrote matches record.schema.json: each `record.json` under the run directory
+    (runs through `inferlab run`), and every other directory with fragments (playbooks that molecule ran with
+    ansible-playbook, killed runs) assembled into a record. Returns how many records were checked."""
+    sys.path.insert(0, str(REPO_ROOT / "src"))
+    from inferlab import record  # pylint: disable=import-outside-toplevel
+
+    checked = 0
+    for fragments in sorted(run_dir.glob("**/fragments")):
+        directory = fragments.parent
+        if (directory / "record.json").is_file():
+            data = json.loads((directory / "record.json").read_text())
+        else:
+            data = record.assemble(directory, {
+                "id": directory.name, "playbook": "molecule converge", "inventory": INVENTORY,
+                "started": "1970-01-01T00:00:00Z", "finished": "1970-01-01T00:00:00Z", "status": "successful",
+                "exit_code": 0, "exit_meaning": "success", "extravars": {}})
+        record.validate(data)
+        checked += 1
+    return checked
