@@ -96,8 +96,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     record_path = run_dir / "record.json"
     if not record_path.is_file():
         raise UsageError(f"{record_path} not found: is {run_dir} a run directory?")
-    data = json.loads(record_path.read_text())
-    record.validate(data)
+    try:
+        data = json.loads(record_path.read_text())
+        record.validate(data)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{record_path} is not JSON ({exc}): nothing rendered") from exc
+    except record.RecordError as exc:
+        raise UsageError(f"{record_path}: {exc}; nothing rendered") from exc
     print(api.render_outputs(run_dir, data))
     return exit_codes.SUCCESS
 

@@ -11,11 +11,14 @@ What it does, in order:
   percentile bootstrap (BOOTSTRAP_RESAMPLES resamples of each run with replacement, random.Random(BOOTSTRAP_SEED));
   with fewer than MIN_SAMPLES samples in either run, no CI and no verdict from that metric.
 - Verdicts for "B is faster" (speed metrics) and "B has fewer transport errors" (receiver errors on real hosts; TCP
-  retransmissions where the driver layer is emulated, labelled `emulated`): `supported` when at least one CI lies on
-  B's side of 0 and none on A's side, `not supported` when the reverse, `inconclusive` otherwise.
+  retransmissions where the driver layer is emulated, labelled `emulated`): `supported` when at least one metric's
+  family CI lies on B's side of 0 and none on A's side, `not supported` when the reverse, `inconclusive` otherwise.
+  A claim resting on k metrics uses Bonferroni-adjusted CIs (confidence 100 - 5/k %, `family_ci`), so that the
+  claim as a whole keeps a 5% error rate: with eight speed metrics, one 95% CI off 0 by chance is likely.
 - `require_fresh`: a supported verdict counts as re-verified only when B's record says it started from a fresh lab
-  or restore: `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore", "verified": true, ...}` for every host
-  listed. No stage writes that fragment yet, so today every run is treated as not fresh, and the output says so.
+  or restore: `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore" | "untouched", "verified": true, ...}`
+  for every host listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml):
+  the host verified and its ledger had no open entry.
 
 Pure functions over parsed records; the statistics use the standard library only.
 """
@@ -26,14 +29,14 @@ import json
 import random
 import re
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 8
 CONFIDENCE_PCT = 95
 MIN_SAMPLES = 3  # with 3 per run, a CI that excludes 0 means every B sample beat every A sample (p = 1/20)
-FRESH_SOURCES = ("lab_up", "restore")
+FRESH_SOURCES = ("lab_up", "restore", "untouched")
 LAYER_EXTRAVAR_PREFIX = "inferlab_layer_"
 RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
 TRIAL_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<trial>\d+)$")
@@ -106,6 +109,10 @@ class Row:
     difference: float  # median of B - median of A
     ci: tuple[float, float] | None
     observed: str
+    # The Bonferroni-adjusted CI and its reading that the claim's verdict uses (None: the metric counts for no claim
+    # or has no CI); with one metric in the claim, the 95% CI itself.
+    family_ci: tuple[float, float] | None = None
+    family_observed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -258,14 +265,16 @@ def fresh_start(record: dict) -> tuple[bool, str]:
     """Whether the run started from a fresh lab or a verified restore, and why (see the module docstring)."""
     entries = (record.get("stages") or {}).get("fresh_start")
     if not entries or not isinstance(entries, dict):
-        return False, "has no stages.fresh_start in its record (no stage writes it yet), so it counts as not fresh"
+        return False, ("has no stages.fresh_start in its record (the staged experiment's verify stage writes it), "
+                       "so it counts as not fresh")
     stale = [
         host
         for host, entry in sorted(entries.items())
         if not (isinstance(entry, dict) and entry.get("verified") is True and entry.get("from") in FRESH_SOURCES)
     ]
     if stale:
-        return False, f"stages.fresh_start does not show a verified lab_up or restore for {', '.join(stale)}"
+        return False, f"stages.fresh_start does not show a verified fresh start ({', '.join(FRESH_SOURCES)}) " \
+                      f"for {', '.join(stale)}"
     sources = sorted({entry["from"] for entry in entries.values()})
     return True, f"started from a verified {' and '.join(sources)} on {', '.join(sorted(entries))}"
 
@@ -445,15 +454,15 @@ def extract_metrics(record: dict, modes: dict[str, str], transport: str) -> dict
 # --- statistics ---------------------------------------------------------------------------------------------------
 
 
-def ci_indices(resamples: int, confidence_pct: int = CONFIDENCE_PCT) -> tuple[int, int]:
+def ci_indices(resamples: int, confidence_pct: float = CONFIDENCE_PCT) -> tuple[int, int]:
     """Indices of the percentile CI's ends in the sorted resampled differences: with R resamples and a 95% CI,
-    R*2.5% and R - 1 - R*2.5% (integer arithmetic: 250 and 9749 for 10,000)."""
-    lower = resamples * (100 - confidence_pct) // 200
+    R*2.5% and R - 1 - R*2.5% (250 and 9749 for 10,000), rounded outwards for an adjusted confidence."""
+    lower = int(resamples * (100 - confidence_pct) / 200)
     return lower, resamples - 1 - lower
 
 
 def bootstrap_ci(
-    a, b, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence_pct: int = CONFIDENCE_PCT
+    a, b, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence_pct: float = CONFIDENCE_PCT
 ) -> tuple[float, float]:
     """Percentile bootstrap CI of median(b) - median(a): each resample draws len(a) from a and len(b) from b with
     replacement (in that order, from one random.Random(seed)), so a given input always gives the same interval."""
@@ -488,20 +497,47 @@ def compare_metric(a: Metric, b: Metric, resamples: int = BOOTSTRAP_RESAMPLES) -
     return Row(a.section, a.name, a.better, a.role, spread_a, spread_b, spread_b.median - spread_a.median, ci, seen)
 
 
+def family_confidence_pct(metrics: int) -> float:
+    """Bonferroni: each of k metrics behind one claim gets a 100 - 5/k % CI, so that the claim keeps 95%."""
+    return 100 - (100 - CONFIDENCE_PCT) / max(metrics, 1)
+
+
+def with_family_cis(rows: list[Row], samples: dict[tuple[str, str], tuple[list, list]], role: str,
+                    resamples: int = BOOTSTRAP_RESAMPLES) -> list[Row]:
+    """`rows` with family_ci/family_observed set on the rows of `role` that have a CI. `samples` maps (section,
+    name) to the (A, B) samples."""
+    family = [r for r in rows if r.role == role and r.ci is not None]
+    confidence = family_confidence_pct(len(family))
+    adjusted = []
+    for row in rows:
+        if row in family:
+            ci = row.ci if len(family) == 1 else bootstrap_ci(*samples[(row.section, row.name)], resamples,
+                                                              confidence_pct=confidence)
+            row = replace(row, family_ci=ci, family_observed=observed(ci, row.better))
+        adjusted.append(row)
+    return adjusted
+
+
 def claim_verdict(claim: str, rows: list[Row], role: str) -> Verdict:
-    counted = [r for r in rows if r.role == role and r.observed in (B_BETTER, B_WORSE, NO_CLEAR)]
-    better = [r for r in counted if r.observed == B_BETTER]
-    worse = [r for r in counted if r.observed == B_WORSE]
+    """The claim's verdict from its metrics' family CIs (the 95% CI where no family CI was set)."""
+    def seen(row: Row) -> str:
+        return row.family_observed or row.observed
+
+    counted = [r for r in rows if r.role == role and seen(r) in (B_BETTER, B_WORSE, NO_CLEAR)]
+    better = [r for r in counted if seen(r) == B_BETTER]
+    worse = [r for r in counted if seen(r) == B_WORSE]
     if not counted:
         return Verdict(claim, INCONCLUSIVE, f"no {role} metric has at least {MIN_SAMPLES} samples in both runs")
-    tally = f"of {len(counted)} {role} metrics with a CI"
+    confidence = family_confidence_pct(len(counted))
+    tally = (f"of {len(counted)} {role} metrics with a CI"
+             + (f", each at {confidence:.4g}% (Bonferroni)" if len(counted) > 1 else ""))
     if better and not worse:
         return Verdict(claim, SUPPORTED, f"observed: B better on {len(better)} {tally}, worse on none")
     if worse and not better:
         return Verdict(claim, NOT_SUPPORTED, f"observed: B worse on {len(worse)} {tally}, better on none")
     if better and worse:
         return Verdict(claim, INCONCLUSIVE, f"observed: B better on {len(better)} and worse on {len(worse)} {tally}")
-    return Verdict(claim, INCONCLUSIVE, f"observed: every CI of the {len(counted)} {role} metrics includes 0")
+    return Verdict(claim, INCONCLUSIVE, f"observed: every CI includes 0, {tally}")
 
 
 # --- the comparison -----------------------------------------------------------------------------------------------
@@ -579,6 +615,9 @@ def compare(
         transport_claim += " (receiver errors: crc, over, missed, length)"
     else:
         transport_claim += f" (driver layer {transport}: TCP retransmissions and receiver errors both count)"
+    samples = {key: (metrics_a[key].samples, metrics_b[key].samples) for key in metrics_a if key in metrics_b}
+    for role in (SPEED, TRANSPORT):
+        rows = with_family_cis(rows, samples, role, resamples)
     verdicts = [claim_verdict("B is faster", rows, SPEED), claim_verdict(transport_claim, rows, TRANSPORT)]
 
     fresh_b = None
@@ -648,7 +687,8 @@ def render_text(comparison: Comparison) -> str:
         f"Each run: median (min to max, n samples). B - A is the difference of the medians; its "
         f"{CONFIDENCE_PCT}% CI is a percentile bootstrap ({comparison.resamples} resamples, seed "
         f"{BOOTSTRAP_SEED}), given when both runs have at least {MIN_SAMPLES} samples. `observed` says on whose "
-        "side of 0 the CI lies.",
+        "side of 0 the CI lies. A verdict rests on the family CI: Bonferroni-adjusted for the number of metrics "
+        "behind its claim, so a lone 95% CI off 0 among many does not carry it.",
     ]
     section = None
     for row in comparison.rows:
@@ -658,13 +698,15 @@ def render_text(comparison: Comparison) -> str:
                 "",
                 f"### {section}",
                 "",
-                "| metric | better | A | B | B - A | 95% CI | observed | counts for |",
-                "| --- | --- | --- | --- | --- | --- | --- | --- |",
+                "| metric | better | A | B | B - A | 95% CI | observed | family CI | counts for |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             ]
         ci = "—" if row.ci is None else f"{_fmt(row.ci[0])} to {_fmt(row.ci[1])}"
+        family = "—" if row.family_ci is None else (
+            f"{_fmt(row.family_ci[0])} to {_fmt(row.family_ci[1])}: {row.family_observed}")
         lines.append(
             f"| {row.name} | {row.better or '—'} | {_spread(row.a)} | {_spread(row.b)} "
-            f"| {_fmt(row.difference)} | {ci} | {row.observed} | {row.role} |"
+            f"| {_fmt(row.difference)} | {ci} | {row.observed} | {family} | {row.role} |"
         )
     if not comparison.rows:
         lines.append("No metric is in both records.")
@@ -695,7 +737,8 @@ def as_json(comparison: Comparison) -> dict:
             "min_samples": MIN_SAMPLES,
             "statistic": "median(B) - median(A)",
         },
-        "rows": [{**asdict(row), "ci": list(row.ci) if row.ci else None} for row in comparison.rows],
+        "rows": [{**asdict(row), "ci": list(row.ci) if row.ci else None,
+                  "family_ci": list(row.family_ci) if row.family_ci else None} for row in comparison.rows],
         "verdicts": [asdict(v) for v in comparison.verdicts],
         "require_fresh": comparison.require_fresh,
         "fresh_b": None

@@ -27,6 +27,7 @@ Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) a
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -172,7 +173,8 @@ def bench_fallback(runs_wanted: int) -> dict[str, list[float]]:
 
 
 def iso_seconds(stamp: str) -> float:
-    return time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    """Seconds since the epoch of a UTC ISO stamp, with or without fractions of a second."""
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def experiment_figures(run_dir: Path, wall_s: float) -> dict[str, float]:
@@ -182,10 +184,18 @@ def experiment_figures(run_dir: Path, wall_s: float) -> dict[str, float]:
     journal = data["journal"]
     windows = sum(iso_seconds(m["finished_at"]) - iso_seconds(m["started_at"]) for m in data["serving"].values())
     windows += iso_seconds(journal["control"]["finished"]) - iso_seconds(journal["control"]["started"])
+    # the link test's counter windows (one per test; the first ring host's times stand for the pair)
+    link_windows = sum(
+        iso_seconds(first["closed_at"]) - iso_seconds(first["opened_at"])
+        for name, by_host in data["stages"].items() if name.startswith("window_") and "serving" not in name
+        for first in [next(iter(by_host.values()))])
     return {"full lab experiment, wall": wall_s,
+            "link_test stage": iso_seconds(journal["link_test"]["finished"])
+            - iso_seconds(journal["link_test"]["started"]),
             "restore stage (undo, verify, router)": iso_seconds(journal["restore"]["finished"])
             - iso_seconds(journal["restore"]["started"]),
-            "share in workload windows (%)": round(100 * windows / wall_s, 1)}
+            "share in workload windows (%)": round(100 * windows / wall_s, 1),
+            "share in the link test's measurement windows (%)": round(100 * link_windows / wall_s, 1)}
 
 
 def bench_experiment(runs_wanted: int) -> dict[str, list[float]]:
@@ -213,14 +223,25 @@ def bench_interrupt(runs_wanted: int) -> dict[str, list[float]]:
         timed([*INFERLAB, "lab", "up"])
     inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
     stages = yaml.safe_load((REPO / "roles" / "experiment" / "defaults" / "main.yml").read_text())
-    points = [*stages["experiment_stages"], "tp2_nextn+4", "deadman:tp2_baseline+2"]
+    plan = stages["experiment_stages"]
+    # The boundaries up to the link test with the whole plan; every later point with the plan less the link test
+    # (which changes nothing lasting), so that each of them does not first sit through it again.
+    sweeps = [(plan, plan[:plan.index("link_test") + 1]),
+              ([s for s in plan if s != "link_test"],
+               [*plan[plan.index("link_test") + 1:], "tp2_nextn+4", "deadman:tp2_baseline+2"])]
     samples: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
         for n in range(runs_wanted):
-            out = Path(runs) / f"interrupt-{n}.json"
-            subprocess.run([sys.executable, str(REPO / "tests" / "interrupt" / "interrupt.py"), "--inventory",
-                            str(inventory), "--out", str(out), "--runs-root", f"{runs}/{n}", *points], check=False)
-            results = json.loads(out.read_text())
+            results = []
+            for m, (sweep_plan, points) in enumerate(sweeps):
+                out = Path(runs) / f"interrupt-{n}-{m}.json"
+                subprocess.run([sys.executable, str(REPO / "tests" / "interrupt" / "interrupt.py"), "--inventory",
+                                str(inventory), "--out", str(out), "--runs-root", f"{runs}/{n}-{m}",
+                                "--stages", ",".join(sweep_plan), *points], check=False)
+                results += json.loads(out.read_text())
+            for r in results:
+                print(f"bench: interrupt {r['point']}: {'ok' if r['ok'] else 'FAILED'} restore_s={r.get('restore_s')}",
+                      file=sys.stderr)
             samples.setdefault("interruption points tried", []).append(len(results))
             samples.setdefault("interruption points restored, nothing left", []).append(
                 sum(1 for r in results if r["ok"]))

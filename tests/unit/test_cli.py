@@ -44,6 +44,20 @@ def test_usage_errors(argv, message, capsys, tmp_path, monkeypatch):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "record.json is not JSON"),
+        ('{"schema_version": 1}', "record.json does not match record.schema.json"),
+    ],
+)
+def test_report_refuses_a_malformed_record_and_renders_nothing(content, message, capsys, tmp_path):
+    (tmp_path / "record.json").write_text(content)
+    assert cli.main(["report", str(tmp_path)]) == exit_codes.USAGE
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "report.md").exists() and not (tmp_path / "plots").exists()
+
+
 def test_argparse_errors_map_to_usage(capsys):
     assert cli.main(["frobnicate"]) == exit_codes.USAGE
     assert cli.main(["lab", "sideways"]) == exit_codes.USAGE

@@ -102,6 +102,34 @@ def test_claim_verdicts(observed, verdict):
     assert compare.claim_verdict("B is faster", rows, compare.SPEED).verdict == verdict
 
 
+def test_family_confidence_is_bonferroni():
+    assert compare.family_confidence_pct(1) == 95
+    assert compare.family_confidence_pct(8) == 99.375
+    assert compare.ci_indices(10_000, compare.family_confidence_pct(8)) == (31, 9968)
+
+
+def test_one_metric_off_zero_among_eight_does_not_carry_the_claim():
+    """B better than A at 95% on one metric: (0.3, 2.9). Among eight speed metrics its family CI (99.375%) is
+    (-0.2, 3.4), which includes 0, so "B is faster" is inconclusive; alone, the same metric carries it."""
+    a, b = [10, 11, 12, 10.5, 11.5], [11.8, 12.6, 13, 12.2, 13.4]
+    metric_a = compare.Metric("s", "m0", "higher", compare.SPEED, a)
+    metric_b = compare.Metric("s", "m0", "higher", compare.SPEED, b)
+    lone = compare.compare_metric(metric_a, metric_b)
+    assert lone.ci == pytest.approx((0.3, 2.9)) and lone.observed == compare.B_BETTER
+    flat = [compare.Row("s", f"m{i}", "higher", compare.SPEED, lone.a, lone.a, 0, (-1, 1), compare.NO_CLEAR)
+            for i in range(1, 8)]
+    samples = {("s", "m0"): (a, b), **{("s", f"m{i}"): (a, a) for i in range(1, 8)}}
+
+    rows = compare.with_family_cis([lone, *flat], samples, compare.SPEED)
+    assert rows[0].family_ci == pytest.approx((-0.2, 3.4)) and rows[0].family_observed == compare.NO_CLEAR
+    verdict = compare.claim_verdict("B is faster", rows, compare.SPEED)
+    assert verdict.verdict == compare.INCONCLUSIVE and "99.38% (Bonferroni)" in verdict.reason
+
+    alone = compare.with_family_cis([lone], samples, compare.SPEED)
+    assert alone[0].family_ci == lone.ci
+    assert compare.claim_verdict("B is faster", alone, compare.SPEED).verdict == compare.SUPPORTED
+
+
 # --- layers and verdicts from records -----------------------------------------------------------------------------
 
 
@@ -201,7 +229,7 @@ def test_require_fresh_re_verifies_only_a_fresh_b():
     del clean["stages"]["fresh_start"]
     result = compare.compare(lossy, clean, require_fresh=True)
     assert result.fresh_b == (False, compare.fresh_start(clean)[1])
-    assert "no stage writes it yet" in result.fresh_b[1]
+    assert "has no stages.fresh_start" in result.fresh_b[1]
     assert [v.re_verified for v in result.verdicts] == [False, False]
     text = compare.render_text(result)
     assert "re-verified: no" in text and "counts as not fresh" in text

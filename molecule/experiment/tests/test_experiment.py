@@ -46,6 +46,13 @@ def test_the_control_measured_both_routes_with_the_ladder_shapes():
         assert all(b["summary"]["failed"] == 0 for b in route["batches"])
 
 
+def test_the_run_says_it_started_fresh():
+    fresh = RECORD["stages"]["fresh_start"]
+    assert set(fresh) == {"lab-a", "lab-b"}
+    assert all(entry["verified"] is True and entry["open_entries"] == [] for entry in fresh.values()), fresh
+    assert {entry["from"] for entry in fresh.values()} <= {"lab_up", "restore"}
+
+
 def test_the_candidate_was_emulated_and_said_so():
     for candidate in RECORD["candidate"].values():
         assert candidate["driver_layer"] == "emulated" and candidate["build"]["emulated"] is True

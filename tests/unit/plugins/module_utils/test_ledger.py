@@ -24,25 +24,6 @@ ID_RE = re.compile(r"^\d{8}T\d{6}Z-(process|file)-[0-9a-f]{4}$")
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
-@pytest.fixture
-def ledger_dir(tmp_path):
-    return str(tmp_path / "ledger")
-
-
-@pytest.fixture
-def procs():
-    """Processes a test starts; whatever is still running at the end is killed by its PID and reaped."""
-    started = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL) if getattr(proc, "own_group", False) else proc.kill()
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
-
-
 def lines_of(ledger_dir, host=HOST):
     return [json.loads(line) for line in Path(_ledger.ledger_path(ledger_dir, host)).read_text().splitlines()]
 

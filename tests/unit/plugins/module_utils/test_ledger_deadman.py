@@ -21,22 +21,6 @@ HOST = "lab-a"
 LOG_LINE_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ inferlab_ledger\[\d+\]: ")
 
 
-@pytest.fixture
-def ledger_dir(tmp_path):
-    return str(tmp_path / "ledger")
-
-
-@pytest.fixture
-def procs():
-    """Processes a test starts; whatever is still running at the end is killed by its PID and reaped."""
-    started = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-
-
 class FakeTime:
     """The clocks of the dead man's switch: ``sleep`` advances both; ``at(seconds, action)`` runs ``action`` once
     the switch has slept that long; ``jump(seconds)`` steps the wall clock alone."""

@@ -56,11 +56,6 @@ REPLICA = textwrap.dedent('''\
 ''')
 
 
-@pytest.fixture
-def ledger_dir(tmp_path):
-    return str(tmp_path / "ledger")
-
-
 class Replicas:
     """Starts replicas in ``tmp_path`` and, at the end, kills every process of the test by its pid."""
 
