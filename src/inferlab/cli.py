@@ -18,12 +18,22 @@ class UsageError(Exception):
 
 
 def parse_extravars(pairs: list[str]) -> dict:
-    """`-e KEY=VALUE` and `-e @FILE` as ansible-playbook reads them: a KEY=VALUE value stays a string (argument
-    specs convert types); FILE is YAML or JSON holding a mapping, for lists and dicts."""
+    """`-e KEY=VALUE`, `-e '{JSON}'` and `-e @FILE` as ansible-playbook reads them: a KEY=VALUE value stays a
+    string (argument specs convert types); JSON is an object of variables; FILE is YAML or JSON holding a mapping,
+    for lists and dicts."""
     extravars = {}
     for pair in pairs:
         if pair.startswith("@"):
             extravars.update(read_vars_file(Path(pair[1:])))
+            continue
+        if pair.lstrip().startswith("{"):
+            try:
+                data = json.loads(pair)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"-e {pair!r}: not a JSON object: {exc}") from None
+            if not isinstance(data, dict):
+                raise UsageError(f"-e {pair!r}: expected a JSON object of variables")
+            extravars.update(data)
             continue
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():

@@ -5,6 +5,20 @@ import pytest
 from inferlab import cli, exit_codes
 
 
+def test_extravars_accept_a_json_object():
+    assert cli.parse_extravars(['{"experiment_stages": ["verify"], "n": 3}', "a=b"]) == {
+        "experiment_stages": ["verify"], "n": 3, "a": "b"}
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [("{not json", "not a JSON object"), ('{"a": 1', "not a JSON object")],
+)
+def test_extravars_refuse_malformed_json(pair, message):
+    with pytest.raises(cli.UsageError, match=message):
+        cli.parse_extravars([pair])
+
+
 def test_extravars_parse_like_ansible():
     assert cli.parse_extravars(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
 
