@@ -96,6 +96,9 @@ bench: bootstrap
 	$(PY) tests/bench/bench_lab.py sampler --runs 3 --json .cache/bench-sampler.json
 	$(PY) tests/bench/bench_lab.py serve --runs 5 --json .cache/bench-serve.json
 	$(PY) tests/bench/bench_workload.py --runs 5 --json .cache/bench-workload.json
+	$(PY) tests/bench/bench_report.py --runs 5 --json .cache/bench-report.json
+	$(PY) tests/bench/bench_lab.py experiment --runs 3 --json .cache/bench-experiment.json
+	$(PY) tests/bench/bench_lab.py interrupt --runs 1 --json .cache/bench-interrupt.json
 
 clean:
 	rm -rf .cache .collections tests/output
