@@ -39,6 +39,7 @@ class FilterModule(object):
             _acceptance.rank_problems,
             _acceptance.ladder_step_verdict,
             _acceptance.link_traffic,
+            _acceptance.trials_summary,
             _acceptance.acceptance_summary,
             _acceptance.public_environment,
         ))

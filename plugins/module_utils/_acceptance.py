@@ -15,6 +15,16 @@ __metaclass__ = type
 import re
 
 LADDER_STEPS = ('first_response', 'repeated', 'concurrent', 'repeated_prefix', 'long_context')
+TRIAL_KINDS = ('single_stream', 'concurrent')
+# The per-trial figures: name -> (kind of the batch it comes from, definition). A trial's figure is one number, so
+# that N trials give N samples of it (the spread across trials, and compare's bootstrap).
+TRIAL_FIGURES = {
+    'single_stream_output_tok_s': ('single_stream', 'median output tok/s per request, TTFT included, concurrency 1'),
+    'single_stream_decode_tok_s': ('single_stream', 'median decode tok/s per request, TTFT excluded, concurrency 1'),
+    'single_stream_ttft_ms': ('single_stream', 'median TTFT in ms, concurrency 1'),
+    'aggregate_output_tok_s': ('concurrent', 'aggregate output tok/s of the concurrent batch (all output tokens / '
+                                             'batch wall time)'),
+}
 MAX_LINE = 300
 
 
@@ -252,10 +262,73 @@ def link_traffic(window, link_interface, mgmt_interface, min_ratio):
     return result
 
 
-def acceptance_summary(steps, traffic):
+def _trial_figure(name, batch):
+    """One trial's figure ``name`` (TRIAL_FIGURES) from its batch; None when the batch has none."""
+    if name == 'aggregate_output_tok_s':
+        value = batch.get('aggregate_output_tok_s')
+    else:
+        key, scale = ('ttft_s', 1000.0) if name == 'single_stream_ttft_ms' else (name[len('single_stream_'):], 1.0)
+        value = (batch.get(key) or {}).get('median') if isinstance(batch.get(key), dict) else None
+        value = None if value is None else value * scale
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _spread(values):
+    """Median, min and max of the values that are numbers, and how many there were."""
+    numbers = sorted(v for v in values if v is not None)
+    if not numbers:
+        return {'median': None, 'min': None, 'max': None, 'n': 0}
+    middle = len(numbers) // 2
+    median = numbers[middle] if len(numbers) % 2 else (numbers[middle - 1] + numbers[middle]) / 2.0
+    return {'median': median, 'min': numbers[0], 'max': numbers[-1], 'n': len(numbers)}
+
+
+def trials_summary(results, ranks=None, max_accept_length=None):
+    """The measured trials of a served mode for the record.
+
+    ``results``: the registered ``results`` of the trials task, one per batch, in order: each has ``item`` =
+    ``[trial number, kind]`` (kind in TRIAL_KINDS), and ``batch`` (llm_workload's) or ``msg`` when the module
+    failed. ``ranks``: the rank problems read after the last trial. Each batch is judged as a ladder batch is
+    (failed requests, no tokens, accept length). Per figure (TRIAL_FIGURES): one value per trial, and their median,
+    min and max across the trials.
+    """
+    if not isinstance(results, list):
+        raise AcceptanceError('trials_summary needs the list of results of the trials task')
+    trials, problems = {}, []
+    for index, result in enumerate(results):
+        result = _mapping(result, 'each trial result')
+        item = result.get('item')
+        if not (isinstance(item, (list, tuple)) and len(item) == 2 and item[1] in TRIAL_KINDS):
+            raise AcceptanceError('trial result %s: item must be [trial, kind] with kind one of %s, got %r'
+                                  % (index, ', '.join(TRIAL_KINDS), item))
+        trial, kind = int(item[0]), item[1]
+        entry = trials.setdefault(trial, {'trial': trial, 'batches': {}, 'problems': []})
+        batch = result.get('batch') if isinstance(result.get('batch'), dict) else None
+        entry['batches'][kind] = batch
+        found = []
+        if result.get('failed'):
+            found.append('the batch did not complete: %s' % str(result.get('msg'))[:MAX_LINE])
+        if batch is not None:
+            found.extend(_batch_problems(kind, batch, max_accept_length))
+        elif not result.get('failed'):
+            found.append('the batch returned no result')
+        entry['problems'].extend('%s: %s' % (kind, p) for p in found)
+        problems.extend('trial %s %s: %s' % (trial, kind, p) for p in found)
+    problems.extend(ranks or [])
+    ordered = [trials[n] for n in sorted(trials)]
+    figures = {}
+    for name, (kind, definition) in TRIAL_FIGURES.items():
+        values = [_trial_figure(name, t['batches'][kind]) if t['batches'].get(kind) else None for t in ordered]
+        figures[name] = dict(_spread(values), definition=definition, values=values)
+    return {'count': len(ordered), 'passed': not problems, 'problems': problems, 'trials': ordered,
+            'figures': figures}
+
+
+def acceptance_summary(steps, traffic, trials=None):
     """The ladder's outcome for the record: every step's verdict, the traffic check and one ``passed``.
 
-    ``traffic`` is :func:`link_traffic`'s judgement of the ladder's counter window, None when no window was opened.
+    ``traffic`` is :func:`link_traffic`'s judgement of the ladder's counter window, None when no window was opened;
+    ``trials`` is :func:`trials_summary`'s result when the mode ran measured trials (their problems fail it too).
     """
     if not isinstance(steps, list):
         raise AcceptanceError('steps must be the list of judged ladder steps')
@@ -270,6 +343,8 @@ def acceptance_summary(steps, traffic):
         problems.append('no counter window')
     elif not traffic['ok']:
         problems.append('direct link traffic too low: %s' % traffic['message'])
+    if trials is not None:
+        problems.extend(_mapping(trials, 'trials').get('problems') or [])
     return {'passed': not problems, 'problems': problems, 'steps': steps, 'traffic': traffic}
 
 

@@ -5,8 +5,10 @@ What it does, in order:
   the served modes' `layers` (runtime, speculation), and any `inferlab_layer_<name>` extra var of the run (for a
   change the record does not otherwise carry, e.g. `-e inferlab_layer_link_profile=lossy`). More than one layer
   that both records declare and that differs: refused (`LayersDiffer`), naming the layers.
-- Metrics, matched by section and name: per-request rates and TTFT of every ladder step (by kind and cache label,
-  never mixed), the link tests' per-second throughput, the link A/B repetitions, and counter-window deltas.
+- Metrics, matched by section and name: the served modes' measured trials (one value per trial: single-stream
+  tok/s, aggregate tok/s, TTFT), per-request rates and TTFT of every ladder step (by kind and cache label, never
+  mixed), the link tests' per-second throughput, the link A/B repetitions, and counter-window deltas. Where a mode
+  ran trials, its speed claim rests on them and the ladder's per-request rates are info only.
 - Per metric: median, min and max per run; B - A as the difference of medians; its 95% confidence interval by a
   percentile bootstrap (BOOTSTRAP_RESAMPLES resamples of each run with replacement, random.Random(BOOTSTRAP_SEED));
   with fewer than MIN_SAMPLES samples in either run, no CI and no verdict from that metric.
@@ -51,11 +53,20 @@ TOO_FEW = "too few samples"
 NO_DIRECTION = "no direction"
 
 # Per-request figures of a workload batch (llm_workload's records): key, name with its definition, better, role,
-# scale.
+# scale. Where the served mode ran measured trials, the speed claim rests on those instead (TRIAL_METRICS) and these
+# count as info: the requests of one batch are not repetitions.
 REQUEST_METRICS = (
     ("output_tok_s", "output tok/s per request (TTFT included)", "higher", SPEED, 1),
     ("decode_tok_s", "decode tok/s per request (TTFT excluded)", "higher", INFO, 1),
     ("ttft_s", "TTFT ms per request", "lower", INFO, 1000),
+)
+# Per-trial figures of a served mode's measured trials (serving.<mode>.trials.figures): key, better, role. One
+# value per trial, so that the samples are repetitions.
+TRIAL_METRICS = (
+    ("single_stream_output_tok_s", "higher", SPEED),
+    ("aggregate_output_tok_s", "higher", SPEED),
+    ("single_stream_decode_tok_s", "higher", INFO),
+    ("single_stream_ttft_ms", "lower", INFO),
 )
 
 
@@ -345,6 +356,15 @@ def _serving_metrics(metrics: _Metrics, record: dict, modes: dict[str, str], rol
         where = f"serving.{mode}"
         result = _mapping(serving[mode], where)
         acceptance = _mapping(result.get("acceptance"), f"{where}.acceptance")
+        trials = _mapping(result.get("trials") or {}, f"{where}.trials")
+        figures = _mapping(trials.get("figures") or {}, f"{where}.trials.figures")
+        for key, better, role in TRIAL_METRICS:
+            figure = _mapping(figures.get(key) or {}, f"{where}.trials.figures.{key}")
+            values = _sequence(figure.get("values") or [], f"{where}.trials.figures.{key}.values")
+            numbers = [_number(v, f"{where}.trials.figures.{key}.values[{n}]") for n, v in enumerate(values)]
+            name = f"{figure.get('definition', key)} (one value per trial)"
+            metrics.add(f"serving {label}: measured trials", name, better, role, numbers)
+        request_role = INFO if trials.get("count") else None
         for i, step in enumerate(_sequence(acceptance.get("steps"), f"{where}.acceptance.steps")):
             step_where = f"{where}.acceptance.steps[{i}]"
             step = _mapping(step, step_where)
@@ -360,7 +380,8 @@ def _serving_metrics(metrics: _Metrics, record: dict, modes: dict[str, str], rol
             ]
             for key, name, better, role, scale in REQUEST_METRICS:
                 values = [_number(r.get(key), f"{where_records}[{n}].{key}") for n, r in requests]
-                metrics.add(section, name, better, role, [None if v is None else v * scale for v in values])
+                scaled = [None if v is None else v * scale for v in values]
+                metrics.add(section, name, better, request_role or role, scaled)
         if result.get("window"):
             stage = f"window_{result['window']}"
             used.add(stage)
@@ -494,7 +515,8 @@ def compare_metric(a: Metric, b: Metric, resamples: int = BOOTSTRAP_RESAMPLES) -
     if min(spread_a.n, spread_b.n) >= MIN_SAMPLES:
         ci = bootstrap_ci(a.samples, b.samples, resamples)
         seen = observed(ci, a.better)
-    return Row(a.section, a.name, a.better, a.role, spread_a, spread_b, spread_b.median - spread_a.median, ci, seen)
+    role = a.role if a.role == b.role else INFO  # e.g. ladder rates where only one run ran trials
+    return Row(a.section, a.name, a.better, role, spread_a, spread_b, spread_b.median - spread_a.median, ci, seen)
 
 
 def family_confidence_pct(metrics: int) -> float:
@@ -599,7 +621,8 @@ def compare(
             "verdict: run more trials"
         )
     notes.append(
-        "samples come from within each run (requests, 1 s intervals, repetitions, trial windows): the CI "
+        "samples come from within each run (measured trials, requests, 1 s intervals, repetitions, trial "
+        "windows): the CI "
         "covers their spread, not the spread between whole runs; repeat whole runs to cover that"
     )
 

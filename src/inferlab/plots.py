@@ -5,6 +5,8 @@ them. Each plot appears only when its data exists:
 
 - `serving_tok_s.png`: tok/s per served mode (its layers) and ladder step (its cache label), one panel per kind of
   figure (single-stream, decode, aggregate), with the spread (min to max) over the step's requests;
+- `serving_trials.png`: the measured trials per served mode (its layers): single-stream and aggregate tok/s, one
+  panel each, bars the median across trials, whiskers min to max, one dot per trial;
 - `counter_deltas.png`: counter-window deltas per host: TCP retransmissions, receiver errors, bytes each way;
 - `timeline_<host>.png`: link throughput and TCP retransmissions over time from the background sampler, with the
   counter windows and the workload batches shaded (the sampler's JSON lines, which the record names by path);
@@ -33,7 +35,19 @@ GBPS = 1e9
 GIB = 2**30
 DPI = 100
 # Figure sizes in inches; a PNG is (width * DPI) x (height * DPI) pixels.
-SIZES = {"serving_tok_s": (13.0, 4.8), "counter_deltas": (11.0, 8.0), "timeline": (12.0, 6.0)}
+SIZES = {
+    "serving_tok_s": (13.0, 4.8),
+    "serving_trials": (10.0, 4.8),
+    "counter_deltas": (11.0, 8.0),
+    "timeline": (12.0, 6.0),
+}
+# The measured trials' figures (serving.<mode>.trials.figures), with their definitions as titles.
+TRIAL_FIGURES = (
+    ("single_stream_output_tok_s", "Single-stream output tok/s per trial (median per request, TTFT included)"),
+    ("single_stream_decode_tok_s", "Single-stream decode tok/s per trial (median per request, TTFT excluded)"),
+    ("single_stream_ttft_ms", "Single-stream TTFT ms per trial (median per request)"),
+    ("aggregate_output_tok_s", "Aggregate output tok/s per trial (the concurrent batch: all output tokens / wall)"),
+)
 STEP_ORDER = ("first_response", "repeated", "concurrent", "repeated_prefix", "long_context")
 RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_missed_errors", "rx_length_errors", "rx_over_errors")
 WINDOW_COLOUR, BATCH_COLOUR = "0.85", "tab:orange"
@@ -145,6 +159,29 @@ def serving_batches(record: dict) -> list[Batch]:
     order = {step: i for i, step in enumerate(STEP_ORDER)}
     modes = list(dict.fromkeys(b.mode for b in found))
     return sorted(found, key=lambda b: (order.get(b.step, len(order)), modes.index(b.mode)))
+
+
+@dataclass
+class ModeTrials:
+    """A served mode's measured trials (serving.<mode>.trials)."""
+
+    mode: str
+    layers: str
+    count: int
+    figures: dict
+    problems: list
+
+
+def serving_trials(record: dict) -> dict[str, ModeTrials]:
+    """The measured trials of every served mode that ran any, in the record's mode order."""
+    found = {}
+    for mode, result in (record.get("serving") or {}).items():
+        trials = result.get("trials") if isinstance(result, dict) else None
+        if isinstance(trials, dict) and trials.get("count"):
+            found[mode] = ModeTrials(
+                mode, mode_layers(result), trials["count"], trials.get("figures") or {}, trials.get("problems") or []
+            )
+    return found
 
 
 def stat(batch: dict, metric: str) -> dict | None:
@@ -297,6 +334,16 @@ def plan(record: dict, run_dir: Path | None = None) -> list[Plot]:
                 lambda target: serving_throughput(batches, target),
             )
         )
+    trials = serving_trials(record)
+    if trials:
+        plots.append(
+            Plot(
+                "serving_trials.png",
+                "tok/s per mode (layers) over the measured trials, spread across trials",
+                None,
+                lambda target: trial_throughput(trials, target),
+            )
+        )
     windows = counter_windows(record)
     if windows:
         plots.append(
@@ -421,6 +468,40 @@ def serving_throughput(batches: list[Batch], target: Path) -> Path:
     fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=8, frameon=False)
     fig.suptitle("Serving: medians per mode and step; whiskers: min to max over the step's requests", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(target, dpi=DPI)
+    plt.close(fig)
+    return target
+
+
+def trial_throughput(trials: dict[str, ModeTrials], target: Path) -> Path:
+    """The measured trials: single-stream and aggregate tok/s in separate panels, a bar per mode at the median
+    across trials, whiskers min to max, and each trial's value as a dot."""
+    panels = [f for f in TRIAL_FIGURES if f[0] in ("single_stream_output_tok_s", "aggregate_output_tok_s")]
+    fig, axes = plt.subplots(1, len(panels), figsize=SIZES["serving_trials"])
+    modes = list(trials.values())
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        ax.set_title(title.replace(" (", "\n("), fontsize=9)
+        figures = [(m, m.figures.get(key) or {}) for m in modes]
+        figures = [(m, f) for m, f in figures if number(f.get("median")) is not None]
+        if not figures:
+            _empty(ax, "no trial gave this figure")
+            continue
+        for x, (m, figure) in enumerate(figures):
+            median = figure["median"]
+            ax.bar(x, median, color=f"C{modes.index(m)}", alpha=0.75)
+            ax.errorbar(x, median, yerr=[[median - figure["min"]], [figure["max"] - median]], color="black",
+                        capsize=4, linewidth=1)
+            dots = [v for v in figure.get("values") or [] if number(v) is not None]
+            ax.scatter([x] * len(dots), dots, color="black", s=10, zorder=3)
+            ax.annotate(f"n={figure.get('n')}", (x, figure["max"]), textcoords="offset points", xytext=(0, 6),
+                        ha="center", fontsize=7)
+        ax.set_xticks(range(len(figures)), [f"{m.mode}\n({m.layers})" for m, _f in figures], fontsize=7)
+        ax.set_ylabel("tok/s", fontsize=8)
+        top = max(f["max"] for _m, f in figures)
+        ax.set_ylim(0, top * 1.18 if top > 0 else 1)
+        ax.tick_params(axis="y", labelsize=7)
+    fig.suptitle("Measured trials: median across trials; whiskers min to max; dots: one per trial", fontsize=10)
+    fig.tight_layout()
     fig.savefig(target, dpi=DPI)
     plt.close(fig)
     return target

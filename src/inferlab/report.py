@@ -514,6 +514,38 @@ def _throughput_summary(batches: list[plots.Batch]) -> list[str]:
     return lines
 
 
+def _measured_trials(trials: dict[str, plots.ModeTrials]) -> list[str]:
+    """One table per figure, a row per served mode: the value of every trial and their min, median and max."""
+    lines = [
+        "## Measured trials",
+        "",
+        "After its ladder passed, each mode ran its measured trials in the same deployment and counter window: "
+        "each trial a single-stream batch, then a concurrent batch, with the prompts of that trial's seed (the "
+        "same in every run). A trial gives one value of each figure, so min, median and max here are the spread "
+        "across trials, not across the requests of one batch.",
+        "",
+    ]
+    for key, definition in plots.TRIAL_FIGURES:
+        rows = []
+        for mode, result in trials.items():
+            figure = result.figures.get(key) or {}
+            values = figure.get("values") or []
+            if not any(plots.number(v) is not None for v in values):
+                continue
+            rows.append(
+                [_cell(mode), _cell(result.layers), _value(figure.get("n")), ", ".join(_value(v) for v in values)]
+                + [_value(figure.get(k)) for k in ("min", "median", "max")]
+            )
+        if rows:
+            header = ["mode", "layers", "trials", "per trial", "min", "median", "max"]
+            lines += [f"### {definition}", "", *_table(header, rows), ""]
+    failed = [(mode, p) for mode, result in trials.items() for p in result.problems]
+    lines += [f"- trial problem, {mode}: {_cell(problem)}" for mode, problem in failed]
+    if failed:
+        lines.append("")
+    return lines
+
+
 # --- candidate driver ---------------------------------------------------------------------------------------------
 
 
@@ -798,6 +830,21 @@ def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
         if traffic.get("message"):
             verdict = "went over the direct link" if traffic.get("ok") else "did NOT clearly go over the direct link"
             shows.append(f"Mode {mode}: its ladder's traffic {verdict}: {traffic['message']}.")
+    for mode, trials in plots.serving_trials(record).items():
+        figures = trials.figures
+        described = []
+        for key, label in (("single_stream_output_tok_s", "single-stream output tok/s (TTFT included)"),
+                           ("aggregate_output_tok_s", "aggregate output tok/s")):
+            figure = figures.get(key) or {}
+            if plots.number(figure.get("median")) is not None:
+                described.append(
+                    f"{label} median {_value(figure['median'])} (min {_value(figure.get('min'))}, max "
+                    f"{_value(figure.get('max'))})"
+                )
+        if described:
+            shows.append(
+                f"Mode {mode}: observed over {trials.count} measured trials: {_join(described)}."
+            )
     step = _representative_step(batches)
     if step:
         figures = []
@@ -1041,6 +1088,21 @@ def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.
                 f"The link A/B from {host} ran {repetitions} repetition(s) per condition: fewer than "
                 f"{MIN_TRIALS} is not a statistic."
             )
+    trials = plots.serving_trials(record)
+    few_trials = [f"{mode} ({t.count})" for mode, t in trials.items() if t.count < MIN_TRIALS]
+    if few_trials:
+        limits.append(f"Fewer than {MIN_TRIALS} measured trials is not a statistic: {_join(few_trials)}.")
+    if trials:
+        limits.append(
+            "Each mode's trials ran in one block in one deployment (switching modes restarts the ranks): their "
+            "spread is within that deployment. Deployment-to-deployment spread shows only across whole runs "
+            "(inferlab compare of repeated runs)."
+        )
+    elif (record.get("serving") or {}):
+        limits.append(
+            "No measured trials: the serving figures come from single ladder batches, so they have no spread "
+            "across trials (set inferlab_trials)."
+        )
     names = {w.name for w in windows}
     if names and not any(name.rsplit("_", 1)[-1].isdigit() for name in names):
         limits.append("Each counter window ran once: one trial per condition, so its deltas have no spread.")
@@ -1208,6 +1270,8 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
     batches = plots.serving_batches(record)
     if batches:
         lines += _throughput_summary(batches)
+    if plots.serving_trials(record):
+        lines += _measured_trials(plots.serving_trials(record))
     if record.get("verification"):
         lines += ["## Verification (known-good snapshot)", ""]
         for host, state in sorted(record["verification"].items()):

@@ -156,6 +156,66 @@ def test_one_layer_apart_gives_a_verdict_with_cis():
     assert verdicts["B is faster"].re_verified is None
 
 
+def with_trials(data: dict, mode: str, single: list, aggregate: list) -> dict:
+    """`data` with measured trials on `mode`, one value per trial (the fields compare reads; the record test below
+    checks the shape against the schema)."""
+    def figure(values, definition):
+        return {"values": values, "definition": definition, "median": None, "min": None, "max": None, "n": 0}
+
+    data["serving"][mode]["trials"] = {
+        "count": len(single), "passed": True, "problems": [], "trials": [],
+        "figures": {
+            "single_stream_output_tok_s": figure(single, "median output tok/s per request, TTFT included"),
+            "aggregate_output_tok_s": figure(aggregate, "aggregate output tok/s of the concurrent batch"),
+        },
+    }
+    return data
+
+
+TRIALS_SECTION = "serving baseline -> nextn: measured trials"
+SINGLE_TRIALS = "median output tok/s per request, TTFT included (one value per trial)"
+
+
+def test_measured_trials_are_the_samples_of_the_speed_claim():
+    a = with_trials(load("serve_tp2.json"), "baseline", [40.0, 41.0, 39.0, 40.5, 40.2], [200, 205, 198, 201, 199])
+    b = with_trials(load("serve_tp2_nextn.json"), "nextn", [52.0, 50.5, 51.0, 53.0, 51.5], [240, 250, 238, 245, 244])
+    result = compare.compare(a, b)
+    rows = {(r.section, r.name): r for r in result.rows}
+    single = rows[(TRIALS_SECTION, SINGLE_TRIALS)]
+    assert single.role == compare.SPEED and single.a.n == single.b.n == 5
+    assert (single.a.median, single.b.median, single.difference) == (40.2, 51.5, pytest.approx(11.3))
+    # every B trial beats every A trial: every resampled difference of medians is positive
+    assert single.ci[0] > 0 and single.observed == compare.B_BETTER
+    aggregate = rows[(TRIALS_SECTION, "aggregate output tok/s of the concurrent batch (one value per trial)")]
+    assert aggregate.observed == compare.B_BETTER
+    ladder = rows[
+        ("serving baseline -> nextn: concurrent (concurrent, warm cache)", "output tok/s per request (TTFT included)")
+    ]
+    assert ladder.role == compare.INFO  # the requests of one batch are not repetitions
+    speed = [r for r in result.rows if r.role == compare.SPEED]
+    assert {r.section for r in speed} == {TRIALS_SECTION}
+    faster = [v for v in result.verdicts if v.claim == "B is faster"][0]
+    assert faster.verdict == compare.SUPPORTED and "of 2 speed metrics" in faster.reason
+
+
+def test_trials_that_overlap_are_inconclusive():
+    a = with_trials(load("serve_tp2.json"), "baseline", [40.0, 52.0, 39.0], [200, 250, 198])
+    b = with_trials(load("serve_tp2_nextn.json"), "nextn", [41.0, 38.0, 51.0], [201, 197, 249])
+    result = compare.compare(a, b)
+    faster = [v for v in result.verdicts if v.claim == "B is faster"][0]
+    assert faster.verdict == compare.INCONCLUSIVE and "every CI includes 0" in faster.reason
+
+
+def test_trials_in_one_run_only_are_not_compared_and_the_ladder_counts_for_nothing():
+    a = load("serve_tp2.json")
+    b = with_trials(load("serve_tp2_nextn.json"), "nextn", [52.0, 50.5, 51.0], [240, 250, 238])
+    result = compare.compare(a, b)
+    assert not any(r.section == TRIALS_SECTION for r in result.rows)
+    assert any("only in B" in note and "measured trials" in note for note in result.notes)
+    assert not [r for r in result.rows if r.role == compare.SPEED]
+    assert [v for v in result.verdicts if v.claim == "B is faster"][0].verdict == compare.INCONCLUSIVE
+
+
 def test_two_layers_apart_is_refused_naming_both():
     with pytest.raises(compare.LayersDiffer) as refused:
         compare.compare(load("serve_tp2.json"), load("serve_tp2_nextn_kernel.json"))

@@ -61,6 +61,19 @@ def test_nextn_accept_length_between_1_and_4():
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_the_measured_trials_ran_three_times_with_their_spread(mode):
+    trials = serving(mode)["trials"]
+    assert trials["passed"] and trials["count"] == 3, trials["problems"]  # inferlab_trials: 3 in the lab inventory
+    for trial in trials["trials"]:
+        assert trial["batches"]["single_stream"]["concurrency"] == 1
+        assert trial["batches"]["concurrent"]["concurrency"] == 6
+        assert all(b["failed"] == 0 for b in trial["batches"].values())
+    for name, figure in trials["figures"].items():
+        assert figure["n"] == 3 and len(figure["values"]) == 3, name
+        assert figure["min"] <= figure["median"] <= figure["max"], name
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_the_data_crossed_the_direct_link(mode):
     traffic = serving(mode)["acceptance"]["traffic"]
     assert traffic["ok"] and traffic["ratio"] >= 10, traffic["message"]

@@ -242,6 +242,86 @@ def test_summary_needs_every_step_and_the_traffic():
     assert no_window["problems"] == ["no counter window"] and no_window["traffic"] is None
 
 
+# --- measured trials ----------------------------------------------------------------------------------------------
+
+def trial_batch(kind, output_tok_s=None, aggregate=None, requests=None, accept=None):
+    """A trial batch as llm_workload reports it: per-request statistics and the batch aggregate."""
+    out = batch(requests or [request()], accept)
+    out.update(kind=kind, aggregate_output_tok_s=aggregate,
+               output_tok_s={"median": output_tok_s} if output_tok_s is not None else None,
+               decode_tok_s={"median": None if output_tok_s is None else output_tok_s * 1.25},
+               ttft_s={"median": 0.04})
+    return out
+
+
+def trial_results(rates, aggregates):
+    """The trials task's registered results: per trial a single-stream then a concurrent batch."""
+    results = []
+    for trial, (rate, aggregate) in enumerate(zip(rates, aggregates, strict=True), start=1):
+        results.append({"item": [trial, "single_stream"], "batch": trial_batch("single_stream", rate)})
+        results.append({"item": [trial, "concurrent"], "batch": trial_batch("concurrent", aggregate=aggregate)})
+    return results
+
+
+def test_trials_give_one_value_per_trial_and_their_spread():
+    summary = acc.trials_summary(trial_results([40.0, 44.0, 42.0, 41.0], [200.0, 210.0, 190.0, 205.0]), [])
+    assert summary["passed"] and summary["count"] == 4 and summary["problems"] == []
+    single = summary["figures"]["single_stream_output_tok_s"]
+    assert single["values"] == [40.0, 44.0, 42.0, 41.0]
+    assert (single["median"], single["min"], single["max"], single["n"]) == (41.5, 40.0, 44.0, 4)
+    assert summary["figures"]["aggregate_output_tok_s"]["median"] == 202.5
+    assert summary["figures"]["single_stream_decode_tok_s"]["values"][0] == 50.0
+    assert summary["figures"]["single_stream_ttft_ms"]["values"] == [40.0] * 4
+    assert [t["trial"] for t in summary["trials"]] == [1, 2, 3, 4]
+    assert set(summary["trials"][0]["batches"]) == {"single_stream", "concurrent"}
+    assert "TTFT included" in single["definition"]
+
+
+def test_a_failed_trial_batch_fails_the_trials_and_leaves_a_gap():
+    results = trial_results([40.0, 41.0, 42.0], [200.0, 201.0, 202.0])
+    results[3] = {"item": [2, "concurrent"], "failed": True, "msg": "connection refused"}
+    results[4]["batch"]["records"] = [request(ok=False, error="HTTP 500", error_kind="http")]
+    results[4]["batch"]["failed"] = 1
+    summary = acc.trials_summary(results, ["lab-b: rank 1 is not running"])
+    assert not summary["passed"]
+    assert summary["problems"] == [
+        "trial 2 concurrent: the batch did not complete: connection refused",
+        "trial 3 single_stream: 1 of 1 requests failed, first: http: HTTP 500",
+        "lab-b: rank 1 is not running",
+    ]
+    assert summary["figures"]["aggregate_output_tok_s"]["values"] == [200.0, None, 202.0]
+    assert summary["figures"]["aggregate_output_tok_s"]["n"] == 2
+    assert summary["trials"][1]["problems"] == ["concurrent: the batch did not complete: connection refused"]
+
+
+def test_trials_check_the_accept_length_with_speculation():
+    results = [{"item": [1, "single_stream"], "batch": trial_batch("single_stream", 40.0, accept=6.0)}]
+    assert acc.trials_summary(results, [], 4)["problems"] == ["trial 1 single_stream: accept length 6.0 outside [1, 4]"]
+
+
+@pytest.mark.parametrize("results, message", [
+    ({"item": [1, "single_stream"]}, "the list of results of the trials task"),
+    (["x"], "each trial result must be a dict"),
+    ([{"item": [1, "long_context"], "batch": {}}],
+     "kind one of single_stream, concurrent, got \\[1, 'long_context'\\]"),
+    ([{"batch": {}}], "item must be \\[trial, kind\\]"),
+])
+def test_trials_summary_refuses_malformed_input(results, message):
+    with pytest.raises(acc.AcceptanceError, match=message):
+        acc.trials_summary(results)
+
+
+def test_failed_trials_fail_the_acceptance():
+    steps = [acc.ladder_step_verdict({"step": name, "batch": batch([request(), request(cached_tokens=5)])})
+             for name in acc.LADDER_STEPS]
+    good = acc.link_traffic(window((500, 500), (5, 5), (500, 500), (5, 5)), "thunderbolt0", "mgmt0", 10)
+    trials = acc.trials_summary([{"item": [1, "concurrent"], "failed": True, "msg": "timeout"}])
+    summary = acc.acceptance_summary(steps, good, trials)
+    assert not summary["passed"]
+    assert summary["problems"] == ["trial 1 concurrent: the batch did not complete: timeout"]
+    assert acc.acceptance_summary(steps, good, acc.trials_summary(trial_results([1.0], [2.0])))["passed"]
+
+
 def test_public_environment_hides_other_values():
     env = {"NCCL_SOCKET_IFNAME": "=thunderbolt0", "GLOO_SOCKET_IFNAME": "thunderbolt0", "HF_TOKEN": "hf_secret"}
     assert acc.public_environment(env) == {"NCCL_SOCKET_IFNAME": "=thunderbolt0",
@@ -250,7 +330,8 @@ def test_public_environment_hides_other_values():
 
 def test_filters_wrap_errors():
     assert set(FILTERS) == {"model_manifest", "rank_mismatches", "log_failure_lines", "rank_problems",
-                            "ladder_step_verdict", "link_traffic", "acceptance_summary", "public_environment"}
+                            "ladder_step_verdict", "link_traffic", "trials_summary", "acceptance_summary",
+                            "public_environment"}
     with pytest.raises(AnsibleFilterError, match="ladder_step_verdict: unknown ladder step"):
         FILTERS["ladder_step_verdict"]({"step": "nope"})
 
