@@ -148,9 +148,9 @@ def resolve_run(value: str) -> Path:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     try:
-        record_a = compare.load_record(resolve_run(args.run_a))
-        record_b = compare.load_record(resolve_run(args.run_b))
-        result = compare.compare(record_a, record_b, require_fresh=args.require_fresh)
+        records_a = [compare.load_record(resolve_run(run)) for run in args.run_a.split(",")]
+        records_b = [compare.load_record(resolve_run(run)) for run in args.run_b.split(",")]
+        result = compare.compare(records_a, records_b, require_fresh=args.require_fresh)
     except compare.CompareError as exc:
         raise UsageError(str(exc)) from None
     print(json.dumps(compare.as_json(result), indent=2) if args.json else compare.render_text(result), end="")
@@ -182,8 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_report)
 
     comparison = sub.add_parser("compare", help="compare two runs that differ in one declared layer (B against A)")
-    comparison.add_argument("run_a", metavar="RUN_A", help="the control: a run directory, its record.json, or its name")
-    comparison.add_argument("run_b", metavar="RUN_B", help="the candidate")
+    comparison.add_argument(
+        "run_a",
+        metavar="RUN_A",
+        help="the control: a run directory, its record.json, or its name; repeated whole runs of one configuration "
+        "comma-separated (each gives one sample per metric, its median)",
+    )
+    comparison.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
     comparison.add_argument(
         "--require-fresh",
         action="store_true",

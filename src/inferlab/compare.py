@@ -17,6 +17,11 @@ What it does, in order:
   family CI lies on B's side of 0 and none on A's side, `not supported` when the reverse, `inconclusive` otherwise.
   A claim resting on k metrics uses Bonferroni-adjusted CIs (confidence 100 - 5/k %, `family_ci`), so that the
   claim as a whole keeps a 5% error rate: with eight speed metrics, one 95% CI off 0 by chance is likely.
+- Repeated whole runs: each side may be several runs of one configuration (`compare([a1, a2, a3], [b1, b2, b3])`,
+  `inferlab compare a1,a2,a3 b1,b2,b3`). The runs of a side must declare the same layers and serve the same modes.
+  Each run then gives one sample per metric, its median, so the CI covers the spread between whole runs (a fresh
+  deployment, driver load or service restart each), which trials inside one run cannot. Several runs on one side
+  and one on the other is refused: a run's medians and one run's own samples are different quantities.
 - `require_fresh`: a supported verdict counts as re-verified only when B's record says it started from a fresh lab
   or restore: `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore" | "untouched", "verified": true, ...}`
   for every host listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml):
@@ -565,21 +570,86 @@ def claim_verdict(claim: str, rows: list[Row], role: str) -> Verdict:
 # --- the comparison -----------------------------------------------------------------------------------------------
 
 
-def compare(
-    record_a: dict, record_b: dict, require_fresh: bool = False, resamples: int = BOOTSTRAP_RESAMPLES
-) -> Comparison:
-    """Compare B against A. Raises RecordInputError for a malformed record, LayersDiffer when more than one
-    declared layer differs, CompareError when both records are the same run."""
-    check_record(record_a, "RUN_A")
-    check_record(record_b, "RUN_B")
-    if record_a["run"]["id"] == record_b["run"]["id"]:
-        raise CompareError(f"RUN_A and RUN_B are the same run ({record_a['run']['id']}): compare two runs")
-    notes = []
-    for which, data in (("A", record_a), ("B", record_b)):
-        if data["run"].get("exit_code") != 0:
-            notes.append(
-                f"{which}'s run did not succeed (exit {data['run'].get('exit_code')}): its figures may be partial"
+def _group(records, which: str) -> list[dict]:
+    """One side of the comparison: a record or a non-empty list of records of one configuration."""
+    group = records if isinstance(records, list) else [records]
+    if not group:
+        raise CompareError(f"RUN_{which}: no run given")
+    if len(group) == 1:
+        return [check_record(group[0], f"RUN_{which}")]
+    return [check_record(data, f"RUN_{which}[{i}]") for i, data in enumerate(group)]
+
+
+def _ids(group: list[dict]) -> list[str]:
+    return [data["run"]["id"] for data in group]
+
+
+def _same_configuration(group: list[dict], which: str, modes: list[str]) -> dict[str, str]:
+    """The layers the runs of one side declare; refused when they serve other modes or declare other layers."""
+    first = group[0]
+    for data in group[1:]:
+        if list(data.get("serving") or {}) != list(first.get("serving") or {}):
+            raise CompareError(
+                f"the runs of {which} must repeat one configuration, but {data['run']['id']} served "
+                f"{', '.join(data.get('serving') or {}) or 'no mode'} and {first['run']['id']} "
+                f"{', '.join(first.get('serving') or {}) or 'no mode'}"
             )
+    layers = [_reading(f"RUN_{which}", data, declared_layers, modes) for data in group]
+    for data, theirs in zip(group[1:], layers[1:], strict=True):
+        for name in sorted(set(layers[0]) | set(theirs)):
+            if layers[0].get(name) != theirs.get(name):
+                raise CompareError(
+                    f"the runs of {which} must repeat one configuration, but they differ in layer {name} "
+                    f"({first['run']['id']}: {layers[0].get(name)}, {data['run']['id']}: {theirs.get(name)})"
+                )
+    return layers[0]
+
+
+def _per_run_medians(per_run: list[dict[tuple[str, str], Metric]]) -> dict[tuple[str, str], Metric]:
+    """Several runs' metrics -> one Metric per key that every run has, with one sample per run: its median."""
+    if len(per_run) == 1:
+        return per_run[0]
+    keys = [key for key in per_run[0] if all(key in metrics for metrics in per_run[1:])]
+    return {
+        key: replace(per_run[0][key], samples=tuple(statistics.median(m[key].samples) for m in per_run))
+        for key in keys
+    }
+
+
+def compare(
+    record_a: dict | list[dict],
+    record_b: dict | list[dict],
+    require_fresh: bool = False,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Comparison:
+    """Compare B against A, each one record or several records of repeated whole runs. Raises RecordInputError for
+    a malformed record, LayersDiffer when more than one declared layer differs, CompareError when a run is on both
+    sides, the runs of a side are not one configuration, or one side has several runs and the other one."""
+    group_a, group_b = _group(record_a, "A"), _group(record_b, "B")
+    repeated = len(group_a) > 1 or len(group_b) > 1
+    if repeated and min(len(group_a), len(group_b)) == 1:
+        raise CompareError(
+            f"give several runs on both sides or one on each (found {len(group_a)} for A and {len(group_b)} for "
+            "B): several runs give one sample per run, their median, and one run its own samples, which are "
+            "different quantities"
+        )
+    ids_a, ids_b = _ids(group_a), _ids(group_b)
+    both = sorted(set(ids_a) & set(ids_b)) or sorted({i for i in ids_a + ids_b if (ids_a + ids_b).count(i) > 1})
+    if both:
+        raise CompareError(
+            f"RUN_A and RUN_B are the same run ({', '.join(both)}): compare two runs"
+            if not repeated
+            else f"a run is given twice ({', '.join(both)}): each run counts once, on one side"
+        )
+    record_a, record_b = group_a[0], group_b[0]
+    notes = []
+    for which, group in (("A", group_a), ("B", group_b)):
+        for data in group:
+            if data["run"].get("exit_code") != 0:
+                run = data["run"]["id"] if len(group) > 1 else which
+                notes.append(
+                    f"{run}'s run did not succeed (exit {data['run'].get('exit_code')}): its figures may be partial"
+                )
     pairs = pair_modes(record_a, record_b)
     paired_a, paired_b = {a for a, _b in pairs}, {b for _a, b in pairs}
     for which, data, paired in (("A", record_a, paired_a), ("B", record_b, paired_b)):
@@ -587,8 +657,8 @@ def compare(
         if unpaired:
             notes.append(f"served mode(s) {', '.join(unpaired)} only in {which}: not compared")
 
-    layers_a = _reading("RUN_A", record_a, declared_layers, [a for a, _b in pairs])
-    layers_b = _reading("RUN_B", record_b, declared_layers, [b for _a, b in pairs])
+    layers_a = _same_configuration(group_a, "A", [a for a, _b in pairs])
+    layers_b = _same_configuration(group_b, "B", [b for _a, b in pairs])
     layers = {name: (layers_a.get(name), layers_b.get(name)) for name in sorted(set(layers_a) | set(layers_b))}
     differing = {name: (a, b) for name, (a, b) in layers.items() if a is not None and b is not None and a != b}
     one_sided = [name for name, (a, b) in layers.items() if (a is None) != (b is None)]
@@ -603,10 +673,11 @@ def compare(
             f"records do not declare (declare it with -e {LAYER_EXTRAVAR_PREFIX}NAME=VALUE)"
         )
 
-    transport = transport_label([record_a, record_b])
+    transport = transport_label(group_a + group_b)
     labels = {a: a if a == b else f"{a} -> {b}" for a, b in pairs}
-    metrics_a = _reading("RUN_A", record_a, extract_metrics, labels, transport)
-    metrics_b = _reading("RUN_B", record_b, extract_metrics, {b: labels[a] for a, b in pairs}, transport)
+    metrics_a = _per_run_medians([_reading("RUN_A", data, extract_metrics, labels, transport) for data in group_a])
+    labels_b = {b: labels[a] for a, b in pairs}
+    metrics_b = _per_run_medians([_reading("RUN_B", data, extract_metrics, labels_b, transport) for data in group_b])
     rows = [compare_metric(metrics_a[key], metrics_b[key], resamples) for key in metrics_a if key in metrics_b]
     only = {
         which: [key for key in mine if key not in theirs]
@@ -620,11 +691,17 @@ def compare(
             f"a metric with fewer than {MIN_SAMPLES} samples in either run gets no CI and counts for no "
             "verdict: run more trials"
         )
-    notes.append(
-        "samples come from within each run (measured trials, requests, 1 s intervals, repetitions, trial "
-        "windows): the CI "
-        "covers their spread, not the spread between whole runs; repeat whole runs to cover that"
-    )
+    if repeated:
+        notes.append(
+            f"each sample is one whole run's median ({len(group_a)} runs in A, {len(group_b)} in B): the CI covers "
+            "the spread between whole runs; a metric that not every run of a side has is left out"
+        )
+    else:
+        notes.append(
+            "samples come from within each run (measured trials, requests, 1 s intervals, repetitions, trial "
+            "windows): the CI covers their spread, not the spread between whole runs; repeat whole runs and "
+            "compare them together (RUN_A and RUN_B as comma-separated lists) to cover that"
+        )
 
     transport_claim = "B has fewer transport errors"
     if transport == "emulated":
@@ -645,15 +722,16 @@ def compare(
 
     fresh_b = None
     if require_fresh:
-        fresh_b = fresh_start(record_b)
+        fresh_b = _group_fresh(group_b)
         verdicts = [Verdict(v.claim, v.verdict, v.reason, v.verdict == SUPPORTED and fresh_b[0]) for v in verdicts]
     notes.append(
-        "a supported verdict is what these two runs show; why B differs stays a theory until the effect "
-        "reproduces in a separate run that started from a fresh lab or restore (--require-fresh)"
+        f"a supported verdict is what these {'runs' if repeated else 'two runs'} show; why B differs stays a "
+        "theory until the effect reproduces in a separate run that started from a fresh lab or restore "
+        "(--require-fresh)"
     )
     return Comparison(
-        run_a=_run_summary(record_a),
-        run_b=_run_summary(record_b),
+        run_a=_run_summary(group_a),
+        run_b=_run_summary(group_b),
         layers=layers,
         changed_layer=changed,
         transport_label=transport,
@@ -674,9 +752,30 @@ def _reading(which: str, data: dict, read, *args):
         raise RecordInputError(f"{which} {data['run']['id']}: {exc}") from None
 
 
-def _run_summary(data: dict) -> dict:
-    run = data["run"]
-    return {key: run.get(key) for key in ("id", "playbook", "started", "status", "exit_code")}
+def _group_fresh(group: list[dict]) -> tuple[bool, str]:
+    """fresh_start of every run of a side: fresh when every one is."""
+    if len(group) == 1:
+        return fresh_start(group[0])
+    stale = [(data["run"]["id"], why) for data in group for fresh, why in [fresh_start(data)] if not fresh]
+    if stale:
+        return False, "; ".join(f"{run} {why}" for run, why in stale)
+    return True, f"every one of its {len(group)} runs started from a verified fresh lab or restore"
+
+
+def _run_summary(group: list[dict]) -> dict:
+    """A side's runs: one run's id, playbook, start, status and exit code; for several, their ids joined, the
+    first start, every status and playbook that occurs, and the first non-zero exit code (else 0)."""
+    runs = [data["run"] for data in group]
+    if len(runs) == 1:
+        return {key: runs[0].get(key) for key in ("id", "playbook", "started", "status", "exit_code")}
+    return {
+        "id": ", ".join(run["id"] for run in runs),
+        "runs": [run["id"] for run in runs],
+        "playbook": ", ".join(dict.fromkeys(str(run.get("playbook")) for run in runs)),
+        "started": min(str(run.get("started")) for run in runs),
+        "status": ", ".join(dict.fromkeys(str(run.get("status")) for run in runs)),
+        "exit_code": next((run.get("exit_code") for run in runs if run.get("exit_code") != 0), 0),
+    }
 
 
 # --- output -------------------------------------------------------------------------------------------------------

@@ -1079,7 +1079,8 @@ def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.
     if few:
         steps = "; ".join(f"{step} of {_join(modes)}" for step, modes in few.items())
         limits.append(
-            f"Fewer than {MIN_TRIALS} trials is not a statistic: {steps}. Their medians are single observations."
+            f"A ladder step with fewer than {MIN_TRIALS} requests is not a statistic: {steps}. Their medians are "
+            "single observations."
         )
     for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
         repetitions = ab.get("repetitions") if isinstance(ab, dict) else None

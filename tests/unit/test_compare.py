@@ -401,3 +401,86 @@ def test_cli_reads_a_run_directory(tmp_path, capsys):
     assert "- B is faster: **supported**" in out
     assert cli.main(["compare", str(tmp_path / "link_lossy"), str(tmp_path / "nowhere")]) == exit_codes.USAGE
     assert "is " + str(tmp_path / "nowhere") + " a run directory?" in capsys.readouterr().err
+
+
+# --- repeated whole runs ------------------------------------------------------------------------------------------
+
+
+def repeated(name: str, mode: str, runs: list[tuple[list, list]], stem: str) -> list[dict]:
+    """Whole runs of one configuration: the fixture under new run ids, each with its own measured trials."""
+    group = []
+    for i, (single, aggregate) in enumerate(runs, start=1):
+        data = with_trials(load(name), mode, single, aggregate)
+        data["run"]["id"] = f"{stem}-{i}"
+        group.append(data)
+    return group
+
+
+RUNS_A = [([40, 41, 39], [200, 202, 198]), ([42, 43, 41], [204, 206, 203]), ([38, 40, 39], [197, 199, 196])]
+RUNS_B = [([50, 52, 51], [240, 238, 242]), ([49, 50, 48], [236, 239, 235]), ([53, 51, 52], [245, 243, 244])]
+
+
+def test_repeated_runs_give_one_sample_per_run_its_median():
+    group_a = repeated("serve_tp2.json", "baseline", RUNS_A, "a")
+    group_b = repeated("serve_tp2_nextn.json", "nextn", RUNS_B, "b")
+    result = compare.compare(group_a, group_b)
+    assert result.changed_layer == "speculation"
+    rows = {(r.section, r.name): r for r in result.rows}
+    single = rows[(TRIALS_SECTION, SINGLE_TRIALS)]
+    # per-run medians: A 40, 42, 39 and B 51, 49, 52, by hand
+    assert (single.a.n, single.a.median, single.a.min, single.a.max) == (3, 40, 39, 42)
+    assert (single.b.n, single.b.median, single.b.min, single.b.max) == (3, 51, 49, 52)
+    assert single.observed == compare.B_BETTER  # every run of B beats every run of A
+    assert result.run_a["runs"] == ["a-1", "a-2", "a-3"] and result.run_a["id"] == "a-1, a-2, a-3"
+    assert any(n.startswith("each sample is one whole run's median (3 runs in A, 3 in B)") for n in result.notes)
+    assert not any(n.startswith("samples come from within each run") for n in result.notes)
+    assert "A a-1, a-2, a-3 vs B b-1, b-2, b-3" in compare.render_text(result)
+
+
+def test_several_runs_against_one_is_refused():
+    group_a = repeated("serve_tp2.json", "baseline", RUNS_A, "a")
+    with pytest.raises(compare.CompareError, match="several runs on both sides or one on each .found 3 for A and 1"):
+        compare.compare(group_a, load("serve_tp2_nextn.json"))
+
+
+def test_the_runs_of_a_side_must_repeat_one_configuration():
+    group_b = repeated("serve_tp2_nextn.json", "nextn", RUNS_B, "b")
+    group_b[2]["run"]["extravars"]["inferlab_layer_link_profile"] = "lossy"
+    with pytest.raises(compare.CompareError, match="the runs of B must repeat one configuration, but they differ in "
+                                                   "layer link_profile .b-1: None, b-3: lossy."):
+        compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A, "a"), group_b)
+
+
+def test_a_run_given_twice_is_refused():
+    group_a = repeated("serve_tp2.json", "baseline", RUNS_A, "a")
+    group_a[2]["run"]["id"] = "a-1"
+    with pytest.raises(compare.CompareError, match=r"a run is given twice \(a-1\)"):
+        compare.compare(group_a, repeated("serve_tp2_nextn.json", "nextn", RUNS_B, "b"))
+
+
+def test_require_fresh_needs_every_run_of_b_fresh():
+    group_b = repeated("serve_tp2_nextn.json", "nextn", RUNS_B, "b")
+    for data in group_b[:2]:
+        data["stages"]["fresh_start"] = {"lab-a": {"from": "lab_up", "verified": True}}
+    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A, "a"), group_b, require_fresh=True)
+    assert result.fresh_b[0] is False and result.fresh_b[1].startswith("b-3 has no stages.fresh_start")
+    group_b[2]["stages"]["fresh_start"] = {"lab-a": {"from": "restore", "verified": True}}
+    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A, "a"), group_b, require_fresh=True)
+    assert result.fresh_b == (True, "every one of its 3 runs started from a verified fresh lab or restore")
+    assert [v.re_verified for v in result.verdicts if v.claim == "B is faster"] == [True]
+
+
+def test_cli_takes_comma_separated_runs(tmp_path, capsys):
+    names = {}
+    for which, group in (("a", repeated("serve_tp2.json", "baseline", RUNS_A, "a")),
+                         ("b", repeated("serve_tp2_nextn.json", "nextn", RUNS_B, "b"))):
+        for data in group:
+            run_dir = tmp_path / data["run"]["id"]
+            run_dir.mkdir()
+            (run_dir / "record.json").write_text(json.dumps(data))
+        names[which] = ",".join(str(tmp_path / data["run"]["id"]) for data in group)
+    assert cli.main(["compare", names["a"], names["b"], "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["run_a"]["runs"] == ["a-1", "a-2", "a-3"] and out["run_b"]["runs"] == ["b-1", "b-2", "b-3"]
+    assert cli.main(["compare", names["a"], str(tmp_path / "b-1")]) == exit_codes.USAGE
+    assert "several runs on both sides or one on each" in capsys.readouterr().err

@@ -166,7 +166,23 @@ def test_serving_plot_with_only_single_stream_batches_keeps_its_size(tmp_path):
     assert_drawn(written[0], expected("serving_tok_s"))
 
 
-@pytest.mark.parametrize("name", ["serve", "link_test", "experiment_kernel"])
+def test_measured_trials_draw_the_spread_across_trials(tmp_path):
+    data = load("serve_trials")
+    names = [p.name for p in plots.render(tmp_path, data)]
+    assert names[:2] == ["serving_tok_s.png", "serving_trials.png"]
+    assert_drawn(tmp_path / "plots" / "serving_trials.png", expected("serving_trials"))
+
+
+def test_a_trial_figure_without_values_leaves_its_panel_empty_and_the_size(tmp_path):
+    data = load("serve_trials")
+    for mode in data["serving"].values():
+        figure = mode["trials"]["figures"]["aggregate_output_tok_s"]
+        figure.update(values=[None] * len(figure["values"]), median=None, min=None, max=None, n=0)
+    target = plots.trial_throughput(plots.serving_trials(data), tmp_path / "trials.png")
+    assert_drawn(target, expected("serving_trials"))
+
+
+@pytest.mark.parametrize("name", ["serve", "serve_trials", "link_test", "experiment_kernel"])
 def test_plan_without_a_run_directory_matches_the_files_drawn(tmp_path, name):
     data = load(name)
     write_samples(tmp_path, data)

@@ -6,6 +6,8 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
 - lab_up: a run that measured nothing;
 - verify_failed: a verification that failed (an older record, from before link tests and serving existed);
 - serve: TP2 and TP2+NEXTN on the lab inference server, with their counter windows;
+- serve_trials: the same with the measured trials (three per mode), from a later run of playbooks/serve.yml, its
+  trial batches' definitions left out too (the ladder's carry them);
 - link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
 - fallback: the fallback route with its continuity prober;
 - candidate_emulated: the candidate on the emulated driver layer;
@@ -78,7 +80,7 @@ def section(text: str, heading: str) -> str:
 def test_the_fixture_set_is_what_the_docstring_says():
     assert [p.stem for p in RECORDS] == [
         "candidate_emulated", "experiment_kernel", "fallback", "lab_up", "link_ab", "link_test", "restore_driver",
-        "serve", "verify_failed",
+        "serve", "serve_trials", "verify_failed",
     ]
 
 
@@ -158,11 +160,39 @@ def test_nextn_without_a_tp2_control_leaves_its_share_unknown():
 
 def test_fewer_than_three_trials_is_not_a_statistic():
     limits = section(report.render(load("serve")), "## What it does not show")
-    assert ("Fewer than 3 trials is not a statistic: first_response (n=1) of baseline and nextn; repeated_prefix "
-            "(n=2) of baseline and nextn; long_context (n=1) of baseline and nextn.") in limits
+    assert ("A ladder step with fewer than 3 requests is not a statistic: first_response (n=1) of baseline and "
+            "nextn; repeated_prefix (n=2) of baseline and nextn; long_context (n=1) of baseline and nextn.") in limits
+    assert "No measured trials: the serving figures come from single ladder batches" in limits
     assert "repeated (n=3)" not in limits
     limits = section(report.render(load("link_ab")), "## What it does not show")
     assert "The link A/B from lab-a ran 2 repetition(s) per condition: fewer than 3 is not a statistic." in limits
+
+
+def test_measured_trials_have_a_table_per_figure_with_their_spread():
+    data = load("serve_trials")
+    text = report.render(data)
+    rows = table(text, "### " + plots.TRIAL_FIGURES[0][1])
+    assert rows[0] == ["mode", "layers", "trials", "per trial", "min", "median", "max"]
+    assert [r[0] for r in rows[1:]] == list(data["serving"])
+    figure = data["serving"]["baseline"]["trials"]["figures"]["single_stream_output_tok_s"]
+    assert rows[1][2] == "3" and rows[1][3] == ", ".join(report._value(v) for v in figure["values"])
+    assert rows[1][5] == report._value(figure["median"])
+    for _key, title in plots.TRIAL_FIGURES:
+        assert f"### {title}" in section(text, "## Measured trials")
+    shows = section(text, "## What this run shows")
+    assert "Mode nextn: observed over 3 measured trials: single-stream output tok/s (TTFT included) median" in shows
+    limits = section(text, "## What it does not show")
+    assert "Each mode's trials ran in one block in one deployment" in limits
+    assert "No measured trials" not in limits and "Fewer than 3 measured trials" not in limits
+
+
+def test_fewer_than_three_measured_trials_is_not_a_statistic_and_failures_are_listed():
+    data = load("serve_trials")
+    trials = data["serving"]["nextn"]["trials"]
+    trials["count"], trials["passed"], trials["problems"] = 2, False, ["trial 2 concurrent: 1 of 6 requests failed"]
+    text = report.render(data)
+    assert "Fewer than 3 measured trials is not a statistic: nextn (2)." in section(text, "## What it does not show")
+    assert "- trial problem, nextn: trial 2 concurrent: 1 of 6 requests failed" in section(text, "## Measured trials")
 
 
 def test_receiver_errors_are_observed_and_only_a_theory():

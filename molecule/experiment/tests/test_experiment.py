@@ -43,7 +43,7 @@ def test_the_control_measured_both_routes_with_the_ladder_shapes():
     assert set(control) == {"router", "public"}
     for route in control.values():
         assert [b["kind"] for b in route["batches"]] == ["single_stream", "concurrent"]
-        assert all(b["summary"]["failed"] == 0 for b in route["batches"])
+        assert all(b["failed"] == 0 and b["ok"] == b["requests"] for b in route["batches"])
 
 
 def test_the_run_says_it_started_fresh():
