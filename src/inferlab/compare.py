@@ -689,7 +689,7 @@ def compare(
     if any(r.observed == TOO_FEW for r in rows):
         notes.append(
             f"a metric with fewer than {MIN_SAMPLES} samples in either run gets no CI and counts for no "
-            "verdict: run more trials"
+            f"verdict: run more {'whole runs' if repeated else 'trials'}"
         )
     if repeated:
         notes.append(

@@ -1099,7 +1099,7 @@ def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.
             "spread is within that deployment. Deployment-to-deployment spread shows only across whole runs "
             "(inferlab compare of repeated runs)."
         )
-    elif (record.get("serving") or {}):
+    elif record.get("serving"):
         limits.append(
             "No measured trials: the serving figures come from single ladder batches, so they have no spread "
             "across trials (set inferlab_trials)."
