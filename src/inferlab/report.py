@@ -1271,8 +1271,9 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
     batches = plots.serving_batches(record)
     if batches:
         lines += _throughput_summary(batches)
-    if plots.serving_trials(record):
-        lines += _measured_trials(plots.serving_trials(record))
+    trials = plots.serving_trials(record)
+    if trials:
+        lines += _measured_trials(trials)
     if record.get("verification"):
         lines += ["## Verification (known-good snapshot)", ""]
         for host, state in sorted(record["verification"].items()):
