@@ -607,7 +607,9 @@ def lab_dir_from_inventory(inventory: Path) -> tuple[str, Path]:
     import yaml  # PyYAML comes with ansible-core
 
     inventory = Path(inventory)
-    hosts = inventory / "hosts.yml" if inventory.is_dir() else inventory
+    hosts = inventory_hosts_file(inventory) if inventory.is_dir() else inventory
+    if hosts is None:
+        raise LabError(f"{inventory} holds no hosts.yml (or hosts): is it a lab inventory?")
     data = yaml.safe_load(hosts.read_text()) or {}
     all_vars = (data.get("all") or {}).get("vars") or {}
     name = all_vars.get("inferlab_lab_name")
@@ -626,12 +628,21 @@ def lab_dir_from_inventory(inventory: Path) -> tuple[str, Path]:
     return name, Path(lab_dir)
 
 
+def inventory_hosts_file(inventory_dir: Path) -> Path | None:
+    """The hosts file of an inventory directory: ``hosts.yml``, or ``hosts`` (molecule links the lab's hosts file
+    into its ephemeral inventory under that name)."""
+    for name in ("hosts.yml", "hosts"):
+        if (inventory_dir / name).is_file():
+            return inventory_dir / name
+    return None
+
+
 def resolve_lab(where) -> tuple[str | None, Path]:
     """A lab dir (holds ``lab.json``), an inventory file or an inventory directory -> ``(name, lab_dir)``."""
     where = Path(where)
     if where.is_dir() and (where / "lab.json").exists():
         return None, where
-    if where.is_file() or (where / "hosts.yml").is_file():
+    if where.is_file() or (where.is_dir() and inventory_hosts_file(where) is not None):
         return lab_dir_from_inventory(where)
     return None, where
 

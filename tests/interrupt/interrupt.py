@@ -177,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per point, to reach it")
     args = parser.parse_args(argv)
     _name, lab_dir = lab.resolve_lab(args.inventory)
+    first = lab.status(args.inventory)
+    if first["state"] != "up":  # else the ledger and leftover checks below would look at nothing and pass
+        print(f"interrupt: the lab of {args.inventory} is {first['state']} (lab dir {lab_dir}): "
+              f"{'; '.join(first.get('problems', [])) or 'nothing built there'}; run `inferlab lab up` first",
+              file=sys.stderr)
+        return 2
     plan = {"experiment_stages": args.stages.split(",")} if args.stages else {}
     results = []
     for n, text in enumerate(args.points, 1):
@@ -190,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
         if result["killed"]:
             t_kill = time.monotonic()
+            # what the kill left open: none at a point after the pause would mean the ledgers were not read
+            result["open_entries_at_kill"] = [e for path in ledgers(lab_dir) for e in open_entries(path)]
             if point["deadman"]:
                 result["deadman_s"] = wait_for_deadman(lab_dir, args.deadline_s + 60)
             result["restore"] = restore(args.inventory, run_dir)

@@ -618,6 +618,21 @@ def test_lab_dir_from_a_second_lab_sharing_group_vars(tmp_path):
     assert lab.resolve_lab(tmp_path / "hosts.yml") == ("imol", Path("/var/lib/inferlab-lab/imol"))
 
 
+def test_lab_dir_from_a_molecule_ephemeral_inventory(tmp_path):
+    """Molecule links the hosts file into its inventory directory as ``hosts``, beside its own
+    ansible_inventory.yml; the lab must still be found (else lab status reads as down and checks go hollow)."""
+    (tmp_path / "group_vars").symlink_to(REPO_ROOT / "inventory" / "lab" / "group_vars")
+    (tmp_path / "hosts").symlink_to(REPO_ROOT / "molecule" / "shared" / "inventory" / "hosts.yml")
+    (tmp_path / "ansible_inventory.yml").write_text("all:\n  hosts:\n    lab-a: {}\n")
+    assert lab.resolve_lab(tmp_path) == ("imol", Path("/var/lib/inferlab-lab/imol"))
+
+
+def test_lab_dir_from_an_inventory_directory_without_hosts(tmp_path):
+    (tmp_path / "ansible_inventory.yml").write_text("all:\n  hosts:\n    lab-a: {}\n")
+    with pytest.raises(lab.LabError, match="holds no hosts.yml"):
+        lab.lab_dir_from_inventory(tmp_path)
+
+
 def test_lab_dir_from_an_inventory_without_a_lab(tmp_path):
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    gpu1: {}\n")
     with pytest.raises(lab.LabError, match="inferlab_lab_name"):

@@ -14,9 +14,7 @@ from labinfo import RING, assert_records_valid  # noqa: E402
 
 testinfra_hosts = RING
 RESULTS = json.loads((Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "interrupt.json").read_text())
-# the deadman: point is left out for now: in molecule its switches did not fire before the restore (deadman_s 0.0);
-# tests/unit/plugins/module_utils/test_ledger_deadman.py covers the switch, bench_lab.py interrupt sweeps it
-POINTS = ["pause", "tp2_nextn+4"]
+POINTS = ["pause", "tp2_nextn+4", "deadman:tp2_baseline+2"]
 
 
 def test_every_point_was_tried():
@@ -32,6 +30,21 @@ def test_the_point_was_restored_with_nothing_left(point):
     assert result["leftovers"] == {"open_ledger_entries": [], "processes": [], "tc_profiles": [], "build_dirs": [],
                                    "gateway_config": [], "lab_problems": []}
     assert result["ok"]
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_the_kill_left_changes_open(point):
+    """Every point lies after the prober and fallback stages: the kill leaves recorded changes open (the prober
+    process, the gateway's fallback config), so the driver read the real ledgers, not an empty directory."""
+    [result] = [r for r in RESULTS if r["point"] == point]
+    assert result["open_entries_at_kill"]
+
+
+def test_the_dead_mans_switches_restored_without_a_controller():
+    [result] = [r for r in RESULTS if r["point"].startswith("deadman:")]
+    assert result["deadman_s"] is not None
+    # restore.yml ran after the switches only to verify: the ring hosts had nothing left to undo
+    assert all(undone == [] for undone in result["restore"]["undone"].values()), result["restore"]["undone"]
 
 
 def test_the_originals_serve_again(host):
