@@ -26,7 +26,7 @@ options:
     elements: str
     required: true
   topologies:
-    description: C({host: topology}) for the ring hosts; a host left out is V(ring).
+    description: "C({host: topology}) for the ring hosts; a host left out is V(ring)."
     type: dict
     required: true
 """
