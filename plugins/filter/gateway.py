@@ -2,7 +2,7 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Gateway config filters: gateway_config_roles, gateway_config_with_fallback.
+"""Gateway config filters: gateway_config_roles, gateway_config_with_fallback, gateway_config_with_roles.
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
 after it (plugins/filter/<filter>.yml). The gateway-specific logic is one module per gateway kind; today the only
@@ -49,6 +49,15 @@ def gateway_config_with_fallback(text, public_model, target_model, kind='litellm
         raise AnsibleFilterError('gateway_config_with_fallback: %s' % exc) from None
 
 
+def gateway_config_with_roles(text, roles, kind='litellm'):
+    """See plugins/filter/gateway_config_with_roles.yml."""
+    module, error = _kind('gateway_config_with_roles', kind)
+    try:
+        return module.with_roles(plain(text), plain(roles))
+    except error as exc:
+        raise AnsibleFilterError('gateway_config_with_roles: %s' % exc) from None
+
+
 class FilterModule(object):
     """inferlab gateway config filters."""
 
@@ -56,4 +65,5 @@ class FilterModule(object):
         return {
             'gateway_config_roles': gateway_config_roles,
             'gateway_config_with_fallback': gateway_config_with_fallback,
+            'gateway_config_with_roles': gateway_config_with_roles,
         }

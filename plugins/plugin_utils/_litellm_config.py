@@ -125,3 +125,38 @@ def with_fallback(text, public_model, target_model):
     if check != data:
         raise LiteLLMConfigError('re-serialising the config changed more than the added fallback')
     return new_text
+
+
+def with_roles(text, roles):
+    """The config with one ``model_list`` deployment added per role in ``roles`` (``[{name, model, api_base}]``,
+    an OpenAI-compatible backend each, as the lab's and the quarantine topology's solo replicas are).
+
+    Refused (LiteLLMConfigError) when ``roles`` is empty or malformed, or names a role the config already has: an
+    existing role belongs to the operator, and a second deployment under its name would take a share of its
+    traffic. Nothing else in the config may change, which is checked by parsing the output."""
+    data = parse_config(text)
+    if not isinstance(roles, list) or not roles:
+        raise LiteLLMConfigError('expected a non-empty list of roles to add, found %r' % (roles,))
+    existing = config_roles(text)['models']
+    names = []
+    for index, role in enumerate(roles):
+        if not isinstance(role, dict) or sorted(role) != ['api_base', 'model', 'name']:
+            raise LiteLLMConfigError('roles[%d] must be {name, model, api_base}, found %r' % (index, role))
+        for key in ('name', 'model', 'api_base'):
+            if not isinstance(role[key], str) or not role[key]:
+                raise LiteLLMConfigError('roles[%d].%s must be a non-empty string, found %r' % (index, key, role[key]))
+        if role['name'] in existing or role['name'] in names:
+            raise LiteLLMConfigError('the config already has a model role %s; choose another name for the added '
+                                     'role' % role['name'])
+        names.append(role['name'])
+    changed = copy.deepcopy(data)
+    changed['model_list'] = list(changed['model_list']) + [
+        {'model_name': role['name'],
+         'litellm_params': {'model': 'openai/%s' % role['model'], 'api_base': role['api_base'], 'api_key': 'none'}}
+        for role in roles]
+    new_text = yaml.safe_dump(changed, sort_keys=False, default_flow_style=False)
+    check = yaml.safe_load(new_text)
+    check['model_list'] = check['model_list'][:len(data['model_list'])]
+    if check != data:
+        raise LiteLLMConfigError('re-serialising the config changed more than the added roles')
+    return new_text

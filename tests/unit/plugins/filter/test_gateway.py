@@ -90,3 +90,45 @@ def test_malformed_configs_are_refused_with_the_reason(text, message):
 def test_unknown_gateway_kind_names_the_variable():
     with pytest.raises(AnsibleFilterError, match="unknown gateway kind 'envoy'.*inferlab_gateway_kind"):
         roles(fixture("litellm-lab.yaml"), "envoy")
+
+
+with_roles = FILTERS["gateway_config_with_roles"]
+SOLO_B = {"name": "solo-lab-b", "model": "lab-qwen-small", "api_base": "http://169.254.77.6:30100/v1"}
+
+
+def test_with_roles_appends_deployments_and_keeps_everything_else():
+    text = fixture("litellm-lab.yaml")
+    solo_a = {**SOLO_B, "name": "solo-lab-a", "api_base": "http://169.254.77.2:30100/v1"}
+    new_text = with_roles(text, [solo_a, SOLO_B])
+    new, old = yaml.safe_load(new_text), yaml.safe_load(text)
+    assert new["model_list"][-2:] == [
+        {"model_name": "solo-lab-a", "litellm_params": {"model": "openai/lab-qwen-small",
+                                                        "api_base": "http://169.254.77.2:30100/v1", "api_key": "none"}},
+        {"model_name": "solo-lab-b", "litellm_params": {"model": "openai/lab-qwen-small",
+                                                        "api_base": "http://169.254.77.6:30100/v1", "api_key": "none"}}]
+    new["model_list"] = new["model_list"][:-2]
+    assert new == old
+    summary = roles(new_text)
+    assert summary["models"] == ["small", "large", "solo-lab-a", "solo-lab-b"]
+    assert summary["backends"]["solo-lab-b"] == ["http://169.254.77.6:30100/v1"]
+    assert summary["context_window_fallbacks"] == {"small": ["large"]}
+
+
+@pytest.mark.parametrize(("added", "message"), [
+    ([], r"expected a non-empty list of roles to add, found \[\]"),
+    ("solo-lab-b", r"expected a non-empty list of roles to add"),
+    ([{"name": "solo-lab-b", "model": "m"}], r"roles\[0\] must be \{name, model, api_base\}"),
+    ([{**SOLO_B, "port": 1}], r"roles\[0\] must be \{name, model, api_base\}"),
+    ([{**SOLO_B, "api_base": ""}], r"roles\[0\].api_base must be a non-empty string"),
+    ([{**SOLO_B, "model": 7}], r"roles\[0\].model must be a non-empty string"),
+    ([{**SOLO_B, "name": "small"}], r"the config already has a model role small"),
+    ([SOLO_B, SOLO_B], r"the config already has a model role solo-lab-b"),
+])
+def test_with_roles_refuses(added, message):
+    with pytest.raises(AnsibleFilterError, match=r"gateway_config_with_roles: " + message):
+        with_roles(fixture("litellm-lab.yaml"), added)
+
+
+def test_with_roles_refuses_a_malformed_config():
+    with pytest.raises(AnsibleFilterError, match="expected a non-empty model_list"):
+        with_roles("model_list: []\n", [SOLO_B])
