@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
         if result["killed"]:
             t_kill = time.monotonic()
-            # what the kill left open: none at a point after the pause would mean the ledgers were not read
+            # what the kill left open: none at a point after the prober started would mean the ledgers were not read
             result["open_entries_at_kill"] = [e for path in ledgers(lab_dir) for e in open_entries(path)]
             if point["deadman"]:
                 result["deadman_s"] = wait_for_deadman(lab_dir, args.deadline_s + 60)
