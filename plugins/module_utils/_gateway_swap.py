@@ -324,6 +324,21 @@ def fallback_models(url, role, key, timeout=10.0):
     return found
 
 
+def listed_models(url, key, timeout=10.0):
+    """The model roles the instance at ``url`` serves now, as ``GET /v1/models`` lists them for ``key`` (the admin
+    key sees every role). Raises GatewayError on anything but 200 with an OpenAI model list."""
+    probe = f'{url.rstrip("/")}/v1/models'
+    answer = http_request('GET', probe, key=key, timeout=timeout)
+    if answer['status'] != 200:
+        hint = ' (wrong API key?)' if answer['status'] in (401, 403) else ''
+        raise GatewayError(f'GET {probe} answered HTTP {answer["status"]}{hint}: {short_body(answer["body"], key)}')
+    try:
+        return [model['id'] for model in json.loads(answer['body'])['data']]
+    except (ValueError, KeyError, TypeError):
+        raise GatewayError(f'GET {probe} answered 200 without an OpenAI model list: '
+                           f'{short_body(answer["body"], key)}') from None
+
+
 def warm_up(url, model, key, timeout_s, interval_s=1.0, chat=None):
     """One real chat request through a freshly started instance, repeated while it answers a server error (5xx, or
     no answer) and ``timeout_s`` lasts: right after a restore the backend behind the role may still be coming back
@@ -859,8 +874,8 @@ def _restore_front(front, original, drain_timeout_s, procfs_root):
 
 
 CHANGE_KEYS = ('kind', 'config_path', 'original_sha256', 'backup_path', 'instances', 'front', 'admin_key_file',
-               'public_model', 'original_fallbacks', 'ready_timeout_s', 'drain_timeout_s', 'front_backup_path',
-               'front_original_sha256')
+               'public_model', 'original_fallbacks', 'original_models', 'ready_timeout_s', 'drain_timeout_s',
+               'front_backup_path', 'front_original_sha256')
 SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
 
 
@@ -896,6 +911,10 @@ def check_change_params(params):
         if 'front_original_sha256' not in params:
             raise GatewayError('a gateway_config entry with a front needs "front_original_sha256"')
     params['original_fallbacks'] = _check_expect(params.get('original_fallbacks', []))
+    if 'original_models' in params:
+        models = params['original_models']
+        if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
+            raise GatewayError(f'"original_models" must be a non-empty list of model roles, got {models!r}')
     for name in ('ready_timeout_s', 'drain_timeout_s'):
         try:
             params[name] = float(params.get(name, 60.0))
@@ -942,10 +961,14 @@ def undo_change(params, procfs_root='/proc', systemctl='systemctl'):
             reload_front(front, params['drain_timeout_s'], procfs_root)
     key = read_key(params['admin_key_file'])
     expect = params['original_fallbacks']
+    # A change that added roles leaves the fallbacks as they were: an entry that recorded the original's roles is
+    # judged by those too, so an instance still serving an added role is restarted.
+    models = params.get('original_models')
     stale = []
     for instance in params['instances']:
         try:
-            if fallback_models(instance['url'], params['public_model'], key) == expect:
+            if fallback_models(instance['url'], params['public_model'], key) == expect and (
+                    models is None or sorted(listed_models(instance['url'], key)) == sorted(models)):
                 continue
         except GatewayError:
             pass  # not answering: restart it too

@@ -889,6 +889,11 @@ def test_gateway_config_params_are_checked_and_normalised(tmp_path):
                  id="bad_instance"),
     pytest.param({"public_model": ""}, "public_model must be a non-empty string", id="no_public_model"),
     pytest.param({"original_fallbacks": "large"}, "expect_fallback must be a list", id="fallbacks_not_a_list"),
+    pytest.param({"original_models": "small"}, '"original_models" must be a non-empty list of model roles, got '
+                 "'small'", id="models_not_a_list"),
+    pytest.param({"original_models": []}, '"original_models" must be a non-empty list', id="models_empty"),
+    pytest.param({"original_models": ["small", ""]}, '"original_models" must be a non-empty list',
+                 id="models_empty_name"),
     pytest.param({"drain_timeout_s": "soon"}, "\"drain_timeout_s\" must be a number of seconds, got 'soon'",
                  id="timeout"),
 ])
@@ -1028,3 +1033,50 @@ def test_the_warm_up_gives_up_at_its_deadline_and_does_not_retry_a_client_error(
     answer, attempts = gs.warm_up('http://x', 'small', 'k', 10, interval_s=0.01,
                                   chat=lambda url, model, key: {'status': 401, 'body': 'no'})
     assert (answer['status'], attempts) == (401, 1)
+
+
+def test_listed_models(gateway):
+    gateway.write_config()
+    instance = gateway.add_instance("litellm-a")
+    assert gs.listed_models(instance["url"] + "/", gateway.key) == ["small", "large"]
+    # LiteLLM without a database answers a key it does not know with 400 "No connected db."
+    with pytest.raises(gs.GatewayError, match=r"/v1/models answered HTTP 400: .*No connected db") as caught:
+        gs.listed_models(instance["url"], "sk-wrong")
+    assert "sk-wrong" not in str(caught.value)
+
+
+def test_undo_of_added_roles_restarts_the_instances_that_serve_them(gateway):
+    """A change that added a role leaves the public role's fallbacks as they were, so they cannot tell the original
+    config from the changed one. An entry that recorded the original's roles (original_models) is undone by
+    restarting every instance that still lists another role."""
+    original = gateway.write_config()
+    gateway.add_instance("litellm-a")
+    gateway.add_instance("litellm-b")
+    front = gateway.add_front()
+    upstream = Path(front["upstream_file"]).read_bytes()
+    ledger_dir = str(gateway.ledger_dir)
+    params = dict(gateway_change(gateway), original_models=["small", "large"])
+    entry = _ledger.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
+    Path(params["backup_path"]).parent.mkdir(parents=True)
+    gs.write_atomic(params["backup_path"], original, mode=0o600)
+    gs.write_atomic(params["front_backup_path"], upstream, mode=0o600)
+    solo = ("  - model_name: solo-lab-b\n    litellm_params:\n      model: openai/small-model\n"
+            f"      api_base: {gateway.backends['small'].api_base}\n      api_key: none\n")
+    changed = original.decode().replace("litellm_settings:", solo + "litellm_settings:", 1)
+    gs.write_atomic(str(gateway.config_path), changed.encode())
+    _ledger.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
+    gs.rolling_restart(gateway.instances, front, gateway.key, "small", [], ready_timeout_s=10, drain_timeout_s=5)
+    assert {i["name"]: gs.listed_models(i["url"], gateway.key) for i in gateway.instances} == {
+        "litellm-a": ["small", "large", "solo-lab-b"], "litellm-b": ["small", "large", "solo-lab-b"]}
+    before = gateway.pids()
+
+    result = _ledger.undo(ledger_dir, LEDGER_HOST)
+
+    assert result["undone"] == [entry["id"]] and result["failed"] == []
+    assert result["details"][0]["message"].endswith("restarted litellm-a, litellm-b with it")
+    assert gateway.config_path.read_bytes() == original
+    assert Path(front["upstream_file"]).read_bytes() == upstream
+    after = gateway.pids()
+    assert all(after[name] != before[name] and alive(after[name]) for name in after)
+    assert {i["name"]: gs.listed_models(i["url"], gateway.key) for i in gateway.instances} == {
+        "litellm-a": ["small", "large"], "litellm-b": ["small", "large"]}
