@@ -7,8 +7,8 @@ recorded as ``pending`` before anything is written, the backups of the config an
 config in place, ``applied``; and the undo of a config's open entries, which is the ledger's own undo
 (plugins/module_utils/_gateway_swap.py ``undo_change``), the code a standalone restore runs too.
 
-The modules that change a gateway's config for a run (gateway_roles) build on these; applying the new config is their
-rolling restart (``_gateway_swap.rolling_restart``)."""
+The modules that change a gateway's config for a run (gateway_fallback, gateway_roles) build on these; applying the
+new config is their rolling restart (``_gateway_swap.rolling_restart``)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -22,6 +22,21 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _ledge
 KIND = 'gateway_config'
 
 
+def check_inputs(instances, front, admin_key_file):
+    """The instances and the front, normalised, and the admin key, before anything changes: ``(instances, front,
+    key)``. Raises GatewayError when one is malformed, the key cannot be read, the front cannot drain an instance,
+    or several instances have no front to drain them."""
+    instances = [swap.check_instance(i) for i in instances]
+    front = swap.check_front(front) if front else {}
+    key = swap.read_key(admin_key_file)
+    if front:
+        swap.drain_plan(instances, front)
+    if len(instances) > 1 and not front:
+        raise swap.GatewayError('%d gateway instances but no front: a rolling restart needs the front that drains '
+                                'them (inferlab_gateway_front)' % len(instances))
+    return instances, front, key
+
+
 def config_entries(ledger_dir, host, config_path):
     """The ``gateway_config`` entries of ``config_path`` in ``host``'s ledger (their last lines), oldest first."""
     lines, _problems = _ledger.read_ledger(ledger_dir, host)
@@ -32,15 +47,17 @@ def config_entries(ledger_dir, host, config_path):
 def entry_params(ledger_dir, config_path, instances, front, admin_key_file, public_model, original_fallbacks,
                  original_models, ready_timeout_s, drain_timeout_s, kind='litellm'):
     """The params of a new ``gateway_config`` entry: the original's sha256 (and the front's), where the backups go
-    (``<ledger_dir>/../backup/``, one stamp for both), and what the undo checks an instance against."""
+    (``<ledger_dir>/../backup/``, one stamp for both), and what the undo checks an instance against (the public
+    role's fallbacks; the roles, when ``original_models`` is given). Raises OSError when the config is unreadable."""
     backup_dir = os.path.join(os.path.dirname(os.path.abspath(ledger_dir)), 'backup')
     stamp = '%s-%s' % (_ledger.utc_now().replace(':', ''), os.urandom(2).hex())
     params = {'kind': kind, 'config_path': config_path, 'original_sha256': swap.sha256_file(config_path),
               'backup_path': os.path.join(backup_dir, '%s.%s' % (os.path.basename(config_path), stamp)),
               'instances': instances, 'front': front, 'admin_key_file': admin_key_file,
               'public_model': public_model, 'original_fallbacks': original_fallbacks,
-              'original_models': original_models,
               'ready_timeout_s': ready_timeout_s, 'drain_timeout_s': drain_timeout_s}
+    if original_models is not None:
+        params['original_models'] = original_models
     if front:
         params['front_backup_path'] = os.path.join(
             backup_dir, '%s.%s' % (os.path.basename(front['upstream_file']), stamp))

@@ -249,14 +249,12 @@ message:
 
 import hashlib
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_change as change
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
-
-KIND = 'gateway_config'
 
 
 def reply_summary(answer):
@@ -340,11 +338,10 @@ class GatewayFallback:
     def entries(self):
         """This config's gateway_config entries (their last lines), oldest first."""
         try:
-            lines, _problems = _ledger.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
+            return change.config_entries(self.params['ledger_dir'], self.params['ledger_host'],
+                                         self.params['config_path'])
         except _ledger.LedgerError as exc:
             self.fail(str(exc))
-        return [e for e in _ledger.current_entries(lines).values()
-                if e['kind'] == KIND and e['params'].get('config_path') == self.params['config_path']]
 
     def instance_fallbacks(self, instances, public, key):
         found = {}
@@ -362,16 +359,9 @@ class GatewayFallback:
                      'ledger_dir', 'ledger_host')
         p = self.params
         try:
-            instances = [swap.check_instance(i) for i in p['instances']]
-            front = swap.check_front(p['front']) if p['front'] else {}
-            key = swap.read_key(p['admin_key_file'])
-            if front:
-                swap.drain_plan(instances, front)
+            instances, front, key = change.check_inputs(p['instances'], p['front'], p['admin_key_file'])
         except swap.GatewayError as exc:
             self.fail('Nothing was changed: %s' % exc)
-        if len(instances) > 1 and not front:
-            self.fail('Nothing was changed: %d gateway instances but no front: a rolling restart needs the front '
-                      'that drains them (inferlab_gateway_front)' % len(instances))
         open_entries = [e for e in self.entries() if e['state'] != 'undone']
         if open_entries:
             return self.already_added(open_entries[-1], instances, key)
@@ -383,12 +373,11 @@ class GatewayFallback:
             self.module.exit_json(changed=True, original_sha256=original_sha, config_sha256=original_sha,
                                   fallbacks={}, message='would add the fallback and restart %d instances'
                                   % len(instances))
-        params = self.entry_params(instances, front, original_sha)
         try:
-            entry = _ledger.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
-            self.write_backups(params)
-            swap.write_atomic(p['config_path'], content)
-            _ledger.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
+            params = change.entry_params(p['ledger_dir'], p['config_path'], instances, front, p['admin_key_file'],
+                                         p['public_model'], [], None, p['ready_timeout_s'], p['drain_timeout_s'],
+                                         p['kind'])
+            entry = change.apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
         except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
             self.fail('could not add the fallback to %s: %s' % (p['config_path'], exc))
         result = dict(changed=True, entry_id=entry['id'], original_sha256=original_sha,
@@ -425,30 +414,6 @@ class GatewayFallback:
                   'run playbooks/restore.yml first' % (entry['id'], entry.get('run_id'), entry['state'],
                                                        p['config_path'], fallbacks))
 
-    def entry_params(self, instances, front, original_sha):
-        p = self.params
-        backup_dir = os.path.join(os.path.dirname(os.path.abspath(p['ledger_dir'])), 'backup')
-        stamp = '%s-%s' % (_ledger.utc_now().replace(':', ''), os.urandom(2).hex())
-        params = {'kind': p['kind'], 'config_path': p['config_path'], 'original_sha256': original_sha,
-                  'backup_path': os.path.join(backup_dir, '%s.%s' % (os.path.basename(p['config_path']), stamp)),
-                  'instances': instances, 'front': front, 'admin_key_file': p['admin_key_file'],
-                  'public_model': p['public_model'], 'original_fallbacks': [],
-                  'ready_timeout_s': p['ready_timeout_s'], 'drain_timeout_s': p['drain_timeout_s']}
-        if front:
-            params['front_backup_path'] = os.path.join(
-                backup_dir, '%s.%s' % (os.path.basename(front['upstream_file']), stamp))
-            params['front_original_sha256'] = swap.sha256_file(front['upstream_file'])
-        return params
-
-    def write_backups(self, params):
-        pairs = [(self.params['config_path'], params['backup_path'])]
-        if params.get('front_backup_path'):
-            pairs.append((params['front']['upstream_file'], params['front_backup_path']))
-        for source, backup in pairs:
-            os.makedirs(os.path.dirname(backup), mode=0o700, exist_ok=True)
-            with open(source, 'rb') as handle:
-                swap.write_atomic(backup, handle.read(), mode=0o600)
-
     # --- removed -------------------------------------------------------------------------------------------------
 
     def removed(self):
@@ -458,19 +423,11 @@ class GatewayFallback:
         if not entries:
             self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
                       % (p['ledger_host'], p['ledger_dir'], p['config_path']))
-        open_ids = [e['id'] for e in entries if e['state'] not in ('undone',)]
-        undone, message = [], 'no open gateway_config entry for %s: nothing to undo' % p['config_path']
-        if open_ids:
-            ctx = _ledger.UndoContext(procfs_root=p['procfs_root'])
-            try:
-                outcome = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=open_ids, ctx=ctx,
-                                       check_mode=self.module.check_mode)
-            except _ledger.LedgerError as exc:
-                self.fail('could not undo the gateway config change: %s' % exc)
-            if outcome['failed']:
-                self.fail(outcome['message'], undone=outcome['undone'])
-            undone = outcome['undone']
-            message = '; '.join(d['message'] for d in outcome['details'] if d.get('message')) or outcome['message']
+        try:
+            undone, message = change.undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'],
+                                               p['procfs_root'], self.module.check_mode)
+        except _ledger.LedgerError as exc:
+            self.fail('could not undo the gateway config change: %s' % exc)
         last = entries[-1]['params']
         current = self.config_sha256('after the undo, cannot read')
         try:
@@ -478,7 +435,7 @@ class GatewayFallback:
             fallbacks = self.instance_fallbacks(last['instances'], last['public_model'], key)
         except swap.GatewayError as exc:
             fallbacks = {'unknown': str(exc)}
-        self.module.exit_json(changed=bool(open_ids), undone=undone, original_sha256=last['original_sha256'],
+        self.module.exit_json(changed=bool(undone), undone=undone, original_sha256=last['original_sha256'],
                               config_sha256=current, byte_identical=current == last['original_sha256'],
                               fallbacks=fallbacks, message=message)
 

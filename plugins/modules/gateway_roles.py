@@ -246,16 +246,9 @@ class GatewayRoles:
         self.require('content', 'roles', 'public_model', 'instances', 'admin_key_file')
         p = self.params
         try:
-            instances = [swap.check_instance(i) for i in p['instances']]
-            front = swap.check_front(p['front']) if p['front'] else {}
-            key = swap.read_key(p['admin_key_file'])
-            if front:
-                swap.drain_plan(instances, front)
+            instances, front, key = change.check_inputs(p['instances'], p['front'], p['admin_key_file'])
         except swap.GatewayError as exc:
             self.fail('Nothing was changed: %s' % exc)
-        if len(instances) > 1 and not front:
-            self.fail('Nothing was changed: %d gateway instances but no front: a rolling restart needs the front '
-                      'that drains them (inferlab_gateway_front)' % len(instances))
         open_entries = [e for e in self.entries() if e['state'] != 'undone']
         if open_entries:
             return self.already_added(open_entries[-1], instances, key)
