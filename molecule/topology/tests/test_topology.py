@@ -91,4 +91,5 @@ def test_the_originals_serve_again(host):
 
 
 def test_every_record_matches_the_schema():
-    assert assert_records_valid() >= 3
+    # the quarantine run and its restore (the refused run wrote no fragment)
+    assert assert_records_valid() >= 2
