@@ -332,6 +332,12 @@ def listed_models(url, key, timeout=10.0):
     if answer['status'] != 200:
         hint = ' (wrong API key?)' if answer['status'] in (401, 403) else ''
         raise GatewayError(f'GET {probe} answered HTTP {answer["status"]}{hint}: {short_body(answer["body"], key)}')
+    return model_ids(answer, probe, key)
+
+
+def model_ids(answer, probe, key=None):
+    """The model ids of a 200 answer to ``GET <probe>`` (``/v1/models``); GatewayError when it is not an OpenAI
+    model list."""
     try:
         return [model['id'] for model in json.loads(answer['body'])['data']]
     except (ValueError, KeyError, TypeError):

@@ -248,7 +248,6 @@ message:
 """
 
 import hashlib
-import json
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -299,7 +298,10 @@ class GatewayFallback:
             self.fail('Nothing was changed: the gateway refused the client key from %s: GET %s/v1/models answered '
                       'HTTP %d: %s. Expected a key the gateway accepts; set inferlab_public_api_key_file to the '
                       "clients' key file." % (p['api_key_file'], url, answer['status'], said))
-        models = self.model_ids(answer, url)
+        try:
+            models = swap.model_ids(answer, url + '/v1/models', key)
+        except swap.GatewayError as exc:
+            self.fail('Nothing was changed: %s' % exc)
         for role, variable in ((public, 'inferlab_public_model'), (target, 'inferlab_fallback_target_model')):
             if role not in models:
                 self.fail('Nothing was changed: the gateway at %s lists the roles %s for this key, not %r; set %s.'
@@ -324,14 +326,6 @@ class GatewayFallback:
                           % (what, role, reply['api_base'], ', '.join(backends)), route=route)
         self.module.exit_json(changed=False, route=route, message='the public route %s is ready, accepts the '
                               'key, and serves %s and %s from their own backends' % (url, public, target))
-
-    def model_ids(self, answer, url):
-        try:
-            data = json.loads(answer['body'])['data']
-            return [m['id'] for m in data]
-        except (ValueError, KeyError, TypeError):
-            self.fail('Nothing was changed: GET %s/v1/models answered 200 without an OpenAI model list: %s'
-                      % (url, swap.short_body(answer['body'])))
 
     # --- the ledger ----------------------------------------------------------------------------------------------
 
