@@ -85,10 +85,36 @@ contract: bootstrap
 sanity: bootstrap
 	bash tests/sanity/run.sh
 
+# Every scenario, one after the other, each timed. The scenarios on the embedded lab share one lab
+# (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and create, which
+# prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU guest.
+MOLECULE_SCENARIOS := default negative restore serve fallback topology link experiment interrupt kernel
+TEST_TIMES := .cache/test-times.tsv
 molecule: bootstrap
-	$(BIN)/molecule test --all
+	mkdir -p .cache
+	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
+	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || { cat .cache/molecule-lab-down.log; exit 1; }
+	export INFERLAB_MOLECULE_SHARED_LAB=1
+	for scenario in $(MOLECULE_SCENARIOS); do
+	  start=$$(date +%s)
+	  if $(BIN)/molecule test -s $$scenario; then result=passed; else result=FAILED; fi
+	  printf 'molecule %s\t%s\t%s\n' "$$scenario" "$$(( $$(date +%s) - start ))" "$$result" | tee -a $(TEST_TIMES)
+	  [ $$result = passed ] || exit 1
+	done
 
-test: lint unit contract sanity molecule
+# Every gate in turn, each timed; the table of durations is printed at the end, passed or not.
+TEST_GATES := bootstrap lint unit contract sanity molecule
+test:
+	mkdir -p .cache && rm -f $(TEST_TIMES)
+	status=0
+	for gate in $(TEST_GATES); do
+	  start=$$(date +%s)
+	  if $(MAKE) --no-print-directory $$gate; then result=passed; else result=FAILED; status=1; fi
+	  printf '%s\t%s\t%s\n' "$$gate" "$$(( $$(date +%s) - start ))" "$$result" >> $(TEST_TIMES)
+	  [ $$status = 0 ] || break
+	done
+	bash tests/gate_times.sh $(TEST_TIMES)
+	exit $$status
 
 bench: bootstrap
 	$(PY) tests/bench/bench_lab.py lab --json .cache/bench-lab.json
