@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Write one JSON fragment into the run directory on the controller (the action plugin fragment's work)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import tempfile
+
+# a directory inside the run directory: relative, parts of letters, digits, '.', '_', '-', none of them '.' or '..'
+_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class FragmentError(ValueError):
+    """An argument that names no place inside the run directory, or content that is not a JSON object."""
+
+
+def fragment_path(run_dir, fragment_dir, name):
+    """The fragment's path, <run_dir>/<fragment_dir>/<name>.json, refusing anything that leaves the run directory."""
+    if not run_dir:
+        raise FragmentError(
+            "writing a fragment needs the run directory (inferlab_run_dir, found nothing): run through "
+            "`inferlab run`, or pass -e inferlab_run_dir=DIR to ansible-playbook")
+    parts = fragment_dir.split("/") if isinstance(fragment_dir, str) else []
+    if not parts or any(not _PART.match(p) or p in (".", "..") for p in parts):
+        raise FragmentError(
+            "dir must be a directory inside the run directory made of letters, digits, '.', '_' and '-', parts "
+            "separated by '/', for example fragments/verify (found %r)" % (fragment_dir,))
+    if not isinstance(name, str) or not _PART.match(name) or name in (".", ".."):
+        raise FragmentError(
+            "name must be a file name without .json made of letters, digits, '.', '_' and '-' (found %r)" % (name,))
+    return os.path.join(run_dir, *parts) + os.sep + name + ".json"
+
+
+def fragment_text(content):
+    """The fragment's bytes as text: the JSON object as to_nice_json writes it (indent 4, keys sorted), a newline."""
+    if not isinstance(content, dict):
+        raise FragmentError("content must be a JSON object (a dict), found %s" % type(content).__name__)
+    return json.dumps(content, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+
+
+def write_fragment(run_dir, fragment_dir, name, content):
+    """Write the fragment atomically (a temporary file beside it, then a rename), mode 0644; return its path.
+
+    A reader never sees half a fragment, and a full disk leaves the previous fragment (if any) whole."""
+    path = fragment_path(run_dir, fragment_dir, name)
+    text = fragment_text(content)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
