@@ -18,3 +18,21 @@ def find_python(version):
         if probe.returncode == 0 and probe.stdout.strip() == version:
             return candidate
     return None
+
+
+def require_python(version):
+    """The interpreter of `version` for a test of the host-side scripts on a host's own Python.
+
+    Missing, the test skips on a developer's machine and fails under CI (CI=true): CI's image has 3.8 and 3.9 (the
+    oldest Pythons the host-side scripts support), and a gate must not turn green by skipping."""
+    import os
+
+    import pytest
+
+    python = find_python(version)
+    if python is None:
+        message = f"no Python {version} on this machine (the PATH, /usr/bin, ~/.pyenv/versions)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}: CI must run the host-side scripts on Python {version}", pytrace=False)
+        pytest.skip(message)
+    return python

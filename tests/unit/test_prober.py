@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from oldpython import find_python
+from oldpython import require_python
 
 from inferlab import prober
 
@@ -573,9 +573,7 @@ def test_answers_still_coming_at_the_stop_are_written_as_unanswered(tmp_path, ga
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_runs_on_old_python(tmp_path, gateways, version):
     """A copy of the file alone runs with whatever Python the host has (3.8 is ansible-core 2.19's oldest target)."""
-    python = find_python(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
+    python = require_python(version)
     gateway = gateways(mode="ok")
     alone = tmp_path / "prober.py"
     alone.write_text(SCRIPT.read_text())

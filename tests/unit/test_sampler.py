@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oldpython import find_python
+from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _ledger
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
@@ -358,9 +358,7 @@ def test_usage_errors(host_bin, roots):
 @pytest.mark.parametrize('version', ['3.8', '3.9'])
 def test_runs_on_old_python(host_bin, roots, version):
     """The host copy runs with whatever Python the host has (3.8 is ansible-core 2.19's oldest target)."""
-    python = find_python(version)
-    if python is None:
-        pytest.skip(f'no Python {version} on this machine')
+    python = require_python(version)
     argv = sampler_argv(python, host_bin, roots, command='run', interval='0.1', max_seconds='0.25')
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from oldpython import find_python
+from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
@@ -816,9 +816,7 @@ print(json.dumps({"steps": steps, "marked": gs.mark_down("server a:1;", "a:1")})
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_standalone_copy_on_old_python(tmp_path, fake_instance, version):
     """The host copy, beside the ledger's, run by the host's Python (3.8 is ansible-core 2.19's oldest target)."""
-    python = find_python(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
+    python = require_python(version)
     folder = tmp_path / "state" / "bin"
     folder.mkdir(parents=True)
     shutil.copy(LEDGER, folder / "inferlab_ledger.py")
@@ -959,9 +957,7 @@ def test_standalone_undo_of_an_interrupted_swap(gateway, version):
     upstream file: the config is the new one and the upstream file still marks litellm-a down. The ledger script,
     run alone on the host (beside inferlab_gateway_swap.py, as the restore runs it), puts both files back byte for
     byte, reloads the front, and restarts litellm-a only."""
-    python = sys.executable if version == "current" else find_python(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
+    python = sys.executable if version == "current" else require_python(version)
     original = gateway.write_config()
     first = gateway.add_instance("litellm-a")
     gateway.add_instance("litellm-b")

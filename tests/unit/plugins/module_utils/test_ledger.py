@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oldpython import find_python
+from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 
@@ -572,9 +572,7 @@ def test_script_reports_a_crash_with_its_own_exit_code(monkeypatch, capsys, ledg
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
     """The host copy is the file alone, run by whatever Python the host has (3.8 is ansible-core 2.19's oldest)."""
-    python = find_python(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
+    python = require_python(version)
     alone = tmp_path / "bin" / "inferlab_ledger.py"
     alone.parent.mkdir()
     shutil.copy(SCRIPT, alone)

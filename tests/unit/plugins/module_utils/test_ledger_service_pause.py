@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oldpython import find_python
+from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 
@@ -251,9 +251,7 @@ def test_undo_through_the_script_outlives_it(replicas, ledger_dir):
 
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_the_script_alone_on_old_python_starts_the_service_again(replicas, tmp_path, ledger_dir, version):
-    python = find_python(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
+    python = require_python(version)
     alone = tmp_path / "bin" / "inferlab_ledger.py"
     alone.parent.mkdir()
     shutil.copy(SCRIPT, alone)

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from oldpython import find_python
+from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _sglang_launch as launch
 from ansible_collections.inferlab.distributed.plugins.module_utils._sglang_launch import (
@@ -492,9 +492,7 @@ def test_module_imports_nothing_but_the_standard_library():
 @pytest.mark.parametrize("version", ["3.8"])
 def test_runs_alone_on_old_python(tmp_path, version):
     """module_utils run on managed hosts: the file alone, on ansible-core 2.19's oldest target Python."""
-    python = find_python(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
+    python = require_python(version)
     script = (f"import json, sys; sys.path.insert(0, {str(MODULE.parent)!r}); import _sglang_launch as m; "
               "case = json.load(sys.stdin); "
               "print(json.dumps([m.launch_argv(case['spec']), m.launch_environment(case['spec']), "

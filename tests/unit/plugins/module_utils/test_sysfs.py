@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 
 import pytest
 
@@ -48,12 +49,37 @@ def test_read_file_unreadable_raises_naming_path(root):
         read_file(str(path))  # a directory: IsADirectoryError
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason='root reads files whatever their mode')
-def test_read_file_permission_denied(root):
-    path = root / 'a' / 'value'
+def test_read_file_permission_denied(tmp_path):
+    """Root reads files whatever their mode, so as root (CI) the read runs in a child that drops to nobody."""
+    folder = tmp_path / 'world'
+    folder.mkdir()
+    path = folder / 'value'
+    path.write_text('1\n')
     path.chmod(0)
-    with pytest.raises(SysfsReadError, match='Permission denied'):
-        read_file(str(path))
+    if os.geteuid() != 0:
+        with pytest.raises(SysfsReadError, match='Permission denied'):
+            read_file(str(path))
+        return
+    # the child must reach the file: every directory above it searchable by others
+    for parent in [folder, *folder.parents]:
+        if not parent.stat().st_mode & 0o001:
+            parent.chmod(parent.stat().st_mode | 0o001)
+    nobody = pwd.getpwnam('nobody')
+    pid = os.fork()
+    if pid == 0:  # the child: drop to nobody, read, report through the exit status only
+        status = 3
+        try:
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            read_file(str(path))
+            status = 1
+        except SysfsReadError as err:
+            status = 0 if 'Permission denied' in str(err) and str(path) in str(err) else 2
+        finally:
+            os._exit(status)
+    _, wait_status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(wait_status) == 0, 'as nobody: 1 = read anyway, 2 = another error, 3 = no drop'
 
 
 @pytest.mark.parametrize('text, base, expected', [
