@@ -97,15 +97,8 @@ nvml:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _nvml  # noqa: E402
-from ansible_collections.inferlab.distributed.plugins.module_utils._counters import (  # noqa: E402
-    MissingInterfaceError,
-)
-from ansible_collections.inferlab.distributed.plugins.module_utils._counters import (
-    collect as collect_counters,
-)
+from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _nvml, _tbnet  # noqa: E402
 from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import SysfsError  # noqa: E402
-from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet import collect as collect_tbnet  # noqa: E402
 
 
 def main():
@@ -122,10 +115,10 @@ def main():
     )
     params = module.params
     try:
-        counters, missing = collect_counters(list(dict.fromkeys(params['interfaces'])),
-                                             sysfs_root=params['sysfs_root'], procfs_root=params['procfs_root'],
-                                             fail_on_missing=params['fail_on_missing'])
-        tbnet = collect_tbnet(sysfs_root=params['tbnet_sysfs_root'], procfs_root=params['procfs_root'])
+        counters, missing = _counters.collect(list(dict.fromkeys(params['interfaces'])),
+                                              sysfs_root=params['sysfs_root'], procfs_root=params['procfs_root'],
+                                              fail_on_missing=params['fail_on_missing'])
+        tbnet = _tbnet.collect(sysfs_root=params['tbnet_sysfs_root'], procfs_root=params['procfs_root'])
         if params['nvml_snapshot']:
             nvml = _nvml.load_snapshot(params['nvml_snapshot'])
         else:
@@ -135,7 +128,7 @@ def main():
                 module.fail_json(msg=missing_required_lib('nvidia-ml-py', reason='to read GPU facts from NVML'),
                                  exception=str(err))
             nvml = _nvml.collect(pynvml, procfs_root=params['procfs_root'])
-    except MissingInterfaceError as err:
+    except _counters.MissingInterfaceError as err:
         module.fail_json(msg=str(err), missing=err.missing, present=err.present)
     except (SysfsError, _nvml.NvmlError) as err:
         module.fail_json(msg=str(err))
