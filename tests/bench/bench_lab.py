@@ -1,4 +1,4 @@
-"""Benchmark the embedded lab as a user runs it, for the README's Performance section.
+"""Benchmark the embedded lab as a user runs it, for docs/PERFORMANCE.md.
 
 Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) and the machine they were taken on.
 - `lab` (default): `inferlab lab up` from nothing, `inferlab run verify`, `lab down`; it leaves the demo lab as it
@@ -195,7 +195,15 @@ def experiment_figures(run_dir: Path, wall_s: float) -> dict[str, float]:
             "restore stage (undo, verify, router)": iso_seconds(journal["restore"]["finished"])
             - iso_seconds(journal["restore"]["started"]),
             "share in workload windows (%)": round(100 * windows / wall_s, 1),
-            "share in the link test's measurement windows (%)": round(100 * link_windows / wall_s, 1)}
+            "share in the link test's measurement windows (%)": round(100 * link_windows / wall_s, 1),
+            "Ansible tasks (job events)": ansible_tasks(run_dir)}
+
+
+def ansible_tasks(run_dir: Path) -> int:
+    """Tasks started, as ansible-runner's job events count them (playbook_on_task_start), over every playbook the
+    run ran (the experiment, and a restore after a cancel)."""
+    return sum(1 for path in run_dir.glob("artifacts/*/job_events/*.json")
+               if json.loads(path.read_text()).get("event") == "playbook_on_task_start")
 
 
 def bench_experiment(runs_wanted: int) -> dict[str, list[float]]:

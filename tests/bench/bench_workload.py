@@ -1,4 +1,4 @@
-"""Benchmark the llm_workload client against the lab server, for the README's Performance section.
+"""Benchmark the llm_workload client against the lab server, for docs/PERFORMANCE.md.
 
 Not a test: it prints figures (median, min, max of N runs) and the machine they were taken on. It starts
 ``python -m inferlab.labserver`` (``--lab-step-time 0``: no decode delay, so the client is the bottleneck) on
