@@ -11,9 +11,9 @@ module: fragment
 short_description: Write one JSON fragment into the run directory on the controller
 version_added: 0.2.0
 description:
-  - Writes C(<inferlab_run_dir>/<dir>/<name>.json) on the controller: the evidence of one step of a run, which
+  - Writes C(<inferlab_run_dir>/<dir>/<name>.json) on the controller, the evidence of one step of a run, which
     C(inferlab report) assembles into the record.
-  - An action plugin: the write happens in the controller's Ansible process and never reaches the host, whatever
+  - An action plugin. The write happens in the controller's Ansible process and never reaches the host, whatever
     host the task runs for.
   - The JSON is written as C(to_nice_json) writes it (indent 4, keys sorted), atomically (a temporary file beside
     it, then a rename), mode C(0644).
@@ -27,8 +27,8 @@ attributes:
     support: full
   check_mode:
     support: full
-    details: Controller-side evidence, not a host change; written in check mode too, and never reported as changed,
-      so that idempotence checks stay meaningful.
+    details: Controller-side evidence, not a host change. It is written in check mode too, and never reported as
+      changed, so that idempotence checks stay meaningful.
   diff_mode:
     support: none
   platform:

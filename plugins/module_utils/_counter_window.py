@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One edge of a counter window on a host: the snapshot, and the sampler started or stopped through the ledger.
+
+The counter_window module's work, here so that it can be tested without Ansible. The sampler is a temporary
+change: recorded (pending) before it starts, marked applied with its pid and start time, and stopped only through
+the ledger (an undo by PID), exactly as the restore would stop it after a dead run."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import subprocess
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _ledger, _nvml, _tbnet
+
+OPEN_STATES = ('pending', 'applied', 'undo_failed')
+
+
+class WindowError(Exception):
+    """An edge of the window that could not be taken; the message says where and why."""
+
+
+def snapshot(interfaces, fail_on_missing=True, sysfs_root='/sys', tbnet_sysfs_root='/sys', procfs_root='/proc',
+             nvml_snapshot=None, import_pynvml=_nvml.import_pynvml):
+    """The counters first (what the window measures), then the Thunderbolt link and the GPUs."""
+    counters, missing = _counters.collect(list(dict.fromkeys(interfaces)), sysfs_root=sysfs_root,
+                                          procfs_root=procfs_root, fail_on_missing=fail_on_missing)
+    tbnet = _tbnet.collect(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root)
+    if nvml_snapshot:
+        nvml = _nvml.load_snapshot(nvml_snapshot)
+    else:
+        try:
+            pynvml = import_pynvml()
+        except ImportError as err:
+            raise WindowError('reading the GPUs needs nvidia-ml-py (pynvml) and the NVIDIA driver, or a recorded '
+                              'snapshot (inferlab_nvml_snapshot): %s' % err) from err
+        nvml = _nvml.collect(pynvml, procfs_root=procfs_root)
+    return {'counters': counters, 'missing': missing, 'tbnet': tbnet, 'nvml': nvml}
+
+
+def open_samplers(ledger_dir, host, pidfile):
+    """Ids of this window's sampler entries still open (a pidfile names one window of one run)."""
+    return [e['id'] for e in _ledger.status(ledger_dir, host)['entries']
+            if e['kind'] == 'sampler' and e['state'] in OPEN_STATES and e['params'].get('pidfile') == pidfile]
+
+
+def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subprocess.run):
+    """Record the sampler, start it, mark it applied; returns ``{entry_id, pid}``.
+
+    Refuses a window whose sampler is still open. If the start fails after the record, the entry is undone (which
+    stops a sampler that did start) before the error is raised, so nothing runs that the ledger does not hold."""
+    running = open_samplers(ledger_dir, host, pidfile)
+    if running:
+        raise WindowError('window %s of run %s is already open on %s: ledger entr%s %s hold%s its sampler (%s). '
+                          'Close it first (inferlab.distributed.counters, tasks_from: close), or give this window '
+                          'another counters_window name.'
+                          % (window, run_id, host, 'y' if len(running) == 1 else 'ies', ', '.join(running),
+                             's' if len(running) == 1 else '', pidfile))
+    entry = _ledger.record(ledger_dir, host, 'sampler', {'pidfile': pidfile, 'cmdline': list(argv)}, run_id=run_id)
+    try:
+        out = run(list(argv), capture_output=True, text=True, check=False, timeout=60)
+        try:
+            started = json.loads(out.stdout)
+        except ValueError:
+            started = {}
+        if out.returncode != 0 or not isinstance(started, dict) or 'pid' not in started:
+            raise WindowError('the sampler did not start (exit %s): %s' % (
+                out.returncode, (started.get('msg') if isinstance(started, dict) else None)
+                or (out.stderr or out.stdout).strip()[-400:]))
+        _ledger.mark(ledger_dir, host, entry['id'], 'applied',
+                     params={'pid': started['pid'], 'start_time': started['start_time']}, run_id=run_id)
+    except BaseException as err:
+        result = _ledger.undo(ledger_dir, host, ids=[entry['id']], run_id=run_id)
+        stopped = ('its sampler was stopped through the ledger' if not result['failed']
+                   else 'stopping its sampler through the ledger FAILED: %s' % result['message'])
+        raise WindowError('%s (%s)' % (err, stopped)) from err
+    return {'entry_id': entry['id'], 'pid': started['pid']}
+
+
+def stop_samplers(ledger_dir, host, run_id, pidfile, procfs_root='/proc'):
+    """Stop by PID, through the ledger, every open sampler entry of this window; returns ``(ids, undo result)``."""
+    ids = open_samplers(ledger_dir, host, pidfile)
+    if not ids:
+        return ids, None
+    return ids, _ledger.undo(ledger_dir, host, ids=ids, run_id=run_id,
+                             ctx=_ledger.UndoContext(procfs_root=procfs_root))
