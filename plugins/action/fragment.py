@@ -29,11 +29,11 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec={
+        args = self.validate_argument_spec(argument_spec={
             "dir": {"type": "str", "required": True},
             "name": {"type": "str"},
             "content": {"type": "dict", "required": True},
-        })
+        })[1]
         name = args["name"] if args["name"] else task_vars.get("inventory_hostname")
         try:
             path = write_fragment(plain(task_vars.get("inferlab_run_dir") or ""), args["dir"], plain(name),

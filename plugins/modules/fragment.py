@@ -25,6 +25,7 @@ extends_documentation_fragment:
 attributes:
   action:
     support: full
+    description: The write runs in the action plugin, on the controller.
   check_mode:
     support: full
     details: Controller-side evidence, not a host change. It is written in check mode too, and never reported as

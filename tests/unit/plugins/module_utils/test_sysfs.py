@@ -78,7 +78,7 @@ def test_read_file_permission_denied(tmp_path):
             status = 0 if 'Permission denied' in str(err) and str(path) in str(err) else 2
         finally:
             os._exit(status)
-    _, wait_status = os.waitpid(pid, 0)
+    wait_status = os.waitpid(pid, 0)[1]
     assert os.waitstatus_to_exitcode(wait_status) == 0, 'as nobody: 1 = read anyway, 2 = another error, 3 = no drop'
 
 
