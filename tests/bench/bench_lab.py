@@ -196,7 +196,25 @@ def experiment_figures(run_dir: Path, wall_s: float) -> dict[str, float]:
             - iso_seconds(journal["restore"]["started"]),
             "share in workload windows (%)": round(100 * windows / wall_s, 1),
             "share in the link test's measurement windows (%)": round(100 * link_windows / wall_s, 1),
+            "share inside counter windows (%)": round(100 * counter_window_seconds(run_dir) / wall_s, 1),
             "Ansible tasks (job events)": ansible_tasks(run_dir)}
+
+
+def counter_window_seconds(run_dir: Path) -> float:
+    """Seconds of the run inside at least one counter window, each window from its first opening to its last
+    closing over the hosts (windows/<window>/open|close/<host>.json), overlapping windows counted once."""
+    spans = []
+    for window in (run_dir / "windows").glob("*/"):
+        opened = [json.loads(p.read_text())["opened_at"] for p in (window / "open").glob("*.json")]
+        closed = [json.loads(p.read_text())["closed_at"] for p in (window / "close").glob("*.json")]
+        if opened and closed:
+            spans.append((min(map(iso_seconds, opened)), max(map(iso_seconds, closed))))
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(spans):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
 
 
 def ansible_tasks(run_dir: Path) -> int:
@@ -305,7 +323,7 @@ def main() -> int:
     print("| what | median | min | max | runs |")
     print("| --- | --- | --- | --- | --- |")
     for name, result in figures["results"].items():
-        unit = "" if any(word in name for word in ("%", "tok/s", "segments", "probes")) else " s"
+        unit = "" if any(word in name for word in ("%", "tok/s", "segments", "probes", "tasks")) else " s"
         print(f"| {name} | {result['median_s']}{unit} | {result['min_s']}{unit} | {result['max_s']}{unit} "
               f"| {result['runs']} |")
     if args.json:
