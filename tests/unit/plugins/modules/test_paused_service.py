@@ -354,11 +354,15 @@ def procfs_tree(root, pid, start_time=5000, btime=None, stat="ok", cmdline=b"/us
                           "was paused"),
     (dict(stat="{pid} (server"), "cannot read {root}/{pid}/stat: ValueError: "),
     (dict(stat=""), "cannot read {root}/{pid}/stat: ValueError: "),
-    (dict(start_time=100 * os.sysconf("SC_CLK_TCK"), btime=int(time.time())),
+    # btime "now" is read when the test runs, not when it is collected: a slow suite reached this case more than
+    # 100 s after collection, when a start 100 s after that boot was no longer after the pidfile
+    (dict(start_time=100 * os.sysconf("SC_CLK_TCK"), btime="now"),
      "service original-a is not running (pidfile {pidfile}: pid {pid} belongs to a process started after the "
      "pidfile was written, so the service died and its pid was reused): nothing to pause"),
 ])
 def test_unreadable_or_malformed_proc_files(service, sleeper, tmp_path, tree, message):
+    if tree.get("btime") == "now":
+        tree = dict(tree, btime=int(time.time()))
     root = procfs_tree(tmp_path / "proc", sleeper.pid, **{k: v.replace("{pid}", str(sleeper.pid))
                                                           if isinstance(v, str) else v for k, v in tree.items()})
     service.pidfile.write_text(f"{sleeper.pid}\n")
