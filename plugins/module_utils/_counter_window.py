@@ -74,11 +74,17 @@ def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subproces
         _ledger.mark(ledger_dir, host, entry['id'], 'applied',
                      params={'pid': started['pid'], 'start_time': started['start_time']}, run_id=run_id)
     except BaseException as err:
-        result = _ledger.undo(ledger_dir, host, ids=[entry['id']], run_id=run_id)
-        stopped = ('its sampler was stopped through the ledger' if not result['failed']
-                   else 'stopping its sampler through the ledger FAILED: %s' % result['message'])
-        raise WindowError('%s (%s)' % (err, stopped)) from err
+        raise WindowError('%s (%s)' % (err, stop_sampler(ledger_dir, host, run_id, entry['id']))) from err
     return {'entry_id': entry['id'], 'pid': started['pid']}
+
+
+def stop_sampler(ledger_dir, host, run_id, entry_id, procfs_root='/proc'):
+    """Undo one sampler entry (stop it by PID) after a failed opening; returns what happened, for the message."""
+    result = _ledger.undo(ledger_dir, host, ids=[entry_id], run_id=run_id,
+                          ctx=_ledger.UndoContext(procfs_root=procfs_root))
+    if result['failed']:
+        return 'stopping its sampler through the ledger FAILED: %s' % result['message']
+    return 'its sampler was stopped through the ledger'
 
 
 def stop_samplers(ledger_dir, host, run_id, pidfile, procfs_root='/proc'):

@@ -184,11 +184,8 @@ def open_window(module):
     except SNAPSHOT_ERRORS as err:
         stopped = ''
         if sampler['entry_id']:
-            result = _ledger.undo(params['ledger_dir'], params['host'], ids=[sampler['entry_id']],
-                                  run_id=params['run_id'],
-                                  ctx=_ledger.UndoContext(procfs_root=params['procfs_root']))
-            stopped = (' (its sampler was stopped through the ledger)' if not result['failed']
-                       else ' (stopping its sampler through the ledger FAILED: %s)' % result['message'])
+            stopped = ' (%s)' % _counter_window.stop_sampler(params['ledger_dir'], params['host'], params['run_id'],
+                                                              sampler['entry_id'], procfs_root=params['procfs_root'])
         extra = {'missing': err.missing, 'present': err.present} \
             if isinstance(err, _counters.MissingInterfaceError) else {}
         module.fail_json(msg='%s failed at the opening snapshot: %s%s' % (where, err, stopped), **extra)

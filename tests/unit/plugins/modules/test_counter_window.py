@@ -144,3 +144,12 @@ def test_check_mode_starts_and_stops_nothing(state, tbnet_root, tmp_path):
     assert result["sampler"] == {"entry_id": None, "pid": None} and result["changed"] is False
     assert not (state / "ledger").exists()
     assert json.dumps(result["counters"])  # the snapshot is still taken
+
+
+def test_a_sampler_start_that_prints_no_pid_is_undone(state, tbnet_root):
+    bad = args(state, tbnet_root, "open", sampler_argv=[sys.executable, "-c", "print('started, trust me')"])
+    failed, result = run_module(counter_window.main, bad)
+    assert failed
+    assert "the sampler did not start (exit 0): started, trust me" in result["msg"]
+    assert result["msg"].endswith("(its sampler was stopped through the ledger)")
+    assert open_entries(state) == []
