@@ -76,7 +76,8 @@ unit: bootstrap
 	$(BIN)/pytest -q tests/unit
 
 # SGLang's own argument parser checks the argv that roles/sglang_tp builds, in a venv of its own (sglang --no-deps,
-# the CPU torch wheel found on disk; without that wheel the test skips and says why: tests/contract/README.md).
+# the CPU torch wheel found on disk; without that wheel the test skips and says why, and fails under CI=true:
+# tests/contract/README.md).
 CONTRACT_VENV := .cache/sglang-contract-venv
 contract: bootstrap
 	bash tests/contract/setup_venv.sh $(CONTRACT_VENV)
