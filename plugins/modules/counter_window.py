@@ -184,8 +184,9 @@ def open_window(module):
     except SNAPSHOT_ERRORS as err:
         stopped = ''
         if sampler['entry_id']:
-            stopped = ' (%s)' % _counter_window.stop_sampler(params['ledger_dir'], params['host'], params['run_id'],
-                                                              sampler['entry_id'], procfs_root=params['procfs_root'])
+            what = _counter_window.stop_sampler(params['ledger_dir'], params['host'], params['run_id'],
+                                                sampler['entry_id'], procfs_root=params['procfs_root'])
+            stopped = ' (%s)' % what
         extra = {'missing': err.missing, 'present': err.present} \
             if isinstance(err, _counters.MissingInterfaceError) else {}
         module.fail_json(msg='%s failed at the opening snapshot: %s%s' % (where, err, stopped), **extra)
