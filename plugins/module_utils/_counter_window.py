@@ -17,8 +17,6 @@ import subprocess
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _ledger, _nvml, _tbnet
 
-OPEN_STATES = ('pending', 'applied', 'undo_failed')
-
 
 class WindowError(Exception):
     """An edge of the window that could not be taken; the message says where and why."""
@@ -45,7 +43,7 @@ def snapshot(interfaces, fail_on_missing=True, sysfs_root='/sys', tbnet_sysfs_ro
 def open_samplers(ledger_dir, host, pidfile):
     """Ids of this window's sampler entries still open (a pidfile names one window of one run)."""
     return [e['id'] for e in _ledger.status(ledger_dir, host)['entries']
-            if e['kind'] == 'sampler' and e['state'] in OPEN_STATES and e['params'].get('pidfile') == pidfile]
+            if e['kind'] == 'sampler' and e['state'] in _ledger.OPEN_STATES and e['params'].get('pidfile') == pidfile]
 
 
 def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subprocess.run):

@@ -1,8 +1,11 @@
 """Find an older CPython to prove that host-side scripts (the ledger, the sampler) run on a host's own Python."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 
 def find_python(version):
@@ -25,10 +28,6 @@ def require_python(version):
 
     Missing, the test skips on a developer's machine and fails under CI (CI=true): CI's image has 3.8 and 3.9 (the
     oldest Pythons the host-side scripts support), and a gate must not turn green by skipping."""
-    import os
-
-    import pytest
-
     python = find_python(version)
     if python is None:
         message = f"no Python {version} on this machine (the PATH, /usr/bin, ~/.pyenv/versions)"
