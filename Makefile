@@ -88,7 +88,9 @@ sanity: bootstrap
 
 # Every scenario, one after the other, each timed. The scenarios on the embedded lab share one lab
 # (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and create, which
-# prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU guest.
+# prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU guest. Their
+# playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore play names
+# ansible-core's linear itself.
 MOLECULE_SCENARIOS := default negative restore serve fallback topology link experiment interrupt kernel
 TEST_TIMES := .cache/test-times.tsv
 molecule: bootstrap
@@ -96,6 +98,8 @@ molecule: bootstrap
 	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
 	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || { cat .cache/molecule-lab-down.log; exit 1; }
 	export INFERLAB_MOLECULE_SHARED_LAB=1
+	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
+	export $$strategy_env
 	for scenario in $(MOLECULE_SCENARIOS); do
 	  start=$$(date +%s)
 	  if $(BIN)/molecule test -s $$scenario; then result=passed; else result=FAILED; fi

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferlab import exit_codes, paths, plots, record, report, runner
+from inferlab import exit_codes, paths, plots, record, report, runner, strategy
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,7 @@ def restore_after_cancel(
         quiet=quiet,
         ident="restore",
         cancel_callback=lambda: False,
+        strategy_name=strategy.RESTORE,
     )
     return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
 
@@ -175,6 +176,7 @@ def run(
     check: bool = False,
     quiet: bool = True,
     restore_playbook: str | Path | None = "restore",
+    strategy_name: str | None = None,
 ) -> RunResult:
     """Run `playbook` (a path, or a name under playbooks/) against `inventory` (None: the lab's) in `run_dir`
     (default `runs/<UTC stamp>-<playbook stem>/`), then write record.json, report.md and plots there.
@@ -182,16 +184,25 @@ def run(
     `cancel_callback` is polled while the playbook runs; when it returns True, ansible-runner stops the playbook and
     the result's status is `canceled`. Then restore.yml runs in the same run directory (`result.restore`), and the
     rc is 11 when it verified every host, else 12 (`restore_playbook=None`: no restore, for playbooks that change
-    nothing). Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout
+    nothing). `strategy_name` is the Ansible strategy (inferlab.strategy; None: $INFERLAB_STRATEGY or the default);
+    a restore playbook, and the restore after a cancel, always run on `linear`. Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout
     (it is in `artifacts/ansible/stdout` either way). Raises FileNotFoundError for a missing playbook or inventory.
     """
     playbook_path = runner.resolve_playbook(str(playbook))
     inventory_path = resolve_inventory(inventory)
     target = Path(run_dir).resolve() if run_dir else runner.new_run_dir(playbook_path)
     extravars = dict(extravars or {})
+    chosen = strategy.RESTORE if playbook_path.stem == "restore" else strategy.chosen(strategy_name)
     with _SignalHandlersKept():
         outcome = runner.run_playbook(
-            playbook_path, inventory_path, target, extravars, quiet=quiet, check=check, cancel_callback=cancel_callback
+            playbook_path,
+            inventory_path,
+            target,
+            extravars,
+            quiet=quiet,
+            check=check,
+            cancel_callback=cancel_callback,
+            strategy_name=chosen,
         )
         # The restore is not canceled by the signal that canceled the run: its callback never cancels.
         restore = (

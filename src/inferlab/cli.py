@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import api, compare, exit_codes, paths, record, report, runner, runs
+from inferlab import api, compare, exit_codes, paths, record, report, runner, runs, strategy
 
 
 class UsageError(Exception):
@@ -54,11 +54,13 @@ def read_vars_file(path: Path) -> dict:
     return data
 
 
-def run_and_record(playbook: Path, inventory: Path, run_dir: Path, extravars: dict, check: bool = False) -> int:
+def run_and_record(
+    playbook: Path, inventory: Path, run_dir: Path, extravars: dict, check: bool = False, strategy_name: str | None = None
+) -> int:
     """`inferlab run`: api.run with ansible's output on the terminal and a summary on stderr; the run directory is
     the only line on stdout."""
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
-    result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=False)
+    result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=False, strategy_name=strategy_name)
     for line in report.summary(result.record) if result.record else []:
         print(f"inferlab: {line}", file=sys.stderr)
     if result.record_error:
@@ -85,8 +87,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     extravars = parse_extravars(args.extravars)
     inventory = resolve_inventory(args.inventory)
+    try:
+        strategy.ansible_env(strategy.chosen(args.strategy))  # a bad $INFERLAB_STRATEGY or no Mitogen: no run dir
+    except strategy.StrategyError as exc:
+        raise UsageError(str(exc)) from None
     run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook)
-    return run_and_record(playbook, inventory, run_dir, extravars, check=args.check)
+    return run_and_record(playbook, inventory, run_dir, extravars, check=args.check, strategy_name=args.strategy)
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
@@ -169,6 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-e", "--extra-var", dest="extravars", action="append", default=[], metavar="KEY=VALUE|@FILE")
     run.add_argument("--run-dir", help="run directory (default runs/<UTC stamp>-<playbook>/)")
     run.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
+    run.add_argument(
+        "--strategy",
+        choices=strategy.STRATEGIES,
+        help=f"Ansible strategy (default ${strategy.ENV_VAR} or {strategy.DEFAULT}); a restore always runs on "
+        f"{strategy.RESTORE}",
+    )
     run.set_defaults(func=cmd_run)
 
     lab = sub.add_parser("lab", help="the embedded two-host lab")

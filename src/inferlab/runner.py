@@ -12,7 +12,7 @@ from pathlib import Path
 
 import ansible_runner
 
-from inferlab import exit_codes, paths
+from inferlab import exit_codes, paths, strategy
 
 
 @dataclass
@@ -25,6 +25,7 @@ class RunOutcome:
     stats: dict = field(default_factory=dict)
     started: str = ""
     finished: str = ""
+    strategy: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -72,12 +73,14 @@ def run_playbook(
     check: bool = False,
     cancel_callback: Callable[[], bool] | None = None,
     ident: str = "ansible",
+    strategy_name: str = strategy.RESTORE,
 ) -> RunOutcome:
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`.
 
     `cancel_callback` is ansible-runner's: polled while the playbook runs, True cancels it (status `canceled`).
     Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread. `ident` names the
     artifacts directory (`artifacts/<ident>/`): the restore that follows a canceled run keeps its own.
+    `strategy_name` is the Ansible strategy (inferlab.strategy); run.json says which one ran.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     started = utc_iso()
@@ -88,7 +91,11 @@ def run_playbook(
         "ANSIBLE_NOCOLOR": "0" if sys.stdout.isatty() else "1",
         # ansible-playbook lives beside this interpreter (the venv), which need not be on the caller's PATH.
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        **strategy.ansible_env(strategy_name),
     }
+    # ansible-runner writes env/envvars on a directory's first run and, on a later run in the same directory (the
+    # restore after a cancel), lets that file override the environment passed here: the restore's strategy included.
+    (run_dir / "env" / "envvars").unlink(missing_ok=True)
     result = ansible_runner.run(
         private_data_dir=str(run_dir),
         playbook=str(playbook),
@@ -110,6 +117,7 @@ def run_playbook(
         stats=result.stats or {},
         started=started,
         finished=utc_iso(),
+        strategy=strategy_name,
     )
     if ident == "ansible":
         (run_dir / "run.json").write_text(json.dumps(outcome_summary(outcome), indent=2) + "\n")
@@ -125,6 +133,7 @@ def outcome_summary(outcome: RunOutcome) -> dict:
         "stats": outcome.stats,
         "started": outcome.started,
         "finished": outcome.finished,
+        "strategy": outcome.strategy,
     }
 
 

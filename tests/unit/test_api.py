@@ -22,9 +22,9 @@ PLAYBOOK = """\
         mode: "0755"
       changed_when: false
 
-    - name: Write a fragment
+    - name: Write a fragment, with the strategy ansible-playbook was given
       ansible.builtin.copy:
-        content: '{"answer": 42}'
+        content: '{"answer": 42, "strategy": "{{ lookup("ansible.builtin.env", "ANSIBLE_STRATEGY") }}"}'
         dest: "{{ inferlab_run_dir }}/fragments/demo/local.json"
         mode: "0644"
       changed_when: false
@@ -62,7 +62,8 @@ def test_success_returns_status_rc_run_dir_and_record(project, tmp_path):
     assert result.succeeded and not result.canceled
     assert result.run_dir == (tmp_path / "run").resolve()
     assert result.record_error is None
-    assert result.record["stages"]["demo"]["local"] == {"answer": 42}
+    assert result.record["stages"]["demo"]["local"] == {"answer": 42, "strategy": "mitogen_linear"}
+    assert json.loads((result.run_dir / "run.json").read_text())["strategy"] == "mitogen"
     assert result.record["run"]["exit_code"] == 0
     assert result.record["run"]["stats"]["changed"] == {"local": 1}
     assert json.loads((result.run_dir / "record.json").read_text()) == result.record
@@ -115,7 +116,8 @@ RESTORE = """\
       ansible.builtin.copy:
         content: >-
           {{ {'host': 'local', 'time': '2026-11-30T00:00:00Z', 'verified': true, 'undo': {},
-              'differences': [], 'known_good': restore_known_good_dir} | to_json }}
+              'differences': [], 'known_good': restore_known_good_dir,
+              'strategy': lookup('ansible.builtin.env', 'ANSIBLE_STRATEGY')} | to_json }}
         dest: "{{ inferlab_run_dir }}/fragments/restore/local.json"
         mode: "0644"
 """
@@ -133,6 +135,9 @@ def test_a_canceled_run_is_restored_before_run_returns(project, tmp_path):
     assert result.rc == exit_codes.EXPERIMENT_FAILED_RESTORED
     assert (run_dir / "artifacts" / "restore" / "status").read_text() == "successful"
     assert result.record["restore"]["local"]["known_good"] == str(run_dir / "known_good")
+    # the run was on Mitogen, the restore after it on ansible-core's own strategy
+    assert result.record["stages"]["demo"]["local"]["strategy"] == "mitogen_linear"
+    assert result.record["restore"]["local"]["strategy"] == "linear"
     assert json.loads((run_dir / "run.json").read_text())["status"] == "canceled"
 
 

@@ -1,0 +1,59 @@
+"""inferlab.strategy: which Ansible strategy a run uses, the environment that selects it, and its refusals."""
+
+import pytest
+
+from inferlab import cli, exit_codes, strategy
+
+
+def test_the_default_is_mitogen_and_the_environment_or_the_option_overrides_it(monkeypatch):
+    monkeypatch.delenv(strategy.ENV_VAR, raising=False)
+    assert strategy.chosen() == "mitogen"
+    monkeypatch.setenv(strategy.ENV_VAR, "linear")
+    assert strategy.chosen() == "linear"
+    assert strategy.chosen("mitogen") == "mitogen"
+
+
+def test_mitogen_names_its_strategy_plugin_directory():
+    env = strategy.ansible_env("mitogen")
+    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    assert (strategy.mitogen_strategy_dir() / "mitogen_linear.py").is_file()
+    assert env["ANSIBLE_STRATEGY_PLUGINS"] == str(strategy.mitogen_strategy_dir())
+
+
+def test_linear_overrides_a_callers_mitogen():
+    assert strategy.ansible_env("linear") == {"ANSIBLE_STRATEGY": "linear"}
+
+
+@pytest.mark.parametrize(
+    ("value", "env", "message"),
+    [
+        ("fast", None, "--strategy: expected one of mitogen, linear, found 'fast'"),
+        (None, "free", "INFERLAB_STRATEGY: expected one of mitogen, linear, found 'free'"),
+    ],
+)
+def test_an_unknown_strategy_is_refused_with_where_it_came_from(value, env, message, monkeypatch):
+    monkeypatch.setenv(strategy.ENV_VAR, env or "")
+    with pytest.raises(strategy.StrategyError, match=message):
+        strategy.chosen(value)
+
+
+def test_mitogen_missing_says_what_to_install_or_set(monkeypatch):
+    monkeypatch.setattr(strategy.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(strategy.StrategyError, match="ansible_mitogen package is not installed.*INFERLAB_STRATEGY=linear"):
+        strategy.ansible_env("mitogen")
+
+
+def test_inferlab_run_refuses_a_bad_strategy_before_it_makes_a_run_directory(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cli.runner, "run_playbook", lambda *a, **k: pytest.fail("must not run anything"))
+    monkeypatch.setattr(cli.runner, "new_run_dir", lambda *a: pytest.fail("must not make a run directory"))
+    monkeypatch.setenv(strategy.ENV_VAR, "turbo")
+    assert cli.main(["run", "verify"]) == exit_codes.USAGE
+    assert "INFERLAB_STRATEGY: expected one of mitogen, linear, found 'turbo'" in capsys.readouterr().err
+
+
+def test_the_module_prints_the_environment_for_a_makefile(monkeypatch, capsys):
+    monkeypatch.delenv(strategy.ENV_VAR, raising=False)
+    assert strategy.main([]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{k}={v}" for k, v in strategy.ansible_env("mitogen").items()]
+    assert strategy.main(["sideways"]) == 2
+    assert "expected one of mitogen, linear, found 'sideways'" in capsys.readouterr().err
