@@ -184,9 +184,11 @@ def run(
     `cancel_callback` is polled while the playbook runs; when it returns True, ansible-runner stops the playbook and
     the result's status is `canceled`. Then restore.yml runs in the same run directory (`result.restore`), and the
     rc is 11 when it verified every host, else 12 (`restore_playbook=None`: no restore, for playbooks that change
-    nothing). `strategy_name` is the Ansible strategy (inferlab.strategy; None: $INFERLAB_STRATEGY or the default);
-    a restore playbook, and the restore after a cancel, always run on `linear`. Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout
-    (it is in `artifacts/ansible/stdout` either way). Raises FileNotFoundError for a missing playbook or inventory.
+    nothing). Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout (it is in
+    `artifacts/ansible/stdout` either way). `strategy_name` is the Ansible strategy (inferlab.strategy; None:
+    $INFERLAB_STRATEGY or the default); a restore playbook, and the restore after a cancel, always run on `linear`.
+    Raises FileNotFoundError for a missing playbook or inventory, inferlab.strategy.StrategyError for an unknown
+    strategy.
     """
     playbook_path = runner.resolve_playbook(str(playbook))
     inventory_path = resolve_inventory(inventory)

@@ -55,7 +55,12 @@ def read_vars_file(path: Path) -> dict:
 
 
 def run_and_record(
-    playbook: Path, inventory: Path, run_dir: Path, extravars: dict, check: bool = False, strategy_name: str | None = None
+    playbook: Path,
+    inventory: Path,
+    run_dir: Path,
+    extravars: dict,
+    check: bool = False,
+    strategy_name: str | None = None,
 ) -> int:
     """`inferlab run`: api.run with ansible's output on the terminal and a summary on stderr; the run directory is
     the only line on stdout."""

@@ -39,7 +39,8 @@ def test_an_unknown_strategy_is_refused_with_where_it_came_from(value, env, mess
 
 def test_mitogen_missing_says_what_to_install_or_set(monkeypatch):
     monkeypatch.setattr(strategy.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(strategy.StrategyError, match="ansible_mitogen package is not installed.*INFERLAB_STRATEGY=linear"):
+    message = "ansible_mitogen package is not installed.*INFERLAB_STRATEGY=linear"
+    with pytest.raises(strategy.StrategyError, match=message):
         strategy.ansible_env("mitogen")
 
 
