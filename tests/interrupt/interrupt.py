@@ -58,8 +58,12 @@ def sha256(path: Path) -> str:
 
 
 def ansible_env() -> dict:
+    """The environment `inferlab run` gives ansible-playbook: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False
+    when the caller has not set it (and the molecule inventory turns off the lab's pinned host keys), so Mitogen's
+    strategy would otherwise refuse the hosts here that it accepts under `inferlab run`."""
     env = dict(os.environ)
     env["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
+    env.setdefault("ANSIBLE_HOST_KEY_CHECKING", "False")
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
