@@ -5,7 +5,8 @@
 the staged experiment's plan, checked and previewed.
 
 Their DOCUMENTATION, EXAMPLES and RETURN are in the sidecar files experiment_plan_problems.yml, experiment_plan.yml,
-experiment_plan_line.yml and experiment_driver_layer_problems.yml beside this file. The logic is in plugins/plugin_utils/_experiment_plan.py.
+experiment_plan_line.yml and experiment_driver_layer_problems.yml beside this file. The logic is in
+plugins/plugin_utils/_experiment_plan.py.
 """
 
 from __future__ import absolute_import, division, print_function
