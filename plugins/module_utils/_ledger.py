@@ -350,6 +350,35 @@ def mark(ledger_dir, host, entry_id, state, params=None, run_id=None, check_mode
     return True, line, previous
 
 
+def leftovers(ledger_dir, host, procfs_root='/proc'):
+    """Processes this host's ledger closed (``undone``) that still run: the recorded pid with its recorded start
+    time, and, for an entry recorded with its process group, every live member of that group (a child that outlived
+    its leader: the group's id is not reused while the group exists). Matched by the ledger's identity only, never
+    by a command line, so a production process that the restore resumed is never one, whatever its arguments.
+    Returns ``[{id, kind, pid, cmdline, message}]``, oldest entry first."""
+    lines, _problems = read_ledger(ledger_dir, host)
+    found = []
+    for entry in current_entries(lines).values():
+        params = entry['params']
+        pid, start_time = params.get('pid'), params.get('start_time')
+        if entry['state'] != 'undone' or entry['kind'] != 'process' or not isinstance(pid, int):
+            continue
+        leader = read_proc_stat(pid, procfs_root)
+        leader_alive = leader is not None and leader['state'] not in ('Z', 'X')
+        if leader_alive and leader['start_time'] != start_time:
+            continue  # the pid belongs to another process now
+        pids = _group_members(pid, procfs_root) if params.get('process_group') else []
+        if leader_alive and pid not in pids:
+            pids.append(pid)
+        for member in sorted(pids):
+            argv = read_proc_cmdline(member, procfs_root)
+            label = _cmdline_text(argv) or _cmdline_text(params.get('cmdline')) or 'process'
+            what = 'the recorded process' if member == pid else f'a member of the recorded process group {pid}'
+            found.append({'id': entry['id'], 'kind': 'process', 'pid': member, 'cmdline': argv,
+                          'message': f'"{label}" still runs ({what}) although entry {entry["id"]} is undone'})
+    return found
+
+
 def status(ledger_dir, host):
     """The current view of a host's ledger and lock: ``{ledger, entries, open, lock, problems}``."""
     entries, problems = read_ledger(ledger_dir, host)
