@@ -350,6 +350,35 @@ def mark(ledger_dir, host, entry_id, state, params=None, run_id=None, check_mode
     return True, line, previous
 
 
+def leftovers(ledger_dir, host, procfs_root='/proc'):
+    """Processes this host's ledger closed (``undone``) that still run: the recorded pid with its recorded start
+    time, and, for an entry recorded with its process group, every live member of that group (a child that outlived
+    its leader: the group's id is not reused while the group exists). Matched by the ledger's identity only, never
+    by a command line, so a production process that the restore resumed is never one, whatever its arguments.
+    Returns ``[{id, kind, pid, cmdline, message}]``, oldest entry first."""
+    lines, _problems = read_ledger(ledger_dir, host)
+    found = []
+    for entry in current_entries(lines).values():
+        params = entry['params']
+        pid, start_time = params.get('pid'), params.get('start_time')
+        if entry['state'] != 'undone' or entry['kind'] != 'process' or not isinstance(pid, int):
+            continue
+        leader = read_proc_stat(pid, procfs_root)
+        leader_alive = leader is not None and leader['state'] not in ('Z', 'X')
+        if leader_alive and leader['start_time'] != start_time:
+            continue  # the pid belongs to another process now
+        pids = _group_members(pid, procfs_root) if params.get('process_group') else []
+        if leader_alive and pid not in pids:
+            pids.append(pid)
+        for member in sorted(pids):
+            argv = read_proc_cmdline(member, procfs_root)
+            label = _cmdline_text(argv) or _cmdline_text(params.get('cmdline')) or 'process'
+            what = 'the recorded process' if member == pid else f'a member of the recorded process group {pid}'
+            found.append({'id': entry['id'], 'kind': 'process', 'pid': member, 'cmdline': argv,
+                          'message': f'"{label}" still runs ({what}) although entry {entry["id"]} is undone'})
+    return found
+
+
 def status(ledger_dir, host):
     """The current view of a host's ledger and lock: ``{ledger, entries, open, lock, problems}``."""
     entries, problems = read_ledger(ledger_dir, host)
@@ -1635,10 +1664,11 @@ def _check_lock_free(ledger_dir, host):
 
 
 def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, self_id=None, clock=time,
-            sleep=time.sleep):
+            sleep=time.sleep, procfs_root='/proc'):
     """The dead man's switch: wait while the controller renews ``renew_file`` (touches it); when it has not been
     renewed for more than ``deadline_s`` seconds, undo every open entry of the ledger of ``host``, newest first,
-    except ``self_id`` (the watchdog's own process entry, marked undone instead: it is exiting).
+    except ``self_id`` (the switch's own entry, ``process`` or ``systemd_unit``, found by own_entry when not
+    given; marked undone instead: it is exiting).
 
     ``<renew_file>.disarm`` existing, or SIGTERM while waiting, disarms it: it returns without undoing anything.
     ``run_id`` is the run that armed it. The controller is gone when it fires, so the lock of that run (left by
@@ -1681,7 +1711,7 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
             why = reason or 'disarmed by SIGTERM (the undo of its process entry sends it)'
             _log(f'{why}: exiting, nothing undone')
             return {'fired': False, 'reason': why, 'changed': False, 'message': f'{why}: nothing undone'}
-        return _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase)
+        return _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root)
     finally:
         if previous is not False:
             signal.signal(signal.SIGTERM, previous)
@@ -1736,23 +1766,52 @@ def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, pha
         sleep(poll_s)
 
 
-def own_process_entry(ledger_dir, host, pid=None):
-    """The id of the open ``process`` entry that names this process's pid (a switch started through the process
-    manager is recorded before it starts, so it cannot be told its own id), or None."""
+def own_systemd_unit(pid=None, procfs_root='/proc'):
+    """The systemd service or scope this process runs in, from ``/proc/PID/cgroup`` (cgroup v2's ``0::`` line, or
+    v1's ``name=systemd`` hierarchy): the last component of its path, or None outside a unit (a login session's
+    processes are in a ``session-N.scope``, which no ledger entry names)."""
     pid = os.getpid() if pid is None else pid
+    try:
+        with open(os.path.join(procfs_root, str(pid), 'cgroup'), encoding='utf-8') as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        fields = line.split(':', 2)
+        if len(fields) == 3 and (fields[0] == '0' and fields[1] == '' or fields[1] == 'name=systemd'):
+            last = fields[2].rstrip('/').rsplit('/', 1)[-1]
+            if last.endswith(('.service', '.scope')):
+                return last
+    return None
+
+
+def _unit_name(unit):
+    return unit if '.' in unit else unit + '.service'  # systemctl's own reading of a bare name
+
+
+def own_entry(ledger_dir, host, pid=None, procfs_root='/proc'):
+    """The id of this process's own open entry, or None: a switch or watchdog started through the process manager
+    is recorded before it starts, so it cannot be told its id. ``process``: the entry naming this pid;
+    ``systemd_unit``: the entry naming the unit this process runs in (its undo would stop the switch itself)."""
+    pid = os.getpid() if pid is None else pid
+    unit = own_systemd_unit(pid, procfs_root)
     try:
         lines, _problems = read_ledger(ledger_dir, host)
     except LedgerError:
         return None
     for entry in current_entries(lines).values():
-        if entry['kind'] == 'process' and entry['state'] in OPEN_STATES and entry['params'].get('pid') == pid:
+        if entry['state'] not in OPEN_STATES:
+            continue
+        if entry['kind'] == 'process' and entry['params'].get('pid') == pid:
+            return entry['id']
+        if entry['kind'] == 'systemd_unit' and unit and _unit_name(entry['params'].get('unit', '')) == unit:
             return entry['id']
     return None
 
 
-def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase):
+def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root='/proc'):
     """The restore of a dead man's switch that expired: undo all but its own entry, then mark that one undone."""
-    self_id = self_id or own_process_entry(ledger_dir, host)
+    self_id = self_id or own_entry(ledger_dir, host, procfs_root=procfs_root)
     _log(f'firing: {reason}; undoing the open entries of {host}, newest first'
          + (f', all but its own {self_id}' if self_id else ''))
     result = {'fired': True, 'reason': reason, 'changed': False, 'undo': None, 'self': None, 'failed': [],
@@ -1775,7 +1834,7 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase):
             changed, line, previous = mark(ledger_dir, host, self_id, 'undone', run_id=run_id)
         except LedgerError as exc:
             result['self'] = {'id': self_id, 'error': str(exc)}
-            result['failed'].append({'id': self_id, 'kind': 'process', 'error': f'cannot mark its own entry '
+            result['failed'].append({'id': self_id, 'kind': 'own entry', 'error': f'cannot mark its own entry '
                                      f'undone: {exc}'})
             message += f'; its own entry {self_id} could not be marked undone: {exc}'
         else:

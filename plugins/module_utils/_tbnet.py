@@ -197,7 +197,8 @@ def read_module(reader):
 
 
 def read_loading(sysfs, procfs):
-    """``{kernel_version, lockdown, sig_enforce, unsigned_refused}``: whether an unsigned module would load.
+    """``{kernel_version, version_signature, lockdown, sig_enforce, unsigned_refused}``: which kernel runs
+    (``uname -v``; Ubuntu's ``/proc/version_signature``, None elsewhere) and whether an unsigned module would load.
     ``lockdown`` is None when the kernel has no lockdown LSM; ``unsigned_refused`` is True when either is on."""
     lockdown = sysfs.read('kernel/security/lockdown')
     if lockdown is not None:
@@ -212,7 +213,8 @@ def read_loading(sysfs, procfs):
             raise MalformedValueError('sig_enforce', sysfs.path('module/module/parameters/sig_enforce'), sig_enforce,
                                       'expected Y or N')
         sig_enforce = sig_enforce == 'Y'
-    return {'kernel_version': procfs.read('sys/kernel/version'), 'lockdown': lockdown, 'sig_enforce': sig_enforce,
+    return {'kernel_version': procfs.read('sys/kernel/version'), 'version_signature': procfs.read('version_signature'),
+            'lockdown': lockdown, 'sig_enforce': sig_enforce,
             'unsigned_refused': bool(sig_enforce) or lockdown not in (None, 'none')}
 
 

@@ -42,6 +42,9 @@ SINGLE_KBUILD = 'obj-m := thunderbolt-net.o\nthunderbolt-net-y := thunderbolt.o\
 _MAKE_VAR_RE = re.compile(r'^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)\s*$', re.M)
 _INCLUDE_RE = re.compile(r'^include\s+(/\S+)\s*$', re.M)
 _DEBIAN_VERSION_RE = re.compile(r'\bDebian (\d+\.\d+(?:\.\d+)?)')
+# /proc/version_signature, Ubuntu only: "Ubuntu <abi>.<upload>-<flavour> <mainline>" ("Ubuntu 5.15.0-79.86-generic
+# 5.15.111"); the mainline version is the one in the kernel's Makefile, which uname -r and uname -v do not show.
+_UBUNTU_SIGNATURE_RE = re.compile(r'^Ubuntu \S+ (\d+\.\d+(?:\.\d+)?)$')
 
 
 class BuildError(Exception):
@@ -84,14 +87,35 @@ def tree_version(tree, depth=3):
     return None
 
 
-def running_upstream_version(kernel_version):
-    """The upstream version in ``uname -v`` (``/proc/sys/kernel/version``) when the distribution puts it there
-    (Debian: ``#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-10-01)``); None otherwise."""
-    found = _DEBIAN_VERSION_RE.search(kernel_version or '')
+def running_upstream_version(kernel_version, version_signature=None):
+    """The running kernel's upstream version, where its distribution says it: Debian in ``uname -v``
+    (``/proc/sys/kernel/version``: ``#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-10-01)``), Ubuntu in
+    ``/proc/version_signature`` (``Ubuntu 5.15.0-79.86-generic 5.15.111``); None when neither names one."""
+    found = _UBUNTU_SIGNATURE_RE.match((version_signature or '').strip()) or _DEBIAN_VERSION_RE.search(
+        kernel_version or '')
     if not found:
         return None
     version = found.group(1)
     return version + '.0' if version.count('.') == 1 else version  # Debian 6.6-1 is the Makefile's 6.6.0
+
+
+def unsupported_kernel(kernel_version, version_signature=None):
+    """Why the target's kernel cannot be matched with a source (None when it can, or when neither string is
+    known): the candidate build supports Debian's and Ubuntu's kernels, whose upstream version it can read."""
+    kernel_version = (kernel_version or '').strip()
+    version_signature = (version_signature or '').strip()
+    if version_signature:
+        if _UBUNTU_SIGNATURE_RE.match(version_signature):
+            return None
+        return ('malformed /proc/version_signature on the target: %r, expected Ubuntu\'s "Ubuntu <abi>-<flavour> '
+                '<X.Y.Z>" (target_version_signature)' % version_signature)
+    if not kernel_version or _DEBIAN_VERSION_RE.search(kernel_version):
+        return None
+    if '-Ubuntu ' in kernel_version:
+        return ('the target runs an Ubuntu kernel (uname -v %r) but its /proc/version_signature was not given '
+                '(target_version_signature): its upstream version cannot be matched with the source' % kernel_version)
+    return ('the target\'s kernel is neither Debian\'s nor Ubuntu\'s (uname -v %r, no /proc/version_signature): the '
+            'candidate build supports those two, whose upstream version it can match with the source' % kernel_version)
 
 
 def version_problems(source_version, headers_version, running_version, release):
@@ -106,8 +130,8 @@ def version_problems(source_version, headers_version, running_version, release):
         problems.append('the source is Linux %s but the headers for %s are %s: use the source of the running kernel '
                         '(tbnet_candidate_source)' % (source_version, release, headers_version))
     if source_version and running_version and source_version != running_version:
-        problems.append('the source is Linux %s but the running kernel %s is %s (uname -v)' % (
-            source_version, release, running_version))
+        problems.append('the source is Linux %s but the running kernel %s is %s (uname -v, or Ubuntu\'s '
+                        '/proc/version_signature)' % (source_version, release, running_version))
     return problems
 
 
@@ -221,7 +245,7 @@ def _checkpatch_missing(scripts):
 class Build:
     """One build of the candidate; ``params``: source, patches (list, may be empty: the role's patch for the
     detected layout and history from ``patch_dir``), patch_dir, headers_dir, build_dir, target_kernel_release,
-    target_kernel_version, signing_key, signing_cert, require_signature."""
+    target_kernel_version, target_version_signature, signing_key, signing_cert, require_signature."""
 
     def __init__(self, params, run):
         self.p = params
@@ -260,9 +284,13 @@ class Build:
                 if not path or not os.path.isfile(path):
                     raise BuildError('signing needs %s, which is missing' % path)
         refuse_system_path(p['build_dir'])
+        unsupported = unsupported_kernel(p['target_kernel_version'], p.get('target_version_signature'))
+        if unsupported:
+            raise BuildError(unsupported)
         found = {'source_kind': 'directory' if os.path.isdir(p['source']) else 'tarball',
                  'headers_version': tree_version(p['headers_dir']),
-                 'running_version': running_upstream_version(p['target_kernel_version'])}
+                 'running_version': running_upstream_version(p['target_kernel_version'],
+                                                             p.get('target_version_signature'))}
         if found['source_kind'] == 'directory':
             self.check_source(found, p['source'])  # a tarball is checked once staged (reading it takes a while)
         return found

@@ -60,9 +60,11 @@ options:
       - V(undo) undoes every open entry (V(pending), V(applied), V(undo_failed)) newest first, or only O(id), and
         fails when any undo failed.
       - V(status) reads the ledger and the lock and changes nothing.
+      - V(leftovers) lists the processes of V(undone) V(process) entries that still run (RV(leftovers)), matched by
+        their recorded pid and start time or process group, never by a command line; it changes nothing.
     type: str
     required: true
-    choices: [lock, unlock, record, mark, undo, status]
+    choices: [lock, unlock, record, mark, undo, status, leftovers]
   run_id:
     description:
       - The run, for example C(20261130T101500Z-experiment). Required for O(action=lock) and O(action=unlock).
@@ -300,6 +302,15 @@ problems:
   elements: str
   sample: ["/var/lib/inferlab/ledger/lab-a.jsonl line 7: truncated last line (a writer was killed mid-write),
            ignored: b'{\"id\": \"2026'"]
+leftovers:
+  description: The processes of V(undone) V(process) entries that still run, oldest entry first.
+  returned: success, when O(action=leftovers)
+  type: list
+  elements: dict
+  sample: [{id: 20261130T101502Z-process-3fa9, kind: process, pid: 4243,
+            cmdline: [python3, -m, sglang.launch_server, --nnodes, '2'],
+            message: '"python3 -m sglang.launch_server --nnodes 2" still runs (a member of the recorded process
+              group 4242) although entry 20261130T101502Z-process-3fa9 is undone'}]
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
@@ -383,6 +394,10 @@ class ChangeLedger:
             self.module.fail_json(ledger=self._ledger_path(), **out)
         return out
 
+    def do_leftovers(self):
+        found = _ledger.leftovers(self.ledger_dir, self.host, self.params['procfs_root'])
+        return dict(changed=False, leftovers=found, msg=f'{len(found)} leftover process(es)')
+
     def do_status(self):
         result = _ledger.status(self.ledger_dir, self.host)
         return dict(changed=False, entries=result['entries'], open=result['open'], lock=result['lock'],
@@ -415,7 +430,8 @@ def build_module():
         argument_spec=dict(
             ledger_dir=dict(type='path', required=True),
             host=dict(type='str', required=True),
-            action=dict(type='str', required=True, choices=['lock', 'unlock', 'record', 'mark', 'undo', 'status']),
+            action=dict(type='str', required=True,
+                        choices=['lock', 'unlock', 'record', 'mark', 'undo', 'status', 'leftovers']),
             run_id=dict(type='str'),
             controller=dict(type='str'),
             controller_pid=dict(type='int'),

@@ -68,8 +68,17 @@ options:
     required: true
   target_kernel_version:
     description:
-      - The target's C(uname -v). When it names the distribution's upstream version (Debian's does), the source must
-        be that version.
+      - The target's C(uname -v). Debian's names the kernel's upstream version, and the source must be that version.
+      - A kernel that is neither Debian's nor Ubuntu's (per this and O(target_version_signature)) is refused before
+        anything is made. Empty, with O(target_version_signature) empty too, compares the source with the headers
+        only.
+    type: str
+    default: ''
+  target_version_signature:
+    description:
+      - The target's C(/proc/version_signature) (Ubuntu's kernels only, for example
+        C(Ubuntu 5.15.0-79.86-generic 5.15.111)). Its last field is the upstream version, and the source must be that
+        version. Required for an Ubuntu kernel.
     type: str
     default: ''
   build_dir:
@@ -311,6 +320,7 @@ def build_module():
             headers_dir=dict(type='path'),
             target_kernel_release=dict(type='str', required=True),
             target_kernel_version=dict(type='str', default=''),
+            target_version_signature=dict(type='str', default=''),
             build_dir=dict(type='path', required=True),
             signing_key=dict(type='path', no_log=False),
             signing_cert=dict(type='path'),

@@ -150,11 +150,12 @@ tbnet:
         - Whether the kernel would load an unsigned module. C(lockdown) is the active mode of
           C(kernel/security/lockdown) (null without the lockdown LSM), C(sig_enforce) is
           C(module/module/parameters/sig_enforce), and C(unsigned_refused) is true when either is on.
-        - C(kernel_version) is C(uname -v) (C(sys/kernel/version) below O(procfs_root)).
+        - C(kernel_version) is C(uname -v) (C(sys/kernel/version) below O(procfs_root)); C(version_signature) is
+          Ubuntu's C(version_signature) below O(procfs_root), null on other distributions.
       returned: success
       type: dict
-      sample: {kernel_version: '#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-10-01)', lockdown: none,
-               sig_enforce: false, unsigned_refused: false}
+      sample: {kernel_version: '#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-10-01)', version_signature: null,
+               lockdown: none, sig_enforce: false, unsigned_refused: false}
     notes:
       description: Facts about what is missing, in words.
       returned: success

@@ -389,10 +389,59 @@ def test_a_disarm_file_stops_the_script(procs, tmp_path, ledger_dir):
     assert not renew.exists() and not (tmp_path / "renew.disarm").exists()
 
 
+CGROUP_FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "proc-cgroup"
+
+
+@pytest.mark.parametrize("pid, unit", [
+    (100, "inferlab-deadman-run1.service"),
+    (200, "run-u42.service"),
+    (300, "session-3.scope"),
+    (400, None),
+    (500, "docker-0b1c.scope"),
+    (600, None),
+])
+def test_own_systemd_unit_reads_the_cgroup_file(pid, unit):
+    assert _ledger.own_systemd_unit(pid, str(CGROUP_FIXTURES)) == unit
+
+
+def test_its_own_systemd_unit_entry_is_found_by_the_unit_it_runs_in(ledger_dir):
+    other = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
+    own = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"})
+    assert _ledger.own_entry(ledger_dir, HOST, pid=100, procfs_root=str(CGROUP_FIXTURES)) == own["id"]
+    assert _ledger.own_entry(ledger_dir, HOST, pid=300, procfs_root=str(CGROUP_FIXTURES)) is None
+    _ledger.mark(ledger_dir, HOST, own["id"], "undone")
+    assert _ledger.own_entry(ledger_dir, HOST, pid=100, procfs_root=str(CGROUP_FIXTURES)) is None
+    assert other["id"] != own["id"]
+
+
+def test_a_switch_running_as_a_systemd_unit_never_stops_its_own_unit(tmp_path, ledger_dir, monkeypatch):
+    """It was started without its own entry id; when it fires, `systemctl stop` goes to every other unit only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "systemctl.calls"
+    (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    rank = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"}, run_id="run1")["id"]
+    _ledger.mark(ledger_dir, HOST, rank, "applied", run_id="run1")
+    own = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"}, run_id="run1")["id"]
+    _ledger.mark(ledger_dir, HOST, own, "applied", run_id="run1")
+    # this process plays the switch: pid 100 of the fixture tree runs in inferlab-deadman-run1.service
+    fixture = tmp_path / "proc"
+    shutil.copytree(CGROUP_FIXTURES / "100", fixture / str(os.getpid()))
+
+    result = run_deadman(ledger_dir, tmp_path / "renew", FakeTime(), run_id="run1", procfs_root=str(fixture))
+
+    assert calls.read_text().splitlines() == ["stop inferlab-rank0.service", "reset-failed inferlab-rank0.service"]
+    assert result["undo"]["undone"] == [rank]
+    assert result["self"] == {"id": own, "marked": True, "previous": "applied"}
+    assert state_of(ledger_dir, own) == "undone" and _ledger.status(ledger_dir, HOST)["open"] == []
+
+
 def test_its_own_entry_is_found_by_its_pid_when_no_id_is_given(ledger_dir):
     entry = _ledger.record(ledger_dir, HOST, 'process', {'pid': os.getpid(), 'start_time': 1, 'cmdline': 'x'})
     other = _ledger.record(ledger_dir, HOST, 'process', {'pid': os.getpid() + 100000, 'start_time': 1,
                                                          'cmdline': 'y'})
-    assert _ledger.own_process_entry(ledger_dir, HOST) == entry['id']
-    assert _ledger.own_process_entry(ledger_dir, HOST, pid=os.getpid() + 100000) == other['id']
-    assert _ledger.own_process_entry(ledger_dir, HOST, pid=1) is None
+    assert _ledger.own_entry(ledger_dir, HOST) == entry['id']
+    assert _ledger.own_entry(ledger_dir, HOST, pid=os.getpid() + 100000) == other['id']
+    assert _ledger.own_entry(ledger_dir, HOST, pid=1) is None

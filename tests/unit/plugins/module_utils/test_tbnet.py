@@ -93,8 +93,8 @@ def test_collect_peer_fixture(tmp_path):
         }],
         'interfaces': {'thunderbolt0': {'service': '0-1.0', 'peer': '0-1'}},
         'module': {'loaded': True, 'parameters': {'e2e': 'Y'}, 'srcversion': '5C0D4B2B8E3A7F1D9C6E4A2', 'taint': ''},
-        'loading': {'kernel_version': '#1 SMP PREEMPT_DYNAMIC Debian 6.1.115-1 (2024-11-01)', 'lockdown': None,
-                    'sig_enforce': None, 'unsigned_refused': False},
+        'loading': {'kernel_version': '#1 SMP PREEMPT_DYNAMIC Debian 6.1.115-1 (2024-11-01)',
+                    'version_signature': None, 'lockdown': None, 'sig_enforce': None, 'unsigned_refused': False},
         'notes': [],
     }
 
@@ -269,3 +269,9 @@ def test_loading_policy_malformed(tmp_path, relative, text, message):
         handle.write(text)
     with pytest.raises(MalformedValueError, match=message):
         _tbnet.collect(root, PROC)
+
+
+def test_loading_reads_ubuntus_version_signature(tmp_path):
+    loading = _tbnet.collect(tree(tmp_path), str(FIXTURES / 'proc-ubuntu'))['loading']
+    assert loading['kernel_version'] == '#86-Ubuntu SMP Mon Jul 10 16:07:21 UTC 2023'
+    assert loading['version_signature'] == 'Ubuntu 5.15.0-79.86-generic 5.15.111'

@@ -284,13 +284,53 @@ def test_tree_version_none(tmp_path):
     ('#1 SMP PREEMPT_DYNAMIC Debian 6.1.176-1 (2026-07-14)', '6.1.176'),
     (SPLIT['uname_v'], '6.12.117'),
     ('#1 SMP PREEMPT_DYNAMIC Debian 6.12.38-1 (2025-07-16)', '6.12.38'),
-    ('#58-Ubuntu SMP PREEMPT_DYNAMIC Thu Oct 16 12:42:16 UTC 2025', None),  # Ubuntu: no upstream version
+    ('#58-Ubuntu SMP PREEMPT_DYNAMIC Thu Oct 16 12:42:16 UTC 2025', None),  # Ubuntu's says it in version_signature
     ('#1 SMP PREEMPT_DYNAMIC Fri Nov  7 10:00:00 UTC 2025', None),
     ('', None),
     (None, None),
 ])
 def test_running_upstream_version(uname_v, expected):
     assert tb.running_upstream_version(uname_v) == expected
+
+
+# Ubuntu's /proc/version_signature beside its uname -v (tests/unit/fixtures/proc-ubuntu has the same kernel)
+UBUNTU = {'release': '5.15.0-79-generic', 'uname_v': '#86-Ubuntu SMP Mon Jul 10 16:07:21 UTC 2023',
+          'signature': 'Ubuntu 5.15.0-79.86-generic 5.15.111'}
+UBUNTU_HWE_V = '#14~24.04.1-Ubuntu SMP PREEMPT_DYNAMIC Mon Jan 20 22:00:00 UTC 2025'
+
+
+@pytest.mark.parametrize('uname_v, signature, expected', [
+    (UBUNTU['uname_v'], UBUNTU['signature'], '5.15.111'),
+    (UBUNTU_HWE_V, 'Ubuntu 6.11.0-17.17~24.04.2-generic 6.11.11\n', '6.11.11'),
+    (UBUNTU['uname_v'], 'Ubuntu 6.8.0-1.1-generic 6.8', '6.8.0'),
+    (UBUNTU['uname_v'], None, None),
+    (UBUNTU['uname_v'], 'Ubuntu 5.15.0-79.86-generic', None),  # malformed: no mainline version
+    (UNAME_V, None, '6.1.192'),
+])
+def test_running_upstream_version_reads_ubuntus_signature(uname_v, signature, expected):
+    assert tb.running_upstream_version(uname_v, signature) == expected
+
+
+@pytest.mark.parametrize('uname_v, signature, message', [
+    (UNAME_V, None, None),
+    (UNAME_V, '', None),
+    (UBUNTU['uname_v'], UBUNTU['signature'], None),
+    ('', None, None),  # unknown: the source is compared with the headers only
+    (None, None, None),
+    (UBUNTU['uname_v'], None, "the target runs an Ubuntu kernel (uname -v '#86-Ubuntu SMP Mon Jul 10 16:07:21 UTC "
+                               "2023') but its /proc/version_signature was not given (target_version_signature)"),
+    (UBUNTU_HWE_V, '', 'the target runs an Ubuntu kernel'),
+    (UBUNTU['uname_v'], 'Ubuntu 5.15.0-79.86-generic',
+     "malformed /proc/version_signature on the target: 'Ubuntu 5.15.0-79.86-generic', expected Ubuntu's \"Ubuntu "
+     "<abi>-<flavour> <X.Y.Z>\" (target_version_signature)"),
+    (UBUNTU['uname_v'], 'Debian 6.1.192', 'malformed /proc/version_signature on the target'),
+    ('#1 SMP PREEMPT_DYNAMIC Fri Nov  7 10:00:00 UTC 2025', None,
+     "the target's kernel is neither Debian's nor Ubuntu's (uname -v '#1 SMP PREEMPT_DYNAMIC Fri Nov  7 10:00:00 UTC "
+     "2025', no /proc/version_signature): the candidate build supports those two"),
+])
+def test_unsupported_kernel_says_why(uname_v, signature, message):
+    found = tb.unsupported_kernel(uname_v, signature)
+    assert (found is None) if message is None else (message in found), found
 
 
 def test_version_problems_none_when_all_match():
@@ -306,9 +346,10 @@ def test_version_problems_source_against_headers():
 
 def test_version_problems_source_against_running():
     assert tb.version_problems('6.1.192', '6.1.192', '6.1.176', RELEASE) == [
-        'the source is Linux 6.1.192 but the running kernel 6.1.0-57-amd64 is 6.1.176 (uname -v)']
+        'the source is Linux 6.1.192 but the running kernel 6.1.0-57-amd64 is 6.1.176 (uname -v, or Ubuntu\'s '
+        '/proc/version_signature)']
     both = tb.version_problems('6.1.176', '6.1.192', '6.1.192', RELEASE)
-    assert len(both) == 2 and 'headers for 6.1.0-57-amd64 are 6.1.192' in both[0] and '(uname -v)' in both[1]
+    assert len(both) == 2 and 'headers for 6.1.0-57-amd64 are 6.1.192' in both[0] and '(uname -v, or' in both[1]
 
 
 def test_version_problems_without_versions():
@@ -460,9 +501,37 @@ def test_preconditions_of_a_tarball_source_leave_the_version_to_the_staging(host
     assert found == {'source_kind': 'tarball', 'headers_version': '6.1.192', 'running_version': '6.1.192'}
 
 
-def test_preconditions_ubuntu_uname_v_is_not_compared(host):
-    p = host(target_kernel_version='#58-Ubuntu SMP PREEMPT_DYNAMIC Thu Oct 16 12:42:16 UTC 2025')
-    assert tb.Build(p, FakeRun([])).preconditions()['running_version'] is None
+def ubuntu_host(host, version):
+    """The build host of an Ubuntu target: its headers (a full Makefile, no include) and a source of ``version``."""
+    headers_dir = host.root / 'ubuntu/usr/src' / ('linux-headers-' + UBUNTU['release'])
+    write(headers_dir / 'Makefile', makefile('5.15.111'))
+    write(host.source / 'Makefile', makefile(version))
+    return host(headers_dir=str(headers_dir), target_kernel_release=UBUNTU['release'],
+                target_kernel_version=UBUNTU['uname_v'], target_version_signature=UBUNTU['signature'])
+
+
+def test_preconditions_match_an_ubuntu_source_with_the_version_signature(host):
+    found = tb.Build(ubuntu_host(host, '5.15.111'), FakeRun([])).preconditions()
+    assert (found['running_version'], found['headers_version'], found['source_version']) == ('5.15.111',) * 3
+
+
+def test_preconditions_refuse_an_ubuntu_source_of_another_version(host):
+    p = ubuntu_host(host, '5.15.110')
+    refused(p, 'the source is Linux 5.15.110 but the running kernel 5.15.0-79-generic is 5.15.111 (uname -v, or '
+               "Ubuntu's /proc/version_signature)")
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'target_version_signature': ''}, 'the target runs an Ubuntu kernel'),
+    ({'target_version_signature': 'Ubuntu'}, 'malformed /proc/version_signature on the target'),
+    ({'target_kernel_version': '#1 SMP PREEMPT_DYNAMIC Fri Nov  7 10:00:00 UTC 2025', 'target_version_signature': ''},
+     "the target's kernel is neither Debian's nor Ubuntu's"),
+])
+def test_preconditions_refuse_a_kernel_they_cannot_match_before_making_anything(host, changes, message):
+    p = ubuntu_host(host, '5.15.111')
+    p.update(changes)
+    refused(p, message)
+    assert os.listdir(p['build_dir']) == []
 
 
 def refused(p, message, gate='precondition'):
@@ -520,11 +589,12 @@ def test_preconditions_with_a_key(host):
 @pytest.mark.parametrize('version, uname_v, message', [
     ('6.1.176', UNAME_V, 'the source is Linux 6.1.176 but the headers for 6.1.0-57-amd64 are 6.1.192: use the source '
                          'of the running kernel (tbnet_candidate_source); the source is Linux 6.1.176 but the running '
-                         'kernel 6.1.0-57-amd64 is 6.1.192 (uname -v)'),
+                         'kernel 6.1.0-57-amd64 is 6.1.192 (uname -v, or Ubuntu\'s /proc/version_signature)'),
     ('6.1.176', '', 'the source is Linux 6.1.176 but the headers for 6.1.0-57-amd64 are 6.1.192: use the source of '
                     'the running kernel (tbnet_candidate_source)'),
     ('6.1.192', '#1 SMP PREEMPT_DYNAMIC Debian 6.1.193-1 (2026-11-01)',
-     'the source is Linux 6.1.192 but the running kernel 6.1.0-57-amd64 is 6.1.193 (uname -v)'),
+     'the source is Linux 6.1.192 but the running kernel 6.1.0-57-amd64 is 6.1.193 (uname -v, or Ubuntu\'s '
+     '/proc/version_signature)'),
 ])
 def test_preconditions_refuse_another_version(host, version, uname_v, message):
     write(host.source / 'Makefile', makefile(version))

@@ -195,6 +195,25 @@ def test_undo_status_and_failure(tmp_path, ledger_dir):
     assert not failed and result["changed"] is False and result["skipped"] == [first["id"], second["id"]]
 
 
+def test_leftovers_lists_an_undone_process_that_still_runs_and_changes_nothing(ledger_dir):
+    proc = subprocess.Popen(["sleep", "308"])
+    try:
+        while _ledger.read_proc_cmdline(proc.pid) != ["sleep", "308"]:
+            time.sleep(0.01)
+        _failed, entry = run(ledger_dir, action="record", kind="process", params={"pid": proc.pid})
+        run(ledger_dir, action="mark", id=entry["id"], state="undone")
+        before = lines_of(ledger_dir)
+        failed, result = run(ledger_dir, check_mode=True, action="leftovers")
+        assert not failed and result["changed"] is False and result["msg"] == "1 leftover process(es)"
+        assert [(f["id"], f["pid"]) for f in result["leftovers"]] == [(entry["id"], proc.pid)]
+        assert lines_of(ledger_dir) == before
+    finally:
+        proc.kill()
+        proc.wait()
+    failed, result = run(ledger_dir, action="leftovers")
+    assert not failed and result["leftovers"] == []
+
+
 @pytest.mark.parametrize(
     ("args", "missing"),
     [
