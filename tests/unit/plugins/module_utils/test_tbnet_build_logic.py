@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -513,6 +514,18 @@ def ubuntu_host(host, version):
 def test_preconditions_match_an_ubuntu_source_with_the_version_signature(host):
     found = tb.Build(ubuntu_host(host, '5.15.111'), FakeRun([])).preconditions()
     assert (found['running_version'], found['headers_version'], found['source_version']) == ('5.15.111',) * 3
+
+
+def test_preconditions_read_ubuntus_flavour_headers_through_their_makefile_symlink(host):
+    """Ubuntu's packaging (debian/rules.d/2-binary-arch.mk) removes the flavour headers' Makefile and links it to
+    the common headers' full one (newer releases copy it instead, which ubuntu_host models)."""
+    p = ubuntu_host(host, '5.15.111')
+    common = host.root / 'ubuntu/usr/src/linux-headers-5.15.0-79'
+    write(common / 'Makefile', makefile('5.15.111'))
+    flavour = Path(p['headers_dir'])
+    (flavour / 'Makefile').unlink()
+    (flavour / 'Makefile').symlink_to(common / 'Makefile')
+    assert tb.Build(p, FakeRun([])).preconditions()['headers_version'] == '5.15.111'
 
 
 def test_preconditions_refuse_an_ubuntu_source_of_another_version(host):
