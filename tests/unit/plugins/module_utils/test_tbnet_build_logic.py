@@ -318,8 +318,9 @@ def test_running_upstream_version_reads_ubuntus_signature(uname_v, signature, ex
     (UBUNTU['uname_v'], UBUNTU['signature'], None),
     ('', None, None),  # unknown: the source is compared with the headers only
     (None, None, None),
-    (UBUNTU['uname_v'], None, "the target runs an Ubuntu kernel (uname -v '#86-Ubuntu SMP Mon Jul 10 16:07:21 UTC "
-                               "2023') but its /proc/version_signature was not given (target_version_signature)"),
+    (UBUNTU['uname_v'], None,
+     "the target runs an Ubuntu kernel (uname -v '#86-Ubuntu SMP Mon Jul 10 16:07:21 UTC 2023') but its "
+     "/proc/version_signature was not given (target_version_signature)"),
     (UBUNTU_HWE_V, '', 'the target runs an Ubuntu kernel'),
     (UBUNTU['uname_v'], 'Ubuntu 5.15.0-79.86-generic',
      "malformed /proc/version_signature on the target: 'Ubuntu 5.15.0-79.86-generic', expected Ubuntu's \"Ubuntu "
