@@ -155,6 +155,11 @@ def new_id(kind, taken=()):
             return candidate
 
 
+def kind_of_id(entry_id):
+    """The kind an id of ``new_id`` names (``20261130T101502Z-systemd_unit-3fa9`` -> ``systemd_unit``)."""
+    return entry_id.split('-', 1)[-1].rsplit('-', 1)[0]
+
+
 def _check_host(host):
     if not isinstance(host, str) or not host or host.startswith('.') or '/' in host or '\0' in host:
         raise LedgerError(f'invalid ledger host name {host!r}: it names a file in the ledger directory, so it must '
@@ -1766,7 +1771,7 @@ def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, pha
         sleep(poll_s)
 
 
-def own_systemd_unit(pid=None, procfs_root='/proc'):
+def own_systemd_unit(pid, procfs_root='/proc'):
     """The systemd service or scope this process runs in, from ``/proc/PID/cgroup`` (cgroup v2's ``0::`` line, or
     v1's ``name=systemd`` hierarchy): the last component of its path, or None outside a unit (a login session's
     processes are in a ``session-N.scope``, which no ledger entry names)."""
@@ -1834,8 +1839,8 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
             changed, line, previous = mark(ledger_dir, host, self_id, 'undone', run_id=run_id)
         except LedgerError as exc:
             result['self'] = {'id': self_id, 'error': str(exc)}
-            result['failed'].append({'id': self_id, 'kind': 'own entry', 'error': f'cannot mark its own entry '
-                                     f'undone: {exc}'})
+            result['failed'].append({'id': self_id, 'kind': kind_of_id(self_id),
+                                     'error': f'cannot mark its own entry undone: {exc}'})
             message += f'; its own entry {self_id} could not be marked undone: {exc}'
         else:
             result['self'] = {'id': self_id, 'marked': changed, 'previous': previous}

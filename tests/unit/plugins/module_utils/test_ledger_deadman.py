@@ -404,6 +404,11 @@ def test_own_systemd_unit_reads_the_cgroup_file(pid, unit):
     assert _ledger.own_systemd_unit(pid, str(CGROUP_FIXTURES)) == unit
 
 
+def test_the_kind_of_an_entry_id():
+    assert _ledger.kind_of_id(_ledger.new_id("systemd_unit")) == "systemd_unit"
+    assert _ledger.kind_of_id("20261130T101502Z-process-3fa9") == "process"
+
+
 def test_its_own_systemd_unit_entry_is_found_by_the_unit_it_runs_in(ledger_dir):
     other = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
     own = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"})
