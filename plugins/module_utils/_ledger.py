@@ -1927,20 +1927,32 @@ def _seconds(text):
 
 
 def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=None):
-    """The host-side link watchdog after a candidate driver load (started by tbnet_module, recorded as a process):
-    when no ping to the peer over the direct link is answered within the deadline, undo the candidate's
-    ``kernel_module`` entry, so the stock driver comes back without the controller."""
+    """The host-side link watchdog after a candidate driver load (started by tbnet_module, recorded as a process).
+
+    Where the candidate's ``kernel_module`` entry describes the link (its ``link`` param), the watchdog is also the
+    load's tail: it brings the link back as the host manages it (``bring_back_link``) and waits for carrier, speed,
+    lanes and the peer's answer. Without it, it waits for a ping to the peer. When neither happens within the
+    deadline, it undoes the entry, so the stock driver comes back without the controller."""
     driver = _companion('tbnet_driver')
+    lines, _problems = read_ledger(ledger_dir, host)
+    entry = current_entries(lines).get(entry_id)
+    link = (entry or {}).get('params', {}).get('link')
+    back = None
     try:
-        ok, seconds, tries = driver.watch_link(interface, peer, deadline_s, ping)
+        if link:
+            back = driver.bring_back_link(interface, link, entry['params']['sysfs_root'], {'ping': ping},
+                                          timeout_s=deadline_s)
+            ok, seconds, tries = True, back['seconds'], None
+        else:
+            ok, seconds, tries = driver.watch_link(interface, peer, deadline_s, ping)
+            reason = f'no ping to {peer} over {interface} answered within {deadline_s:g}s ({tries} tries)'
     except driver.DriverError as exc:
         ok, seconds, tries = False, None, 0
         reason = str(exc)
-    else:
-        reason = f'no ping to {peer} over {interface} answered within {deadline_s:g}s ({tries} tries)'
     if ok:
-        return {'changed': False, 'link': True, 'seconds': seconds, 'tries': tries,
-                'message': f'the direct link carried traffic {seconds}s after the candidate load ({tries} tries)'}
+        return {'changed': False, 'link': True, 'seconds': seconds, 'tries': tries, 'back': back,
+                'message': f'the direct link carried traffic {seconds}s after the candidate load'
+                           + (f' ({tries} tries)' if tries else '')}
     outcome = undo(ledger_dir, host, ids=[entry_id])
     return {'changed': outcome['changed'], 'link': False, 'seconds': seconds, 'tries': tries,
             'failed': outcome['failed'], 'undone': outcome['undone'],

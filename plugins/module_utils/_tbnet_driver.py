@@ -15,13 +15,24 @@ STOCK module succeeds with only "unknown parameter 'tx_e2e' ignored" in dmesg (F
 loaded when ``module/thunderbolt_net/srcversion`` is the built module's and ``parameters/tx_e2e`` exists with mode
 0444 and the asked value; the stock driver when the srcversion is the distribution's and ``tx_e2e`` is absent.
 
+A real unload removes ``thunderbolt0`` with its addresses, on the peer too (its ThunderboltIP service disappears);
+a load brings back an interface with no addresses, and carrier only once both sides have logged in again (the driver
+retries every 4.5 s). So after every load and unload the link is brought back by one tail, ``bring_back_link``: the
+addressing re-established the way the host manages it (``static``: inferlab re-adds the inventory's address;
+``networkd`` or ``NetworkManager``: a bounded wait for the manager to do it), then carrier, the expected speed and
+lanes, and an answered ping to the peer. After a candidate load the tail runs in the host-side link watchdog, which
+puts the stock driver back when the link does not come back in time; after the stock load, in the undo itself.
+
 Emulated mode (the netns lab, whose hosts cannot load modules) acts on the host's fixture sysfs root instead: it
 writes the srcversion, the ``tx_e2e`` parameter and the module taint that a real load would show, so everything that
-reads sysfs sees the same thing. It says nothing about a real driver; records label it ``driver_layer: emulated``.
+reads sysfs sees the same thing, and it deletes the direct link's veth as the real unload deletes the netdev (both
+ends go, addresses included; the lab brings the pair back, bare, after its login delay). It says nothing about a real
+driver; records label it ``driver_layer: emulated``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import struct
@@ -34,7 +45,12 @@ PARAMETER_MODE = 0o444
 SYSTEM_MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
 SRCVERSION_RE = re.compile(r'^[0-9A-F]{23,24}$')
 CHANGE_KEYS = ('module_path', 'candidate_srcversion', 'stock_srcversion', 'stock_build_id', 'stock_loaded',
-               'stock_parameters', 'stock_taint', 'tx_e2e', 'interface', 'interface_was_up', 'emulated', 'sysfs_root')
+               'stock_parameters', 'stock_taint', 'tx_e2e', 'interface', 'interface_was_up', 'emulated', 'sysfs_root',
+               'link')
+# how the direct link's address comes back after a reload, and what the tail needs to check it (a ``link`` param)
+ADDRESSING = ('static', 'networkd', 'NetworkManager')
+LINK_KEYS = ('addressing', 'address', 'peer', 'timeout_s', 'min_speed_gbps', 'min_lanes')
+SPEED_RE = re.compile(r'^(\d+(?:\.\d+)?) Gb/s$')
 COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip', 'ping')
 COMMAND_DIRS = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
 # the PATH of the host-side watchdog (systemd's default for services)
@@ -264,6 +280,175 @@ def _emulate_stock(sysfs_root, params):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the direct link after a reload
+
+
+def parse_link(text, interface):
+    """``ip -j addr show dev IF`` output as ``{exists, up, carrier, addresses: ['A/P', ...]}`` (IPv4 addresses).
+    An empty text stands for a device that does not exist."""
+    absent = {'exists': False, 'up': False, 'carrier': False, 'addresses': []}
+    if not text.strip():
+        return absent
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise DriverError(f'ip -j addr show dev {interface} printed {text.strip()[:80]!r}, not JSON') from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise DriverError(f'ip -j addr show dev {interface} printed {text.strip()[:80]!r}, not a list of interfaces')
+    devices = [d for d in data if d.get('ifname') == interface]
+    if not devices:
+        return absent
+    flags = devices[0].get('flags')
+    if not isinstance(flags, list):
+        raise DriverError(f'ip -j addr show dev {interface} printed no list of flags for {interface}')
+    addresses = [f'{a["local"]}/{a["prefixlen"]}' for a in devices[0].get('addr_info') or []
+                 if isinstance(a, dict) and a.get('family') == 'inet' and 'local' in a and 'prefixlen' in a]
+    return {'exists': True, 'up': 'UP' in flags, 'carrier': 'LOWER_UP' in flags, 'addresses': addresses}
+
+
+def link_state(interface, commands=None):
+    """The interface as the kernel has it now (``parse_link``): existence, IFF_UP, carrier, IPv4 addresses."""
+    rc, out, err = run(command_argv('ip', (commands or {}).get('ip')) + ['-j', 'addr', 'show', 'dev', interface],
+                       timeout=10)
+    if rc != 0:
+        if 'does not exist' in err:
+            return parse_link('', interface)
+        raise DriverError(f'ip -j addr show dev {interface} exited {rc}: {err.strip()[:200]}')
+    return parse_link(out, interface)
+
+
+def trained_link(sysfs_root, interface):
+    """``{speed_gbps, lanes}`` of the XDomain link under ``interface``'s ThunderboltIP service (``class/net/IF`` ->
+    ``.../<xdomain>/<service>/net/IF``): the slower direction's per-lane speed and the fewer lanes; None where a
+    value cannot be read."""
+    net = os.path.join(sysfs_root, 'class', 'net', interface)
+    if not os.path.exists(net):
+        return {'speed_gbps': None, 'lanes': None}
+    xdomain = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(net))))
+    speeds, lanes = [], []
+    for direction in ('rx', 'tx'):
+        match = SPEED_RE.match(_read(os.path.join(xdomain, f'{direction}_speed')) or '')
+        speeds.append(float(match.group(1)) if match else None)
+        count = _read(os.path.join(xdomain, f'{direction}_lanes')) or ''
+        lanes.append(int(count) if count.isdigit() else None)
+    return {'speed_gbps': None if None in speeds else min(speeds), 'lanes': None if None in lanes else min(lanes)}
+
+
+def link_problems(state, trained, link, interface):
+    """What keeps the link from being back (sentences; empty when it is, short of the ping)."""
+    if not state['exists']:
+        return [f'{interface} does not exist']
+    problems = []
+    if not state['up']:
+        problems.append(f'{interface} is down')
+    if link['address'] not in state['addresses']:
+        problems.append(f'{interface} does not have {link["address"]} '
+                        f'(has {", ".join(state["addresses"]) or "no IPv4 address"})')
+    if not state['carrier']:
+        problems.append(f'{interface} has no carrier')
+    speed, lanes = trained['speed_gbps'], trained['lanes']
+    if link['min_speed_gbps'] and (speed is None or speed < link['min_speed_gbps']):
+        problems.append(f'the link trained at {speed} Gb/s per lane, expected at least {link["min_speed_gbps"]:g} '
+                        '(inferlab_link_min_speed_gbps)')
+    if link['min_lanes'] and (lanes is None or lanes < link['min_lanes']):
+        problems.append(f'the link has {lanes} lane(s), expected at least {link["min_lanes"]} '
+                        '(inferlab_link_min_lanes)')
+    return problems
+
+
+def _readdress(interface, address, state, commands):
+    """``static`` addressing: set the interface up and re-add the inventory's address. Returns what it did and what
+    failed (the interface may vanish again between two commands: the next round sees it)."""
+    ip = command_argv('ip', commands.get('ip'))
+    done, failed = [], []
+    steps = ([] if state['up'] else [(['link', 'set', 'dev', interface, 'up'], f'set {interface} up')]) + \
+        ([] if address in state['addresses'] else [(['addr', 'replace', address, 'dev', interface],
+                                                    f're-added {address}')])
+    for argv, what in steps:
+        rc, out, err = run(ip + argv, timeout=10)
+        (done if rc == 0 else failed).append(what if rc == 0 else f'ip {" ".join(argv)}: {(err or out).strip()[:120]}')
+    return done, failed
+
+
+def _addressing_hint(link):
+    if link['addressing'] == 'static':
+        return (f' (addressing static: inferlab re-adds {link["address"]} itself; the peer\'s end must come back '
+                'too, and carrier needs both sides logged in)')
+    return (f' (addressing {link["addressing"]}: the host\'s network manager was expected to re-add '
+            f'{link["address"]}; set inferlab_link_addressing to static where the address is set by hand, or give '
+            'the link more time: tbnet_candidate_link_timeout_s)')
+
+
+def bring_back_link(interface, link, sysfs_root, commands=None, timeout_s=None, poll_s=0.25):
+    """The tail of every load and unload: wait, bounded, until the direct link is back as it was.
+
+    ``link`` is a ledger entry's ``link`` param. With ``static`` addressing the interface is set up and its address
+    re-added whenever it appears without them (it may appear, vanish and appear again while both ends reload);
+    ``networkd`` and ``NetworkManager`` are only waited for. Then carrier, the trained speed and lanes, and an
+    answered ping to the peer. Returns ``{seconds, interface_s, carrier_s, addressing, actions}``; DriverError,
+    saying what is still missing, at the bound (``timeout_s``, default the link's own)."""
+    commands = commands or {}
+    bound = link['timeout_s'] if timeout_s is None else timeout_s
+    started = time.monotonic()
+    seen, actions = {}, []
+    while True:
+        state = link_state(interface, commands)
+        failed = []
+        if state['exists']:
+            seen.setdefault('interface_s', round(time.monotonic() - started, 3))
+            if link['addressing'] == 'static' and (not state['up'] or link['address'] not in state['addresses']):
+                done, failed = _readdress(interface, link['address'], state, commands)
+                actions += [f'{what} at {time.monotonic() - started:.1f}s' for what in done]
+                state = link_state(interface, commands)
+        if state['carrier']:
+            seen.setdefault('carrier_s', round(time.monotonic() - started, 3))
+        problems = link_problems(state, trained_link(sysfs_root, interface), link, interface) + failed
+        if not problems:
+            if link_carries_traffic(interface, link['peer'], commands.get('ping')):
+                return {'seconds': round(time.monotonic() - started, 3), 'interface_s': seen.get('interface_s'),
+                        'carrier_s': seen.get('carrier_s'), 'addressing': link['addressing'], 'actions': actions}
+            problems = [f'no answer to a ping to {link["peer"]} over {interface}']
+        if time.monotonic() - started + poll_s > bound:
+            raise DriverError(f'the direct link did not come back within {bound:g}s of the reload: '
+                              + '; '.join(problems) + _addressing_hint(link))
+        time.sleep(poll_s)
+
+
+def link_kind(interface, commands=None):
+    """The interface's link kind (``veth``, or '' for a device that is not a virtual link), or None when absent."""
+    rc, out, _err = run(command_argv('ip', (commands or {}).get('ip')) + ['-j', '-d', 'link', 'show', 'dev', interface],
+                        timeout=10)
+    if rc != 0:
+        return None
+    try:
+        return (json.loads(out)[0].get('linkinfo') or {}).get('info_kind') or ''
+    except (ValueError, IndexError, AttributeError, KeyError, TypeError):
+        return ''
+
+
+def emulation_refusal(interface, commands=None):
+    """Why the emulated driver layer may not act on ``interface`` (it deletes the link as an unload does, and only a
+    veth may be deleted), or None."""
+    kind = link_kind(interface, commands)
+    if kind is None or kind == 'veth':
+        return None
+    return (f'the emulated driver layer deletes the direct link as a real unload does, and only ever a veth: '
+            f'{interface} is {kind or "not a virtual link"} (a real host is never emulated: inferlab_driver_layer)')
+
+
+def _emulate_unload(interface, commands):
+    """What a real unload does to the link, on the lab's veth: the netdev goes with its addresses, and the peer's end
+    with it (as the peer's netdev goes when this host's ThunderboltIP service disappears). Only a veth is deleted."""
+    refusal = emulation_refusal(interface, commands)
+    if refusal:
+        raise DriverError(refusal)
+    if link_kind(interface, commands) is None:
+        return f'{interface} is absent'
+    _must(command_argv('ip', commands.get('ip')) + ['link', 'del', 'dev', interface], f'deleting {interface}')
+    return f'{interface} deleted with its addresses (the peer\'s end with it)'
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # load and unload
 
 
@@ -273,8 +458,9 @@ def load_candidate(params, commands=None):
     commands = commands or {}
     sysfs_root = params['sysfs_root']
     if params['emulated']:
+        said = [_emulate_unload(params['interface'], commands)]
         _emulate_candidate(sysfs_root, params['candidate_srcversion'], params['tx_e2e'])
-        said = ['emulated: the fixture root now shows the candidate']
+        said.append('emulated: the fixture root now shows the candidate')
     else:
         path = refuse_system_path(params['module_path'])
         said = [_set_link(params['interface'], False, sysfs_root, commands)]
@@ -288,7 +474,7 @@ def load_candidate(params, commands=None):
     if problems:
         back = load_stock(params, commands)
         raise DriverError('the candidate did not load as asked: ' + '; '.join(problems) + f' (then: {back})')
-    if params['interface_was_up'] and not params['emulated']:
+    if params.get('link') is None and params['interface_was_up'] and not params['emulated']:
         said.append(_set_link(params['interface'], True, sysfs_root, commands))
     return '; '.join(said)
 
@@ -301,10 +487,12 @@ def load_stock(params, commands=None):
     state = module_state(sysfs_root)
     stock = (params['stock_srcversion'], params['stock_loaded'], params.get('stock_build_id'))
     if not verify_stock(state, *stock):
-        return f'{MODULE} is already the distribution\'s driver ({describe(state)})'
+        said = [f'{MODULE} is already the distribution\'s driver ({describe(state)})']
+        return '; '.join(said + _link_back(params, commands))
     if params['emulated']:
+        said = [_emulate_unload(params['interface'], commands)]
         _emulate_stock(sysfs_root, params)
-        said = ['emulated: the fixture root shows the stock driver again']
+        said.append('emulated: the fixture root shows the stock driver again')
     else:
         said = [_set_link(params['interface'], False, sysfs_root, commands)]
         if state['loaded']:
@@ -316,9 +504,18 @@ def load_stock(params, commands=None):
     problems = verify_stock(module_state(sysfs_root), *stock)
     if problems:
         raise DriverError('the distribution\'s driver is not back: ' + '; '.join(problems))
-    if params['interface_was_up'] and not params['emulated']:
+    if params.get('link') is None and params['interface_was_up'] and not params['emulated']:
         said.append(_set_link(params['interface'], True, sysfs_root, commands))
-    return '; '.join(said)
+    return '; '.join(said + _link_back(params, commands))
+
+
+def _link_back(params, commands):
+    """The tail after the stock load, where the entry describes the link: ``['the link came back ...']``."""
+    if params.get('link') is None:
+        return []
+    back = bring_back_link(params['interface'], params['link'], params['sysfs_root'], commands)
+    return [f'the direct link came back in {back["seconds"]:g}s'
+            + (f' ({", ".join(back["actions"])})' if back['actions'] else '')]
 
 
 def wait_interface(sysfs_root, interface, timeout_s, poll_s=0.2):
@@ -384,7 +581,27 @@ def check_change_params(params):
         raise DriverError('"interface" must name the direct-link interface')
     if not isinstance(params.get('stock_parameters', {}), dict):
         raise DriverError('"stock_parameters" must be a mapping')
+    if params.get('link') is not None:
+        check_link(params['link'])
     return params
+
+
+def check_link(link):
+    """Validate a ``link`` param (DriverError): how the address comes back, the address, the peer, the bounds."""
+    if not isinstance(link, dict) or sorted(link) != sorted(LINK_KEYS):
+        raise DriverError(f'"link" must be a mapping of {", ".join(LINK_KEYS)}, got {link!r}')
+    if link['addressing'] not in ADDRESSING:
+        raise DriverError(f'"link.addressing" must be one of {", ".join(ADDRESSING)}, got {link["addressing"]!r}')
+    if not isinstance(link['address'], str) or not re.match(r'^\d+\.\d+\.\d+\.\d+/\d+$', link['address']):
+        raise DriverError(f'"link.address" must be an IPv4 address with its prefix length, got {link["address"]!r}')
+    if not isinstance(link['peer'], str) or not link['peer']:
+        raise DriverError('"link.peer" must be the peer\'s address on the direct link')
+    for name, kind in (('timeout_s', (int, float)), ('min_speed_gbps', (int, float)), ('min_lanes', int)):
+        value = link[name]
+        if isinstance(value, bool) or not isinstance(value, kind) or value < 0 or (name == 'timeout_s' and not value):
+            raise DriverError(f'"link.{name}" must be a {"positive" if name == "timeout_s" else "non-negative"} '
+                              f'number, got {value!r}')
+    return link
 
 
 def undo_change(params, commands=None):
@@ -392,3 +609,22 @@ def undo_change(params, commands=None):
         return load_stock(params, commands)
     except DriverError as exc:
         raise DriverError(f'{exc}; restore it by hand: rmmod {MODULE}; modprobe {MODULE}') from None
+
+
+def last_json_line(path, offset=0):
+    """The last line of ``path`` after ``offset`` that is a JSON object (a watchdog's verdict in its log), or None."""
+    try:
+        with open(path, 'rb') as handle:
+            handle.seek(offset)
+            lines = handle.read().decode('utf-8', 'replace').splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.startswith('{'):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None

@@ -75,9 +75,43 @@ options:
     default: false
   interface:
     description:
-      - The direct-link interface, taken down for the reload and set up again when it was up.
+      - The direct-link interface. A reload removes it with its addresses (on the peer too) and brings back a bare
+        one; with O(watchdog_peer) set, the load is done only once the link is back as O(link_addressing) says
+        (see there), otherwise the interface is only set up again when it was up.
     type: str
     default: thunderbolt0
+  link_addressing:
+    description:
+      - How the direct link's address comes back after a reload. V(static) (set by hand or by ifupdown), the module
+        sets the interface up and re-adds O(link_address) itself; V(networkd) or V(NetworkManager), it waits, bounded,
+        for that manager to do it.
+      - After a candidate load this tail runs in the link watchdog (bounded by O(watchdog_deadline_s)), after the
+        stock load in the undo (bounded by O(link_timeout_s)). Each waits, after the address, for carrier, at least
+        O(link_min_speed_gbps) per lane and O(link_min_lanes) lanes, and an answered ping to O(watchdog_peer).
+    type: str
+    choices: [static, networkd, NetworkManager]
+    default: static
+  link_address:
+    description:
+      - This host's address on the direct link with its prefix length (C(169.254.10.1/30)). Required with
+        O(watchdog_peer).
+    type: str
+    default: ''
+  link_min_speed_gbps:
+    description:
+      - The per-lane speed the link must train at again after a reload (0 checks nothing).
+    type: float
+    default: 0
+  link_min_lanes:
+    description:
+      - The lanes the link must have again after a reload (0 checks nothing).
+    type: int
+    default: 0
+  link_timeout_s:
+    description:
+      - Seconds the link gets to come back after the stock driver is loaded again (the undo).
+    type: float
+    default: 60
   emulated:
     description:
       - Act on the fixture sysfs root of a lab host instead of the kernel.
@@ -96,9 +130,11 @@ options:
   watchdog_peer:
     description:
       - The peer's address on the direct link. After a candidate load the module starts the link watchdog on the
-        host (C(inferlab_ledger.py watch-link), recorded in the ledger as a process first). When no ping to the peer
-        over O(interface) is answered within O(watchdog_deadline_s), it unloads the candidate and loads the stock
-        driver itself, without the controller. Empty starts no watchdog (a test machine with no peer).
+        host (C(inferlab_ledger.py watch-link), recorded in the ledger as a process first) and waits for its verdict.
+        The watchdog brings the link back (O(link_addressing)); when the link is not back and answering a ping to the
+        peer over O(interface) within O(watchdog_deadline_s), it unloads the candidate and loads the stock driver
+        itself, without the controller, and the module fails. Empty starts no watchdog and waits for no link (a test
+        machine with no peer).
     type: str
     default: ''
   watchdog_deadline_s:
@@ -172,10 +208,23 @@ undone:
   description: The ledger entries undone by V(stock).
   returned: state is stock
   type: list
+details:
+  description: >-
+    What each undo did, C({id, result, message}); the candidate's says how long the direct link took to come back
+    after the stock load.
+  returned: state is stock
+  type: list
 watchdog:
   description: >-
     The link watchdog started after the candidate load, C({pid, peer, deadline_s, log, entry_id}), or null when none
     was started.
+  returned: state is candidate and changed
+  type: dict
+link:
+  description: >-
+    How the direct link came back after the candidate load, as the watchdog saw it: C({seconds, interface_s,
+    carrier_s, addressing, actions}) (seconds after the load; C(actions) what the module re-established), or null
+    without a watchdog.
   returned: state is candidate and changed
   type: dict
 peer_override:
@@ -253,6 +302,9 @@ class TbnetModule:
                 srcversion = p['candidate_srcversion']
                 if not srcversion:
                     self.fail('emulated=true needs candidate_srcversion (there is no module file to read)')
+                refusal = driver.emulation_refusal(p['interface'])
+                if refusal:
+                    self.fail('Nothing was changed: %s' % refusal, before=before)
             else:
                 driver.refuse_system_path(p['module_path'])
                 srcversion = p['candidate_srcversion'] or driver.modinfo_srcversion(p['module_path'])
@@ -276,7 +328,7 @@ class TbnetModule:
                   'stock_loaded': before['loaded'],
                   'stock_parameters': before['parameters'], 'stock_taint': before['taint'], 'tx_e2e': p['tx_e2e'],
                   'interface': p['interface'], 'interface_was_up': was_up, 'emulated': p['emulated'],
-                  'sysfs_root': p['sysfs_root']}
+                  'sysfs_root': p['sysfs_root'], 'link': self.link()}
         diff = {'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']}}
         if self.module.check_mode:
             self.module.exit_json(changed=True, before=before, module=before, emulated=p['emulated'], diff=diff,
@@ -296,13 +348,47 @@ class TbnetModule:
             self.fail('%s (ledger: %s)' % (exc, undone['message']), before=before,
                       module=driver.module_state(p['sysfs_root']))
         watchdog = self.start_watchdog(script, entry['id']) if script else None
+        link = self.link_verdict(watchdog) if watchdog else None
         after = driver.module_state(p['sysfs_root'])
         diff['after'] = {'srcversion': after['srcversion'], 'parameters': after['parameters']}
         self.module.exit_json(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,
-                              watchdog=watchdog,
+                              watchdog=watchdog, link=link,
                               kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
                               peer_override=p['peer_override'] and p['tx_e2e'] and not peer_e2e,
                               emulated=p['emulated'], message=message)
+
+    def link(self):
+        """The ``link`` param of the entry (how the tail brings the link back), checked before anything changes;
+        None without a peer (a test machine: nothing to ping)."""
+        p = self.params
+        if not p['watchdog_peer']:
+            return None
+        link = {'addressing': p['link_addressing'], 'address': p['link_address'], 'peer': p['watchdog_peer'],
+                'timeout_s': p['link_timeout_s'], 'min_speed_gbps': p['link_min_speed_gbps'],
+                'min_lanes': p['link_min_lanes']}
+        try:
+            return driver.check_link(link)
+        except driver.DriverError as exc:
+            self.fail('Nothing was changed: %s (set link_address to this host\'s address on the direct link, with its '
+                      'prefix length)' % exc)
+
+    def link_verdict(self, watchdog):
+        """Wait for the watchdog's verdict on the link (it runs the tail) and return how the link came back; fail
+        when it did not, after the watchdog has put the stock driver back."""
+        p = self.params
+        proc = _ledger.SPAWNED.get(watchdog['pid'])
+        bound = p['watchdog_deadline_s'] + p['link_timeout_s'] + 30
+        try:
+            proc.wait(timeout=bound)
+        except Exception:  # pylint: disable=broad-except  # subprocess.TimeoutExpired, or no handle on the child
+            self.fail('the link watchdog (pid %s) gave no verdict within %gs; see %s, and put the stock driver back '
+                      '(state=stock, or playbooks/restore.yml)' % (watchdog['pid'], bound, watchdog['log']))
+        verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset'])
+        if verdict and verdict.get('link'):
+            return verdict.get('back') or {'seconds': verdict.get('seconds')}
+        self.fail('the candidate was loaded, but the direct link did not come back: %s'
+                  % ((verdict or {}).get('message') or 'the watchdog wrote no verdict to %s' % watchdog['log']),
+                  module=driver.module_state(p['sysfs_root']), watchdog=watchdog)
 
     def watchdog_script(self):
         """The ledger script that will run the watchdog, checked before anything changes; None without a peer."""
@@ -328,6 +414,7 @@ class TbnetModule:
                 '--id', entry_id, '--interface', p['interface'], '--peer', p['watchdog_peer'],
                 '--deadline', '%g' % p['watchdog_deadline_s'], '--json']
         try:
+            offset = os.path.getsize(log) if os.path.exists(log) else 0
             watch = _ledger.record(p['ledger_dir'], p['ledger_host'], 'process',
                                    {'pidfile': pidfile, 'cmdline': argv, 'process_group': True}, run_id=p['run_id'])
             pid = _ledger.spawn_detached(argv, {'PATH': driver.BASE_PATH, 'LANG': 'C.UTF-8'}, log, pidfile)
@@ -338,14 +425,14 @@ class TbnetModule:
             self.fail('the candidate is loaded, but its link watchdog did not start: %s; put the stock driver back '
                       '(state=stock, or playbooks/restore.yml)' % exc)
         return {'pid': pid, 'peer': p['watchdog_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
-                'entry_id': watch['id']}
+                'log_offset': offset, 'entry_id': watch['id']}
 
     def stock(self):
         p = self.params
         before = driver.module_state(p['sysfs_root'])
         taint_before = kernel_taint(p['procfs_root'])
         ids = [e['id'] for e in self.open_entries(watchdogs=True)]
-        outcome = {'undone': [], 'message': 'no candidate load is open in the ledger: nothing to undo'}
+        outcome = {'undone': [], 'details': [], 'message': 'no candidate load is open in the ledger: nothing to undo'}
         if ids:
             try:
                 outcome = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
@@ -359,7 +446,8 @@ class TbnetModule:
         if driver.PARAMETER in after['parameters'] and not self.module.check_mode:
             self.fail('parameters/%s is present with no open candidate load in the ledger: a candidate loaded by hand? '
                       'Unload it (rmmod thunderbolt_net; modprobe thunderbolt_net)' % driver.PARAMETER, module=after)
-        self.module.exit_json(changed=bool(ids), undone=outcome['undone'], before=before, module=after,
+        self.module.exit_json(changed=bool(ids), undone=outcome['undone'], details=outcome.get('details', []),
+                              before=before, module=after,
                               kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
                               emulated=p['emulated'], message=outcome['message'],
                               diff={'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']},
@@ -387,6 +475,11 @@ def build_module():
             run_id=dict(type='str'),
             watchdog_peer=dict(type='str', default=''),
             watchdog_deadline_s=dict(type='float', default=30.0),
+            link_addressing=dict(type='str', default='static', choices=list(driver.ADDRESSING)),
+            link_address=dict(type='str', default=''),
+            link_min_speed_gbps=dict(type='float', default=0.0),
+            link_min_lanes=dict(type='int', default=0),
+            link_timeout_s=dict(type='float', default=60.0),
             ledger_script=dict(type='path'),
         ),
         supports_check_mode=True,

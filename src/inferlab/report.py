@@ -549,6 +549,18 @@ def _measured_trials(trials: dict[str, plots.ModeTrials]) -> list[str]:
 # --- candidate driver ---------------------------------------------------------------------------------------------
 
 
+def _link_back(back: dict | None) -> str:
+    """How the link came back after the candidate load: seconds, carrier, what was re-established."""
+    if not back:
+        return "not watched"
+    text = f"{_value(back.get('seconds'))} s"
+    if back.get("carrier_s") is not None:
+        text += f" (carrier at {_value(back.get('carrier_s'))} s)"
+    if back.get("actions"):
+        text += "; " + _cell("; ".join(back["actions"]))
+    return text
+
+
 def _module_facts(module: dict) -> str:
     if not isinstance(module, dict) or not module:
         return "—"
@@ -597,7 +609,14 @@ def _build_lines(entry: dict) -> list[str]:
 
 def _candidate(candidates: dict) -> list[str]:
     entries = [(host, entry) for host, entry in sorted(candidates.items()) if isinstance(entry, dict)]
-    lines = ["## Candidate driver", ""]
+    lines = [
+        "## Candidate driver",
+        "",
+        "A reload removes the direct link's interface with its addresses, on both hosts. \"Link back\" is the time "
+        "from the load until the link carried a ping again (the interface back, its address re-established, carrier, "
+        "speed and lanes), observed by the host's link watchdog.",
+        "",
+    ]
     if any(entry.get("driver_layer") == "emulated" for _host, entry in entries):
         lines += [
             "On the emulated driver layer nothing is built or loaded: a link profile on the veth stands in for the "
@@ -620,6 +639,7 @@ def _candidate(candidates: dict) -> list[str]:
                 _module_facts(entry.get("module_after") or {}),
                 f"{_value(taint.get('before'))} -> {_value(taint.get('after'))}",
                 f"pid {_value(watchdog.get('pid'))}, {_value(watchdog.get('deadline_s'))} s" if watchdog else "none",
+                _link_back(entry.get("link_back")),
             ]
         )
     lines += _table(
@@ -634,6 +654,7 @@ def _candidate(candidates: dict) -> list[str]:
             "module after",
             "kernel taint",
             "watchdog",
+            "link back after the load",
         ],
         rows,
     )

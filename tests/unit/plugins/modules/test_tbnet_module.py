@@ -7,8 +7,10 @@ idempotence, check mode and the stock undo. The real insmod/rmmod path is tested
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import time
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -139,46 +141,92 @@ def installed_ledger(tmp_path):
     return tmp_path / 'state' / 'ledger'
 
 
-def wait_watchdog(result, timeout=20):
-    pid = result['watchdog']['pid']
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f'/proc/{pid}/stat') as handle:
-                if handle.read().rsplit(')', 1)[1].split()[0] == 'Z':
-                    break
-        except FileNotFoundError:
-            break
-        time.sleep(0.1)
-    _ledger.SPAWNED.pop(pid).wait(timeout=5)
-    return Path(result['watchdog']['log']).read_text()
-
-
-def test_the_watchdog_unloads_a_candidate_whose_link_carries_nothing(lab_host, installed_ledger):
-    """Loopback-safe: the fixture's thunderbolt0 does not exist on this machine, so no ping leaves it."""
+def test_the_watchdog_unloads_a_candidate_whose_link_never_comes_back(lab_host, installed_ledger):
+    """Loopback-safe: the fixture's thunderbolt0 does not exist on this machine, so no ping leaves it. The module
+    waits for the watchdog's verdict and fails with it, after the watchdog has put the stock driver back."""
     root, _unused = lab_host()
     stock = (root / 'module/thunderbolt_net/srcversion').read_text().strip()
     failed, result = run_module(tbnet_module.main, args(root, installed_ledger, watchdog_peer='169.254.177.2',
-                                                        watchdog_deadline_s=2))
-    assert not failed and result['watchdog']['peer'] == '169.254.177.2', result
-    log = wait_watchdog(result)
-    assert 'no ping to 169.254.177.2 over thunderbolt0 answered within 2s' in log
-    assert 'the candidate was unloaded' in log
+                                                        watchdog_deadline_s=1, link_address='169.254.177.1/30',
+                                                        link_timeout_s=0.5))
+    assert failed, result
+    assert result['msg'].startswith('the candidate was loaded, but the direct link did not come back: the direct link '
+                                    'did not come back within 1s of the reload: thunderbolt0 does not exist'), result
+    assert 'the candidate was unloaded' in result['msg']
     assert (root / 'module/thunderbolt_net/srcversion').read_text().strip() == stock
     assert not (root / 'module/thunderbolt_net/parameters/tx_e2e').exists()
-    states = {e['kind']: e['state'] for e in entries(installed_ledger)}
-    assert states == {'kernel_module': 'undone', 'process': 'applied'}
 
 
-def test_the_watchdog_leaves_a_candidate_whose_link_answers(lab_host, installed_ledger):
+def test_the_emulated_layer_refuses_an_interface_that_is_not_a_veth(lab_host):
+    root, ledger = lab_host()
+    failed, result = run_module(tbnet_module.main, args(root, ledger, interface='lo'))
+    assert failed and result['msg'].startswith('Nothing was changed: the emulated driver layer deletes the direct '
+                                               'link as a real unload does, and only ever a veth: lo is'), result
+    assert entries(ledger) == []
+
+
+def test_a_watchdog_peer_needs_the_link_address(lab_host, installed_ledger):
     root, _unused = lab_host()
-    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, interface='lo', tx_e2e=False,
-                                                        watchdog_peer='127.0.0.1', watchdog_deadline_s=5))
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, watchdog_peer='169.254.177.2'))
+    assert failed and 'set link_address' in result['msg'] and result['msg'].startswith('Nothing was changed')
+    assert entries(installed_ledger) == []
+
+
+SBIN = os.pathsep.join([os.environ.get('PATH', ''), '/usr/sbin', '/sbin'])
+IP, PING = shutil.which('ip', path=SBIN), shutil.which('ping', path=SBIN)
+
+
+@pytest.fixture
+def veth_to_peer():
+    """A veth end ``itm<tag>`` here whose other end is in a namespace of its own, the peer (169.254.252.2/30), as
+    the lab's direct link; the namespace and the pair are deleted afterwards. Returns ``(interface, recreate)``:
+    ``recreate()`` brings the pair back bare and sets the peer's end up with its address, as the lab's link daemon
+    and the peer's own tail do after a reload."""
+    tag = f'{os.getpid() % 1000}{os.urandom(1).hex()}'
+    ns, here = f'itm{tag}p', f'itm{tag}'
+
+    def ip(*argv, check=True):
+        return subprocess.run([IP, *argv], capture_output=True, text=True, check=check, timeout=30)
+
+    def recreate():
+        ip('link', 'add', here, 'type', 'veth', 'peer', 'name', 'peer0', 'netns', ns)
+        ip('-n', ns, 'addr', 'add', '169.254.252.2/30', 'dev', 'peer0')
+        ip('-n', ns, 'link', 'set', 'peer0', 'up')
+
+    ip('netns', 'add', ns)
+    try:
+        recreate()
+        yield here, recreate
+    finally:
+        ip('link', 'del', here, check=False)
+        ip('netns', 'del', ns, check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not IP or not PING, reason='needs root, ip and ping for a veth pair')
+def test_the_load_is_done_once_the_reloaded_link_is_back(lab_host, installed_ledger, veth_to_peer):
+    """The emulated load deletes the veth (both ends, as an unload removes thunderbolt0 on both hosts); it comes back
+    bare 0.5 s later; the watchdog re-adds this end's address, sees carrier and the peer's answer; the module
+    returns how long that took. Then the stock load does the same in the undo."""
+    root, _unused = lab_host()
+    interface, recreate = veth_to_peer
+    link_args = {'interface': interface, 'watchdog_peer': '169.254.252.2', 'watchdog_deadline_s': 10,
+                 'link_address': '169.254.252.1/30', 'link_timeout_s': 10}
+    timer = threading.Timer(0.5, recreate)
+    timer.start()
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, tx_e2e=False, **link_args))
+    timer.join()
     assert not failed, result
-    assert 'the direct link carried traffic' in wait_watchdog(result)
-    assert (root / 'module/thunderbolt_net/parameters/tx_e2e').read_text().strip() == 'N'
-    failed, stock = run_module(tbnet_module.main, args(root, installed_ledger, state='stock', interface='lo'))
-    assert not failed and len(stock['undone']) == 2  # the watchdog's process entry and the candidate
+    assert result['link']['interface_s'] >= 0.4 and result['link']['addressing'] == 'static'
+    assert any(a.startswith('re-added 169.254.252.1/30') for a in result['link']['actions']), result['link']
+    assert 'deleted with its addresses' in result['message']
+    _ledger.SPAWNED.pop(result['watchdog']['pid']).wait(timeout=5)
+    timer = threading.Timer(0.5, recreate)
+    timer.start()
+    failed, stock = run_module(tbnet_module.main, args(root, installed_ledger, state='stock', **link_args))
+    timer.join()
+    assert not failed and len(stock['undone']) == 2, stock  # the watchdog's process entry and the candidate
+    [module_undo] = [d for d in stock['details'] if 'kernel_module' in d['id']]
+    assert 'the direct link came back in' in module_undo['message'], stock['details']
 
 
 def test_the_watchdog_needs_the_installed_ledger_script(lab_host):

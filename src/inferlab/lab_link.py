@@ -1,0 +1,157 @@
+"""The lab's direct link as hardware: what the cable and the hosts' XDomain discovery do around a driver reload.
+
+On a real pair of hosts an ``rmmod thunderbolt_net`` removes ``thunderbolt0`` with its addresses, and the peer's
+``thunderbolt0`` goes too (this host's ThunderboltIP service disappears from the peer's view). A load brings both back
+with no addresses, and carrier only once both sides have logged in again (the driver retries every 4.5 s).
+
+The emulated driver layer does the first half on the host itself: its unload deletes the lab's veth, and both ends go
+with their addresses. This daemon, run by the lab on the controller, is the other half: while the link is absent and
+both hosts' fixture roots show ``thunderbolt_net`` loaded, it waits the login delay and creates a new veth pair, one
+end in each host's namespace, down and with no address. Setting it up and addressing it is the hosts' business, as on
+a real site. ``candidate_login: never`` stands for a candidate whose link never comes back (a controller that never
+returns TX credits): no login succeeds while either host shows a candidate (``parameters/tx_e2e`` present).
+
+    python -m inferlab.lab_link --config FILE --pidfile FILE
+
+The config (JSON, re-read every poll, so the lab can change the login behaviour of a running lab):
+``{"hosts": [{"netns", "interface", "mtu", "sysfs_root"}, {...}], "login_delay_s", "candidate_login": "ok"|"never",
+"poll_s"}``. Each event goes to stdout as one line with a UTC timestamp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LOGINS = ("ok", "never")
+
+
+class LinkConfigError(Exception):
+    """A config the daemon cannot act on; the message says what was expected."""
+
+
+def read_config(path: Path) -> dict:
+    try:
+        config = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise LinkConfigError(f"cannot read {path}: {exc}") from None
+    hosts = config.get("hosts")
+    if not isinstance(hosts, list) or len(hosts) != 2:
+        raise LinkConfigError(f"{path}: expected two hosts, found {hosts!r}")
+    for host in hosts:
+        if not isinstance(host, dict) or not all(host.get(k) for k in ("netns", "interface", "mtu", "sysfs_root")):
+            raise LinkConfigError(f"{path}: each host needs netns, interface, mtu and sysfs_root, found {host!r}")
+    if config.get("candidate_login", "ok") not in LOGINS:
+        raise LinkConfigError(f"{path}: candidate_login must be one of {', '.join(LOGINS)}")
+    for name in ("login_delay_s", "poll_s"):
+        if not isinstance(config.get(name), (int, float)) or config[name] < 0:
+            raise LinkConfigError(f"{path}: {name} must be a non-negative number, found {config.get(name)!r}")
+    return config
+
+
+def driver_state(sysfs_root: str) -> str:
+    """``absent``, ``stock`` or ``candidate``: what the host's fixture root shows of thunderbolt_net."""
+    module = Path(sysfs_root) / "module" / "thunderbolt_net"
+    if not module.is_dir():
+        return "absent"
+    return "candidate" if (module / "parameters" / "tx_e2e").exists() else "stock"
+
+
+def next_action(link_present: bool, drivers: list[str], ready_since: float | None, now: float,
+                login_delay_s: float, candidate_login: str) -> tuple[str, float | None]:
+    """What the link does next, and since when it has been ready to log in: ``(action, ready_since)``.
+
+    ``none`` (the link is there), ``wait`` (a driver is not loaded, or the login delay is not over), ``refuse``
+    (a candidate whose login never succeeds) or ``create``."""
+    if link_present:
+        return "none", None
+    if "absent" in drivers:
+        return "wait", None
+    if candidate_login == "never" and "candidate" in drivers:
+        return "refuse", None
+    ready_since = now if ready_since is None else ready_since
+    return ("create" if now - ready_since >= login_delay_s else "wait"), ready_since
+
+
+def ip(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *argv], capture_output=True, text=True, check=False, timeout=10,
+                          env=dict(os.environ, LC_ALL="C"))
+
+
+def link_present(host: dict) -> bool:
+    return ip("-n", host["netns"], "link", "show", "dev", host["interface"]).returncode == 0
+
+
+def create_link(a: dict, b: dict) -> str:
+    """A new veth pair, one end in each namespace, both down and without addresses (what a driver registers)."""
+    done = ip("-n", a["netns"], "link", "add", a["interface"], "mtu", str(a["mtu"]), "type", "veth",
+              "peer", "name", b["interface"], "mtu", str(b["mtu"]), "netns", b["netns"])
+    return "" if done.returncode == 0 else done.stderr.strip()
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", flush=True)
+
+
+def serve(config_path: Path) -> None:
+    ready_since, absent_since, last = None, None, None
+    while True:
+        config = read_config(config_path)
+        a, b = config["hosts"]
+        present = link_present(a) or link_present(b)
+        drivers = [driver_state(h["sysfs_root"]) for h in (a, b)]
+        now = time.monotonic()
+        if not present and absent_since is None:
+            absent_since = now
+            log(f"link gone (drivers: {', '.join(drivers)})")
+        action, ready_since = next_action(present, drivers, ready_since, now, config["login_delay_s"],
+                                          config.get("candidate_login", "ok"))
+        if action == "create":
+            error = create_link(a, b)
+            if error:
+                log(f"could not create the link: {error}")
+            else:
+                log(f"link back, bare, {now - absent_since:.1f}s after it went (drivers: {', '.join(drivers)})")
+                absent_since, ready_since = None, None
+        elif action != last and action in ("refuse", "wait") and not present:
+            log("no login: a candidate whose link never comes back" if action == "refuse"
+                else f"waiting (drivers: {', '.join(drivers)})")
+        last = action
+        time.sleep(config["poll_s"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m inferlab.lab_link", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--pidfile", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        read_config(args.config)
+    except LinkConfigError as exc:
+        print(f"inferlab.lab_link: {exc}", file=sys.stderr)
+        return 2
+    args.pidfile.write_text(f"{os.getpid()}\n")
+
+    def stop(_signum, _frame):
+        args.pidfile.unlink(missing_ok=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    log(f"serving the direct link of {args.config}")
+    try:
+        serve(args.config)
+    except LinkConfigError as exc:
+        log(f"stopped: {exc}")
+        args.pidfile.unlink(missing_ok=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
