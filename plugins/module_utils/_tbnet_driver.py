@@ -379,14 +379,18 @@ def _addressing_hint(link):
             'the link more time: tbnet_candidate_link_timeout_s)')
 
 
-def bring_back_link(interface, link, sysfs_root, commands=None, timeout_s=None, poll_s=0.25):
+def bring_back_link(interface, link, sysfs_root, commands=None, timeout_s=None, poll_s=0.25, own_end_only=False):
     """The tail of every load and unload: wait, bounded, until the direct link is back as it was.
 
     ``link`` is a ledger entry's ``link`` param. With ``static`` addressing the interface is set up and its address
     re-added whenever it appears without them (it may appear, vanish and appear again while both ends reload);
     ``networkd`` and ``NetworkManager`` are only waited for. Then carrier, the trained speed and lanes, and an
     answered ping to the peer. Returns ``{seconds, interface_s, carrier_s, addressing, actions}``; DriverError,
-    saying what is still missing, at the bound (``timeout_s``, default the link's own)."""
+    saying what is still missing, at the bound (``timeout_s``, default the link's own).
+
+    ``own_end_only`` stops once this host's end is up with its address: what an undo can promise alone, since carrier
+    and the peer's answer need the peer's end back too, which the peer's own tail brings (the restore runs the whole
+    tail on both hosts at once after the undo)."""
     commands = commands or {}
     bound = link['timeout_s'] if timeout_s is None else timeout_s
     started = time.monotonic()
@@ -403,6 +407,11 @@ def bring_back_link(interface, link, sysfs_root, commands=None, timeout_s=None, 
         if state['carrier']:
             seen.setdefault('carrier_s', round(time.monotonic() - started, 3))
         problems = link_problems(state, trained_link(sysfs_root, interface), link, interface) + failed
+        if own_end_only:
+            problems = [p for p in problems if 'carrier' not in p and 'trained' not in p and 'lane' not in p]
+            if not problems:
+                return {'seconds': round(time.monotonic() - started, 3), 'interface_s': seen.get('interface_s'),
+                        'carrier_s': seen.get('carrier_s'), 'addressing': link['addressing'], 'actions': actions}
         if not problems:
             if link_carries_traffic(interface, link['peer'], commands.get('ping')):
                 return {'seconds': round(time.monotonic() - started, 3), 'interface_s': seen.get('interface_s'),
@@ -443,8 +452,13 @@ def _emulate_unload(interface, commands):
     if refusal:
         raise DriverError(refusal)
     if link_kind(interface, commands) is None:
-        return f'{interface} is absent'
-    _must(command_argv('ip', commands.get('ip')) + ['link', 'del', 'dev', interface], f'deleting {interface}')
+        return f'{interface} is absent (the peer\'s reload took it)'
+    argv = command_argv('ip', commands.get('ip')) + ['link', 'del', 'dev', interface]
+    rc, out, err = run(argv, timeout=10)
+    if rc != 0:
+        if link_kind(interface, commands) is None:  # the peer's reload deleted the pair in between
+            return f'{interface} is absent (the peer\'s reload took it)'
+        raise DriverError(f'deleting {interface}: {" ".join(argv)} exited {rc}: {(err or out).strip()[:300]}')
     return f'{interface} deleted with its addresses (the peer\'s end with it)'
 
 
@@ -510,11 +524,12 @@ def load_stock(params, commands=None):
 
 
 def _link_back(params, commands):
-    """The tail after the stock load, where the entry describes the link: ``['the link came back ...']``."""
+    """After the stock load, where the entry describes the link: this host's end back (``bring_back_link``'s
+    ``own_end_only``), as a sentence in a list."""
     if params.get('link') is None:
         return []
-    back = bring_back_link(params['interface'], params['link'], params['sysfs_root'], commands)
-    return [f'the direct link came back in {back["seconds"]:g}s'
+    back = bring_back_link(params['interface'], params['link'], params['sysfs_root'], commands, own_end_only=True)
+    return [f'this host\'s end of the direct link came back in {back["seconds"]:g}s'
             + (f' ({", ".join(back["actions"])})' if back['actions'] else '')]
 
 

@@ -22,7 +22,8 @@ description:
     result reports.
   - V(stock) is the undo of the open V(kernel_module) entries, the same code a standalone restore runs. It unloads
     the candidate and C(modprobe)s the distribution's driver, then checks that C(tx_e2e) is absent and that the
-    srcversion is the distribution's.
+    srcversion is the distribution's. With O(link_peer) it then brings the direct link back (O(link_addressing))
+    even where there was nothing to undo, since a reload on the peer removes this host's interface too.
   - A module path under C(/lib/modules) is refused. Nothing is ever installed, so nothing persists.
   - With O(emulated=true) (the netns lab, whose hosts cannot load modules) it acts on the host's fixture sysfs root
     instead (srcversion, the C(tx_e2e) parameter, the module taint). That is an emulation and says nothing about a
@@ -76,7 +77,7 @@ options:
   interface:
     description:
       - The direct-link interface. A reload removes it with its addresses (on the peer too) and brings back a bare
-        one; with O(watchdog_peer) set, the load is done only once the link is back as O(link_addressing) says
+        one; with O(link_peer) set, the load is done only once the link is back as O(link_addressing) says
         (see there), otherwise the interface is only set up again when it was up.
     type: str
     default: thunderbolt0
@@ -87,14 +88,14 @@ options:
         for that manager to do it.
       - After a candidate load this tail runs in the link watchdog (bounded by O(watchdog_deadline_s)), after the
         stock load in the undo (bounded by O(link_timeout_s)). Each waits, after the address, for carrier, at least
-        O(link_min_speed_gbps) per lane and O(link_min_lanes) lanes, and an answered ping to O(watchdog_peer).
+        O(link_min_speed_gbps) per lane and O(link_min_lanes) lanes, and an answered ping to O(link_peer).
     type: str
     choices: [static, networkd, NetworkManager]
     default: static
   link_address:
     description:
       - This host's address on the direct link with its prefix length (C(169.254.10.1/30)). Required with
-        O(watchdog_peer).
+        O(link_peer).
     type: str
     default: ''
   link_min_speed_gbps:
@@ -127,16 +128,17 @@ options:
       - Where procfs is read (the kernel taint).
     type: path
     default: /proc
-  watchdog_peer:
+  link_peer:
     description:
       - The peer's address on the direct link. After a candidate load the module starts the link watchdog on the
         host (C(inferlab_ledger.py watch-link), recorded in the ledger as a process first) and waits for its verdict.
         The watchdog brings the link back (O(link_addressing)); when the link is not back and answering a ping to the
         peer over O(interface) within O(watchdog_deadline_s), it unloads the candidate and loads the stock driver
         itself, without the controller, and the module fails. Empty starts no watchdog and waits for no link (a test
-        machine with no peer).
+        machine with no peer). V(stock) then brings the link back too.
     type: str
     default: ''
+    aliases: [watchdog_peer]
   watchdog_deadline_s:
     description:
       - Seconds the direct link gets to carry traffic after a candidate load.
@@ -222,10 +224,11 @@ watchdog:
   type: dict
 link:
   description: >-
-    How the direct link came back after the candidate load, as the watchdog saw it: C({seconds, interface_s,
-    carrier_s, addressing, actions}) (seconds after the load; C(actions) what the module re-established), or null
-    without a watchdog.
-  returned: state is candidate and changed
+    How the direct link came back: after the candidate load as the watchdog saw it, after V(stock) (on every host
+    given O(link_peer), whether it had anything to undo: the peer's reload takes this host's link too) as the
+    module saw it. C({seconds, interface_s, carrier_s, addressing, actions}) (seconds after the load or the undo;
+    C(actions) what was re-established), or null without a peer.
+  returned: state is candidate and changed, or state is stock
   type: dict
 peer_override:
   description: Whether C(tx_e2e=1) was loaded without a peer advertising E2E.
@@ -361,9 +364,9 @@ class TbnetModule:
         """The ``link`` param of the entry (how the tail brings the link back), checked before anything changes;
         None without a peer (a test machine: nothing to ping)."""
         p = self.params
-        if not p['watchdog_peer']:
+        if not p['link_peer']:
             return None
-        link = {'addressing': p['link_addressing'], 'address': p['link_address'], 'peer': p['watchdog_peer'],
+        link = {'addressing': p['link_addressing'], 'address': p['link_address'], 'peer': p['link_peer'],
                 'timeout_s': p['link_timeout_s'], 'min_speed_gbps': p['link_min_speed_gbps'],
                 'min_lanes': p['link_min_lanes']}
         try:
@@ -393,7 +396,7 @@ class TbnetModule:
     def watchdog_script(self):
         """The ledger script that will run the watchdog, checked before anything changes; None without a peer."""
         p = self.params
-        if not p['watchdog_peer']:
+        if not p['link_peer']:
             return None
         script = p['ledger_script'] or os.path.join(os.path.dirname(os.path.abspath(p['ledger_dir'])), 'bin',
                                                     'inferlab_ledger.py')
@@ -411,7 +414,7 @@ class TbnetModule:
         pidfile = os.path.join(state_dir, 'run', 'tbnet-watchdog.pid')
         log = os.path.join(state_dir, 'logs', 'tbnet-watchdog.log')
         argv = [sys.executable, script, 'watch-link', '--ledger-dir', p['ledger_dir'], '--host', p['ledger_host'],
-                '--id', entry_id, '--interface', p['interface'], '--peer', p['watchdog_peer'],
+                '--id', entry_id, '--interface', p['interface'], '--peer', p['link_peer'],
                 '--deadline', '%g' % p['watchdog_deadline_s'], '--json']
         try:
             offset = os.path.getsize(log) if os.path.exists(log) else 0
@@ -424,7 +427,7 @@ class TbnetModule:
         except (_ledger.LedgerError, OSError) as exc:
             self.fail('the candidate is loaded, but its link watchdog did not start: %s; put the stock driver back '
                       '(state=stock, or playbooks/restore.yml)' % exc)
-        return {'pid': pid, 'peer': p['watchdog_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
+        return {'pid': pid, 'peer': p['link_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
                 'log_offset': offset, 'entry_id': watch['id']}
 
     def stock(self):
@@ -446,8 +449,15 @@ class TbnetModule:
         if driver.PARAMETER in after['parameters'] and not self.module.check_mode:
             self.fail('parameters/%s is present with no open candidate load in the ledger: a candidate loaded by hand? '
                       'Unload it (rmmod thunderbolt_net; modprobe thunderbolt_net)' % driver.PARAMETER, module=after)
-        self.module.exit_json(changed=bool(ids), undone=outcome['undone'], details=outcome.get('details', []),
-                              before=before, module=after,
+        link = self.link()
+        back = None
+        if link and not self.module.check_mode:
+            try:
+                back = driver.bring_back_link(p['interface'], link, p['sysfs_root'])
+            except driver.DriverError as exc:
+                self.fail('the distribution\'s driver is loaded, but %s' % exc, module=after, undone=outcome['undone'])
+        self.module.exit_json(changed=bool(ids) or bool(back and back['actions']), undone=outcome['undone'],
+                              details=outcome.get('details', []), link=back, before=before, module=after,
                               kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
                               emulated=p['emulated'], message=outcome['message'],
                               diff={'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']},
@@ -473,7 +483,7 @@ def build_module():
             ledger_dir=dict(type='path', required=True),
             ledger_host=dict(type='str', required=True),
             run_id=dict(type='str'),
-            watchdog_peer=dict(type='str', default=''),
+            link_peer=dict(type='str', default='', aliases=['watchdog_peer']),
             watchdog_deadline_s=dict(type='float', default=30.0),
             link_addressing=dict(type='str', default='static', choices=list(driver.ADDRESSING)),
             link_address=dict(type='str', default=''),

@@ -550,7 +550,7 @@ def _measured_trials(trials: dict[str, plots.ModeTrials]) -> list[str]:
 
 
 def _link_back(back: dict | None) -> str:
-    """How the link came back after the candidate load: seconds, carrier, what was re-established."""
+    """How the direct link came back after a reload: seconds, carrier, what was re-established."""
     if not back:
         return "not watched"
     text = f"{_value(back.get('seconds'))} s"
@@ -1358,14 +1358,15 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
         lines += [
             "## Restore",
             "",
-            "| host | verified | compared with | undone | differences from known-good |",
-            "| --- | --- | --- | --- | --- |",
+            "| host | verified | compared with | undone | direct link back | differences from known-good |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         for host, restore in sorted(record["restore"].items()):
             undone = len((restore.get("undo") or {}).get("undone", []))
             diffs = "; ".join(_cell(d) for d in restore["differences"]) or "none"
             compared = _cell(restore.get("compared_with", "known_good").replace("_", " "))
-            lines.append(f"| {host} | {_value(restore['verified'])} | {compared} | {undone} | {diffs} |")
+            link = _link_back(restore.get("link_back"))
+            lines.append(f"| {host} | {_value(restore['verified'])} | {compared} | {undone} | {link} | {diffs} |")
         lines += _restore_driver(record["restore"])
         lines.append("")
     lines += _plots(plots.plan(record) if planned is None else planned)

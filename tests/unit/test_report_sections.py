@@ -323,7 +323,8 @@ def test_window_notes_resets_and_a_retrained_link_are_listed():
 def test_the_restore_shows_the_driver_and_its_persistence_proof():
     text = report.render(load("restore_driver"))
     rows = table(text, "## Restore")
-    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", "none"]
+    link_back = "3.507 s (carrier at 3.5 s); set thunderbolt0 up at 3.2s; re-added 169.254.10.1/30 at 3.2s"
+    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", link_back, "none"]
     restore = section(text, "## Restore")
     assert "lib/modules/6.18.44-fc-v509: no such directory (before and after)" in restore
     assert "- lab-a: kernel taint 0, unchanged (not tainted)" in restore

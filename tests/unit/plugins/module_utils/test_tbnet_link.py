@@ -118,7 +118,8 @@ spec = importlib.util.spec_from_file_location('tbnet_driver', sys.argv[1])
 driver = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(driver)
 try:
-    print(json.dumps(driver.bring_back_link('tbl0', json.loads(sys.argv[2]), sys.argv[3], poll_s=0.1)))
+    print(json.dumps(driver.bring_back_link('tbl0', json.loads(sys.argv[2]), sys.argv[3], poll_s=0.1,
+                                            own_end_only=sys.argv[4] == 'own')))
 except driver.DriverError as exc:
     print(json.dumps({'error': str(exc)}))
 '''
@@ -147,9 +148,9 @@ def make_pair(a, b):
     sh(IP, '-n', a, 'link', 'add', 'tbl0', 'type', 'veth', 'peer', 'name', 'tbl0', 'netns', b)
 
 
-def run_tail(ns, link, sysfs_root):
+def run_tail(ns, link, sysfs_root, end='whole'):
     return subprocess.Popen([IP, 'netns', 'exec', ns, sys.executable, '-c', TAIL, str(DRIVER_FILE), json.dumps(link),
-                             sysfs_root], stdout=subprocess.PIPE, text=True)
+                             sysfs_root, end], stdout=subprocess.PIPE, text=True)
 
 
 @needs_netns
@@ -187,3 +188,15 @@ def test_a_manager_that_never_readds_the_address_fails_at_the_bound(two_hosts, t
     # nothing was touched: the manager's interface is still down and bare
     state = json.loads(sh(IP, '-n', a, '-j', 'addr', 'show', 'dev', 'tbl0').stdout)[0]
     assert 'UP' not in state['flags'] and not [i for i in state['addr_info'] if i['family'] == 'inet']
+
+
+@needs_netns
+def test_an_undo_brings_back_its_own_end_without_waiting_for_the_peer(two_hosts, tmp_path):
+    """The undo's part (``own_end_only``): this end up with its address; the peer's end is still down, so there is
+    no carrier yet, and that is the peer's tail's business."""
+    a, b = two_hosts
+    make_pair(a, b)
+    link = {**LINK, 'min_speed_gbps': 20.0, 'min_lanes': 1, 'timeout_s': 5}
+    result = json.loads(run_tail(a, link, str(tmp_path), end='own').communicate(timeout=30)[0])
+    assert 'error' not in result and result['carrier_s'] is None, result
+    assert [action.split(' at ')[0] for action in result['actions']] == ['set tbl0 up', 're-added 169.254.250.1/30']

@@ -146,7 +146,7 @@ def test_the_watchdog_unloads_a_candidate_whose_link_never_comes_back(lab_host, 
     waits for the watchdog's verdict and fails with it, after the watchdog has put the stock driver back."""
     root, _unused = lab_host()
     stock = (root / 'module/thunderbolt_net/srcversion').read_text().strip()
-    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, watchdog_peer='169.254.177.2',
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, link_peer='169.254.177.2',
                                                         watchdog_deadline_s=1, link_address='169.254.177.1/30',
                                                         link_timeout_s=0.5))
     assert failed, result
@@ -167,7 +167,7 @@ def test_the_emulated_layer_refuses_an_interface_that_is_not_a_veth(lab_host):
 
 def test_a_watchdog_peer_needs_the_link_address(lab_host, installed_ledger):
     root, _unused = lab_host()
-    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, watchdog_peer='169.254.177.2'))
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, link_peer='169.254.177.2'))
     assert failed and 'set link_address' in result['msg'] and result['msg'].startswith('Nothing was changed')
     assert entries(installed_ledger) == []
 
@@ -226,11 +226,12 @@ def test_the_load_is_done_once_the_reloaded_link_is_back(lab_host, installed_led
     timer.join()
     assert not failed and len(stock['undone']) == 2, stock  # the watchdog's process entry and the candidate
     [module_undo] = [d for d in stock['details'] if 'kernel_module' in d['id']]
-    assert 'the direct link came back in' in module_undo['message'], stock['details']
+    assert "this host's end of the direct link came back in" in module_undo['message'], stock['details']
+    assert stock['link']['carrier_s'] is not None
 
 
 def test_the_watchdog_needs_the_installed_ledger_script(lab_host):
     root, ledger = lab_host()
-    failed, result = run_module(tbnet_module.main, args(root, ledger, watchdog_peer='169.254.177.2'))
+    failed, result = run_module(tbnet_module.main, args(root, ledger, link_peer='169.254.177.2'))
     assert failed and 'Nothing was changed: the link watchdog needs' in result['msg']
     assert entries(ledger) == []
