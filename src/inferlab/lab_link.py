@@ -127,7 +127,8 @@ def serve(config_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inferlab.lab_link", description=__doc__.split("\n\n", maxsplit=1)[0])
+    summary = __doc__.split("\n\n", maxsplit=1)[0]
+    parser = argparse.ArgumentParser(prog="python -m inferlab.lab_link", description=summary)
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--pidfile", type=Path, required=True)
     args = parser.parse_args(argv)
