@@ -104,7 +104,7 @@ def serve(config_path: Path) -> None:
     while True:
         config = read_config(config_path)
         a, b = config["hosts"]
-        present = link_present(a) or link_present(b)
+        present = link_present(a)  # a veth pair: both ends or neither
         drivers = [driver_state(h["sysfs_root"]) for h in (a, b)]
         now = time.monotonic()
         if not present and absent_since is None:
