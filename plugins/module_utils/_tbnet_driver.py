@@ -334,8 +334,9 @@ def trained_link(sysfs_root, interface):
     return {'speed_gbps': None if None in speeds else min(speeds), 'lanes': None if None in lanes else min(lanes)}
 
 
-def link_problems(state, trained, link, interface):
-    """What keeps the link from being back (sentences; empty when it is, short of the ping)."""
+def link_problems(state, trained, link, interface, own_end_only=False):
+    """What keeps the link from being back (sentences; empty when it is, short of the ping). ``own_end_only``: this
+    host's end only (there, up with its address), not what needs the peer (carrier, the trained speed and lanes)."""
     if not state['exists']:
         return [f'{interface} does not exist']
     problems = []
@@ -344,6 +345,8 @@ def link_problems(state, trained, link, interface):
     if link['address'] not in state['addresses']:
         problems.append(f'{interface} does not have {link["address"]} '
                         f'(has {", ".join(state["addresses"]) or "no IPv4 address"})')
+    if own_end_only:
+        return problems
     if not state['carrier']:
         problems.append(f'{interface} has no carrier')
     speed, lanes = trained['speed_gbps'], trained['lanes']
@@ -406,14 +409,9 @@ def bring_back_link(interface, link, sysfs_root, commands=None, timeout_s=None, 
                 state = link_state(interface, commands)
         if state['carrier']:
             seen.setdefault('carrier_s', round(time.monotonic() - started, 3))
-        problems = link_problems(state, trained_link(sysfs_root, interface), link, interface) + failed
-        if own_end_only:
-            problems = [p for p in problems if 'carrier' not in p and 'trained' not in p and 'lane' not in p]
-            if not problems:
-                return {'seconds': round(time.monotonic() - started, 3), 'interface_s': seen.get('interface_s'),
-                        'carrier_s': seen.get('carrier_s'), 'addressing': link['addressing'], 'actions': actions}
+        problems = link_problems(state, trained_link(sysfs_root, interface), link, interface, own_end_only) + failed
         if not problems:
-            if link_carries_traffic(interface, link['peer'], commands.get('ping')):
+            if own_end_only or link_carries_traffic(interface, link['peer'], commands.get('ping')):
                 return {'seconds': round(time.monotonic() - started, 3), 'interface_s': seen.get('interface_s'),
                         'carrier_s': seen.get('carrier_s'), 'addressing': link['addressing'], 'actions': actions}
             problems = [f'no answer to a ping to {link["peer"]} over {interface}']

@@ -76,6 +76,11 @@ def test_link_problems_say_what_is_missing(fixture, trained, expected):
     assert driver.link_problems(state, trained, LINK, 'thunderbolt0') == expected
 
 
+def test_own_end_only_leaves_out_what_needs_the_peer():
+    state = driver.parse_link((IP_ADDR / 'nocarrier.json').read_text(), 'thunderbolt0')
+    assert driver.link_problems(state, {'speed_gbps': None, 'lanes': None}, LINK, 'thunderbolt0', True) == []
+
+
 def test_an_absent_interface_is_the_only_problem():
     assert driver.link_problems(driver.parse_link('', 'tb0'), TRAINED, LINK, 'tb0') == ['tb0 does not exist']
 
