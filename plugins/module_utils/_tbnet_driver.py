@@ -436,7 +436,10 @@ def link_kind(interface, commands=None):
 def emulation_refusal(interface, commands=None):
     """Why the emulated driver layer may not act on ``interface`` (it deletes the link as an unload does, and only a
     veth may be deleted), or None."""
-    kind = link_kind(interface, commands)
+    return _refusal_for_kind(interface, link_kind(interface, commands))
+
+
+def _refusal_for_kind(interface, kind):
     if kind is None or kind == 'veth':
         return None
     return (f'the emulated driver layer deletes the direct link as a real unload does, and only ever a veth: '
@@ -446,10 +449,11 @@ def emulation_refusal(interface, commands=None):
 def _emulate_unload(interface, commands):
     """What a real unload does to the link, on the lab's veth: the netdev goes with its addresses, and the peer's end
     with it (as the peer's netdev goes when this host's ThunderboltIP service disappears). Only a veth is deleted."""
-    refusal = emulation_refusal(interface, commands)
+    kind = link_kind(interface, commands)
+    refusal = _refusal_for_kind(interface, kind)
     if refusal:
         raise DriverError(refusal)
-    if link_kind(interface, commands) is None:
+    if kind is None:
         return f'{interface} is absent (the peer\'s reload took it)'
     argv = command_argv('ip', commands.get('ip')) + ['link', 'del', 'dev', interface]
     rc, out, err = run(argv, timeout=10)
