@@ -1,13 +1,15 @@
 """Kill the staged experiment at chosen points and prove that a restore brings the lab back with nothing left.
 
     python tests/interrupt/interrupt.py --inventory INVENTORY --out RESULTS.json --runs-root DIR
-        [--stages a,b,c] [--deadline-s N] POINT [POINT ...]
+        [--stages a,b,c] [--deadline-s N] POINT[@STAGES] [POINT[@STAGES] ...]
 
 A POINT is ``STAGE`` (SIGKILL to ansible-playbook's process group as soon as the stage's journal entry says it
 started: a stage boundary), ``STAGE+SECONDS`` (that long into the stage, e.g. ``tp2_nextn+4``: the middle of the
 TP2+NEXTN ladder), or ``deadman:STAGE[+SECONDS]`` (the same kill, then NO restore.yml: the ring and gateway hosts'
 dead man's switches must undo their ledgers by themselves, with no controller; restore.yml runs afterwards only to
-verify, and must find nothing left to undo on the ring hosts).
+verify, and must find nothing left to undo on the ring hosts). ``@STAGES`` (comma-separated) is the plan that point's
+run gets instead of --stages: the stages that lead to the point and nothing the point does not need, so that a
+scenario pays only for what each kill proves.
 
 For each point: the experiment runs through `ansible-playbook` in its own session, the kill comes at the point,
 then `playbooks/restore.yml` runs against the killed run's known-good snapshots. Then the lab is checked from the
@@ -47,10 +49,12 @@ RUN_PROCESS_MARKS = ("deadman", "watch-link", "inferlab.prober", "iperf3", "sgla
 
 
 def parse_point(text: str) -> dict:
+    text, _at, stages = text.partition("@")
     deadman = text.startswith("deadman:")
     spec = text.split(":", 1)[1] if deadman else text
     stage, _plus, seconds = spec.partition("+")
-    return {"point": text, "stage": stage, "delay_s": float(seconds or 0), "deadman": deadman}
+    return {"point": text, "stage": stage, "delay_s": float(seconds or 0), "deadman": deadman,
+            "stages": stages.split(",") if stages else None}
 
 
 def sha256(path: Path) -> str:
@@ -187,15 +191,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{'; '.join(first.get('problems', [])) or 'nothing built there'}; run `inferlab lab up` first",
               file=sys.stderr)
         return 2
-    plan = {"experiment_stages": args.stages.split(",")} if args.stages else {}
     results = []
     for n, text in enumerate(args.points, 1):
         point = parse_point(text)
+        stages = point["stages"] or (args.stages.split(",") if args.stages else None)
+        plan = {"experiment_stages": stages} if stages else {}
         before = lab.status(args.inventory)
         config = before.get("gateway", {}).get("config")
         gateway_sha = sha256(Path(config)) if config else None
+        text = point["point"]
         run_dir = args.runs_root / f"{n:02d}-{text.replace(':', '-').replace('+', '-')}"
-        print(f"interrupt: {text}: running until the point", file=sys.stderr, flush=True)
+        print(f"interrupt: {text}: running {','.join(stages) if stages else 'the default plan'} until the point",
+              file=sys.stderr, flush=True)
         extravars = {**plan, **({"experiment_deadman_deadline_s": args.deadline_s} if point["deadman"] else {})}
         result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
         if result["killed"]:
