@@ -48,6 +48,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferlab.distributed.plugins.module_utils._ping import PingParseError, parse_ping
 
 MIB = 2 ** 20
+COMM_LENGTH = 15  # TASK_COMM_LEN - 1
 
 
 class _Checks(object):
@@ -60,6 +61,12 @@ class _Checks(object):
             what, self.host, expected, found, variable)
         self.items.append({"name": name, "ok": bool(ok), "expected": expected, "found": found,
                            "variable": variable, "message": message})
+
+
+def gpu_process_matches(name, wanted):
+    """Whether NVML's ``name`` for a GPU process is one of ``wanted``: the same, or a name the kernel's ``comm`` cut
+    to its 15 characters (what a host without the full title shows of ``sglang::scheduler_TP0``)."""
+    return bool(name) and any(name == w or (len(name) == COMM_LENGTH and w.startswith(name)) for w in wanted)
 
 
 def _link_peer(tbnet, interface):
@@ -160,15 +167,24 @@ def host_verify_state(observed, expected):
     names = sorted(set(g.get("name") for g in gpus))
     checks.add("GPU model", bool(gpus) and names == [expected["gpu_name"]], expected["gpu_name"], names,
                "inferlab_gpu_name", "the GPU model differs")
-    free_mib = [int(g.get("memory_free_bytes") or 0) // MIB for g in gpus]
-    min_free = int(expected["gpu_min_free_mib"])
-    checks.add("GPU free memory", bool(gpus) and min(free_mib) >= min_free, ">= %d MiB free on each GPU" % min_free,
-               "%s MiB" % free_mib, "inferlab_gpu_min_free_mib", "a GPU has too little free memory")
+    originals = list(expected.get("original_gpu_processes") or [])
     allowed = list(expected.get("allowed_compute_processes") or [])
+    min_free = int(expected["gpu_min_free_mib"])
+    held = [sum(int(p.get("used_memory_bytes") or 0) for p in g.get("compute_processes") or []
+                if gpu_process_matches(p.get("name"), originals)) // MIB for g in gpus]
+    free_mib = [int(g.get("memory_free_bytes") or 0) // MIB for g in gpus]
+    checks.add("GPU free memory", bool(gpus) and min(f + h for f, h in zip(free_mib, held)) >= min_free,
+               ">= %d MiB free on each GPU once the original services are paused" % min_free,
+               "; ".join("GPU %s: %d MiB free + %d MiB held by the original services" % (g.get("index"), f, h)
+                         for g, f, h in zip(gpus, free_mib, held)) or "no GPU",
+               "inferlab_gpu_min_free_mib", "a GPU would have too little free memory even with the originals paused")
     unexpected = ["%s (pid %s, GPU %s)" % (p.get("name"), p.get("pid"), g.get("index"))
-                  for g in gpus for p in g.get("compute_processes") or [] if p.get("name") not in allowed]
-    checks.add("no unexpected GPU processes", not unexpected, "only %s" % (allowed or "no compute processes"),
-               unexpected or "none", "inferlab_allowed_compute_processes", "unexpected processes hold the GPUs")
+                  for g in gpus for p in g.get("compute_processes") or []
+                  if not gpu_process_matches(p.get("name"), originals + allowed)]
+    checks.add("no unexpected GPU processes", not unexpected, "only %s" % ((originals + allowed) or "no process"),
+               unexpected or "none",
+               "inferlab_allowed_compute_processes (or the service's gpu_processes in inferlab_original_services)",
+               "a process the inventory does not know holds a GPU")
 
     # Storage.
     storage = observed.get("storage") or {}
@@ -206,7 +222,9 @@ def host_verify_state(observed, expected):
                          "srcversion": module.get("srcversion"), "taint": module.get("taint")},
         "nvml_source": nvml.get("source"),
         "driver_version": nvml.get("driver_version"),
-        "gpus": [{k: g.get(k) for k in ("index", "name", "uuid", "memory_total_bytes", "memory_free_bytes")}
+        "gpus": [dict({k: g.get(k) for k in ("index", "name", "uuid", "memory_total_bytes", "memory_free_bytes")},
+                      compute_processes=[{k: p.get(k) for k in ("pid", "name", "used_memory_bytes")}
+                                         for p in g.get("compute_processes") or []])
                  for g in gpus],
         "storage": {"model_path": storage.get("model_path"), "model_path_exists": bool(storage.get("exists")),
                     "disk_free_gb": free_gb},

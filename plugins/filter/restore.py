@@ -64,6 +64,13 @@ def _get(state, path):
     return state
 
 
+def _gpu_processes(state):
+    """``{GPU index: sorted process names}`` of a verification state (a known-good snapshot from before a GPU
+    process list was recorded has none: nothing to compare)."""
+    return {g.get("index"): sorted(str(p.get("name")) for p in g.get("compute_processes") or [])
+            for g in state.get("gpus") or [] if "compute_processes" in g}
+
+
 def restore_differences(current, known_good=None):
     if not isinstance(current, dict) or not (known_good is None or isinstance(known_good, dict)):
         raise AnsibleFilterError("restore_differences expects a dict and a dict or null")
@@ -79,6 +86,10 @@ def restore_differences(current, known_good=None):
     gpus_after = [(g.get("uuid"), g.get("name")) for g in current.get("gpus") or []]
     if gpus_before != gpus_after:
         differences.append("GPUs: known-good %r, now %r" % (gpus_before, gpus_after))
+    # the production processes back on their GPUs: their names (a restarted server has a new PID), per GPU
+    held_before, held_after = _gpu_processes(known_good), _gpu_processes(current)
+    if held_before and held_before != held_after:
+        differences.append("GPU processes: known-good %r, now %r" % (held_before, held_after))
     answering_after = set(s.get("name") for s in current.get("services") or [] if s.get("ok"))
     for service in known_good.get("services") or []:
         if service.get("ok") and service.get("name") not in answering_after:

@@ -44,8 +44,13 @@ LAB_JSON_FORMAT = "inferlab.lab/1"
 STATUS_FORMAT = "inferlab.lab_status/1"
 # sglang-router sets its process title (setproctitle), so its /proc/PID/cmdline reads this and nothing else.
 ROUTER_TITLE = "sglang::router"
-# the direct link's daemon (src/inferlab/lab_link.py): its command line names its module
-LINK_DAEMON = "inferlab.lab_link"
+# The lab's hardware daemons on the controller (src/inferlab/lab_link.py, src/inferlab/lab_gpu.py), by their key in
+# lab.json: (their command line's mark: their module, what it is, what goes wrong without it). Their pidfiles are
+# <lab_dir>/run/<key>.pid.
+HARDWARE_DAEMONS = {
+    "link": ("inferlab.lab_link", "the direct link's daemon", "a driver reload would leave the link down"),
+    "gpu": ("inferlab.lab_gpu", "the GPU daemon", "a killed server's GPU memory would stay held"),
+}
 NETNS_DIR = Path("/run/netns")
 
 METADATA_NET = ip_network("169.254.169.0/24")
@@ -326,7 +331,7 @@ def stop_pid(pidfile: Path, expect: str, timeout: float = 5.0) -> dict:
 
 
 def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
-    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, the router and the direct link's daemon
+    """Stop every daemon with a pidfile under ``<lab_dir>/hosts/<id>/run/``, the router and the hardware daemons
     (``<lab_dir>/run/``), the gateway's daemons (``<lab_dir>/gateway/run/``) and what runs for the lab on the controller
     (``<lab_dir>/controller/state/run/``).
 
@@ -339,9 +344,10 @@ def stop_pidfiles(lab_dir: Path, timeout: float = 5.0) -> dict:
     router_pidfile = Path(lab_dir) / "run" / "router.pid"
     if router_pidfile.exists():
         results.append(stop_pid(router_pidfile, ROUTER_TITLE, timeout))
-    link_pidfile = Path(lab_dir) / "run" / "link.pid"
-    if link_pidfile.exists():
-        results.append(stop_pid(link_pidfile, LINK_DAEMON, timeout))
+    for key, (mark, _what, _without) in HARDWARE_DAEMONS.items():
+        pidfile = Path(lab_dir) / "run" / f"{key}.pid"
+        if pidfile.exists():
+            results.append(stop_pid(pidfile, mark, timeout))
     # the gateway's daemons (nginx, LiteLLM instances, the large-model server) all name the gateway directory in
     # their command line (-p, --config, --lab-pidfile)
     gateway_dir = Path(lab_dir) / "gateway"
@@ -475,8 +481,9 @@ def build_record(spec: dict, spec_digest: str, built_at: str) -> dict:
     record["hosts"] = hosts
     if record.get("router"):
         record["router"] = {**record["router"], "pid": read_pidfile(record["router"]["pidfile"])}
-    if record.get("link"):
-        record["link"] = {**record["link"], "pid": read_pidfile(record["link"]["pidfile"])}
+    for key in HARDWARE_DAEMONS:
+        if record.get(key):
+            record[key] = {**record[key], "pid": read_pidfile(record[key]["pidfile"])}
     if record.get("gateway"):
         gateway = json.loads(json.dumps(record["gateway"]))
         for _key, _what, daemon, _url in gateway_daemons(gateway):
@@ -491,7 +498,8 @@ def write_record(lab_dir: Path, payload: dict, check: bool = False) -> dict:
     missing = [h["name"] for h in record["hosts"] if not h["ssh"]["pid"]]
     missing += [s["name"] for h in record["hosts"] for s in h.get("services", []) if not s["pid"]]
     missing += ["the router"] if record.get("router") and not record["router"]["pid"] else []
-    missing += ["the direct link's daemon"] if record.get("link") and not record["link"]["pid"] else []
+    missing += [what for key, (_mark, what, _without) in HARDWARE_DAEMONS.items()
+                if record.get(key) and not record[key]["pid"]]
     if record.get("gateway"):
         missing += [f"the gateway's {what}" for _key, what, daemon, _url in gateway_daemons(record["gateway"])
                     if not daemon["pid"]]
@@ -830,13 +838,14 @@ def status(where, probe=None) -> dict:
     if record.get("router"):
         result["router"] = router_status(record["router"], probe)
         result["problems"].extend(result["router"]["problems"])
-    if record.get("link"):
-        pid = current_pid(record["link"])
-        alive = probe.process(pid, LINK_DAEMON, None)
-        result["link"] = {"pid": pid, "alive": alive, "log": record["link"]["log"]}
+    for key, (mark, what, without) in HARDWARE_DAEMONS.items():
+        if not record.get(key):
+            continue
+        pid = current_pid(record[key])
+        alive = probe.process(pid, mark, None)
+        result[key] = {"pid": pid, "alive": alive, "log": record[key]["log"]}
         if not alive:
-            result["problems"].append(f"the direct link's daemon (pid {pid}) is not running: a driver reload would "
-                                      f"leave the link down (see {record['link']['log']})")
+            result["problems"].append(f"{what} (pid {pid}) is not running: {without} (see {record[key]['log']})")
     if record.get("gateway"):
         result["gateway"] = gateway_status(record["gateway"], probe)
         result["problems"].extend(result["gateway"]["problems"])

@@ -13,26 +13,28 @@ returns TX credits): no login succeeds while either host shows a candidate (``pa
 
     python -m inferlab.lab_link --config FILE --pidfile FILE
 
-The config (JSON, re-read every poll, so the lab can change the login behaviour of a running lab):
+The config (JSON, re-read every poll, so the lab can change the login behaviour of a running lab; the daemon's
+shape is src/inferlab/lab_daemon.py's):
 ``{"hosts": [{"netns", "interface", "mtu", "sysfs_root"}, {...}], "login_delay_s", "candidate_login": "ok"|"never",
 "poll_s"}``. Each event goes to stdout as one line with a UTC timestamp.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from inferlab import lab_daemon
+from inferlab.lab_daemon import log
+
 LOGINS = ("ok", "never")
 
 
-class LinkConfigError(Exception):
+class LinkConfigError(lab_daemon.DaemonConfigError):
     """A config the daemon cannot act on; the message says what was expected."""
 
 
@@ -95,10 +97,6 @@ def create_link(a: dict, b: dict) -> str:
     return "" if done.returncode == 0 else done.stderr.strip()
 
 
-def log(message: str) -> None:
-    print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", flush=True)
-
-
 def serve(config_path: Path) -> None:
     ready_since, absent_since, last = None, None, None
     while True:
@@ -127,31 +125,8 @@ def serve(config_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    summary = __doc__.split("\n\n", maxsplit=1)[0]
-    parser = argparse.ArgumentParser(prog="python -m inferlab.lab_link", description=summary)
-    parser.add_argument("--config", type=Path, required=True)
-    parser.add_argument("--pidfile", type=Path, required=True)
-    args = parser.parse_args(argv)
-    try:
-        read_config(args.config)
-    except LinkConfigError as exc:
-        print(f"inferlab.lab_link: {exc}", file=sys.stderr)
-        return 2
-    args.pidfile.write_text(f"{os.getpid()}\n")
-
-    def stop(_signum, _frame):
-        args.pidfile.unlink(missing_ok=True)
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    log(f"serving the direct link of {args.config}")
-    try:
-        serve(args.config)
-    except LinkConfigError as exc:
-        log(f"stopped: {exc}")
-        args.pidfile.unlink(missing_ok=True)
-        return 2
-    return 0
+    return lab_daemon.main("inferlab.lab_link", __doc__.split("\n\n", maxsplit=1)[0], read_config, serve,
+                           "serving the direct link of", argv)
 
 
 if __name__ == "__main__":

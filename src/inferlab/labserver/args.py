@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="written once serving (TP rank 0: once all ranks joined), removed on SIGTERM/SIGINT")
     lab.add_argument("--lab-rank-timeout", type=_positive_float, default=60.0, metavar="S",
                      help="TP mode: how long the ranks wait for each other at start")
+    lab.add_argument("--lab-gpu-dir", metavar="DIR",
+                     help="the host's emulated GPU (inferlab.labserver.gpu): the server holds its memory there while "
+                          "it runs (its static pool, --mem-fraction-static of the card, and its context) and refuses "
+                          "to start, as PyTorch does, when the card has not that much free")
     lab.add_argument("--print-versions", action="store_true",
                      help="print the versions as one JSON object and exit")
     return parser

@@ -4,11 +4,14 @@
 """Process lifecycle: parse, join the TP group, warm up, serve, and stop (SIGTERM) or die (lost TP peer).
 
 Exit codes: 0 after SIGTERM/SIGINT or when the TP peer shut down cleanly; 1 when the configuration is refused, the
-ranks cannot join or disagree, or the TP connection breaks; 2 for a malformed command line (argparse).
+emulated GPU has not the memory (``--lab-gpu-dir``), the ranks cannot join or disagree, or the TP connection breaks;
+2 for a malformed command line (argparse).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -21,6 +24,7 @@ from dataclasses import asdict
 from queue import Empty
 
 from inferlab import __version__
+from inferlab.labserver import gpu
 from inferlab.labserver.api import LabHTTPServer, LabService
 from inferlab.labserver.args import SGLANG_VERSION, ConfigError, parse_args, resolve, server_args_dict
 from inferlab.labserver.cache import PrefixCache
@@ -41,6 +45,7 @@ from inferlab.labserver.tp import (
 
 SERVER_VERSION = f"inferlab.labserver {__version__}"
 FATAL_GRACE_S = 0.5
+PR_SET_NAME = 15  # prctl(2): the calling thread's name, the process's comm for its main thread
 
 log = logging.getLogger("inferlab.labserver")
 
@@ -265,6 +270,31 @@ def serve_api(cfg, interface, nccl: NcclLog, lifecycle: Lifecycle) -> int:
         log.info("Stopped (exit %d)", lifecycle.exit_code)
 
 
+def set_title(cfg) -> None:
+    """Rename the process as SGLang's scheduler renames itself (setproctitle, which also sets ``comm``, cut to 15
+    characters): what NVML's process table and ps show for a real server's GPU process."""
+    title = "sglang::scheduler" + (f"_TP{cfg.rank}" if cfg.args.tp_size > 1 else "")
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, title.encode()[:15], 0, 0, 0)
+
+
+def hold_gpu(cfg) -> bool:
+    """Claim the server's GPU memory in ``--lab-gpu-dir`` (none without it); False, logged as PyTorch logs it,
+    when the card has not that much free."""
+    args = cfg.args
+    if not args.lab_gpu_dir:
+        return True
+    total = gpu.read_device(args.lab_gpu_dir)["gpus"][0]["memory_total_bytes"]
+    need = gpu.server_claim_bytes(total, args.mem_fraction_static)
+    try:
+        gpu.claim(args.lab_gpu_dir, os.getpid(), need)
+    except gpu.OutOfMemory as exc:
+        log.error("torch.OutOfMemoryError: %s", exc)
+        return False
+    log.info("Holding %.2f GiB of GPU 0 (%s)", need / gpu.GIB, args.lab_gpu_dir)
+    return True
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.print_versions:
@@ -283,6 +313,19 @@ def main(argv=None) -> int:
     lifecycle = Lifecycle()
     signal.signal(signal.SIGTERM, lifecycle.on_signal)
     signal.signal(signal.SIGINT, lifecycle.on_signal)
+    set_title(cfg)
+    if not hold_gpu(cfg):
+        return 1
+    try:
+        return run(cfg, lifecycle)
+    finally:
+        if args.lab_gpu_dir:
+            gpu.release(args.lab_gpu_dir, os.getpid())
+
+
+def run(cfg, lifecycle: Lifecycle) -> int:
+    """The server's life after its GPU memory is held: a replica or rank 0's API, or rank 1's steps."""
+    args = cfg.args
     nccl = NcclLog(cfg.rank, os.environ)
     interface = None
     if cfg.tp:

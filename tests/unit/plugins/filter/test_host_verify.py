@@ -130,3 +130,46 @@ def test_observations_are_not_mutated():
     before = copy.deepcopy(observed)
     host_verify_state(observed, EXPECTED)
     assert observed == before
+
+
+def production(*processes, free_bytes=4_000_000_000):
+    """A host in production: its original replica's scheduler holds most of the card."""
+    observed = healthy()
+    observed["nvml"]["gpus"][0].update(memory_free_bytes=free_bytes, compute_processes=list(processes))
+    return observed
+
+
+SCHEDULER = {"pid": 4100, "name": "sglang::schedul", "used_memory_bytes": 29_000_000_000}
+ON_PRODUCTION = {**EXPECTED, "gpu_min_free_mib": "30000", "original_gpu_processes": ["sglang::scheduler"]}
+
+
+def test_a_host_in_production_passes_with_the_originals_memory_counted_as_freed_by_the_pause():
+    state = host_verify_state(production(SCHEDULER), ON_PRODUCTION)
+    assert [c["name"] for c in state["checks"] if not c["ok"]] == []
+    [memory] = [c for c in state["checks"] if c["name"] == "GPU free memory"]
+    assert memory["found"] == "GPU 0: 3814 MiB free + 27656 MiB held by the original services"
+    # the known-good snapshot records the production processes, for the restore to prove them back
+    assert state["gpus"][0]["compute_processes"] == [SCHEDULER]
+
+
+def test_a_production_host_without_its_processes_in_the_inventory_is_refused_twice():
+    state = host_verify_state(production(SCHEDULER), {**ON_PRODUCTION, "original_gpu_processes": []})
+    failed = {c["name"]: c["message"] for c in state["checks"] if not c["ok"]}
+    assert "sglang::schedul (pid 4100, GPU 0)" in failed["no unexpected GPU processes"]
+    assert "3814 MiB free + 0 MiB held by the original services" in failed["GPU free memory"]
+
+
+@pytest.mark.parametrize("name", ["sglang::scheduler", "sglang::schedul"])  # NVML's full title, or comm's cut
+def test_the_original_process_is_known_by_its_name_or_comms_cut(name):
+    state = host_verify_state(production({**SCHEDULER, "name": name}), ON_PRODUCTION)
+    assert state["ok"] is True
+
+
+@pytest.mark.parametrize("name", ["sglang::sched", "sglang::scheduler_TP0x", "python3", None])
+def test_an_unknown_process_beside_production_is_refused_by_name_and_pid(name):
+    stranger = {"pid": 5200, "name": name, "used_memory_bytes": 500_000_000}
+    state = host_verify_state(production(SCHEDULER, stranger), ON_PRODUCTION)
+    failed = {c["name"]: c["message"] for c in state["checks"] if not c["ok"]}
+    assert list(failed) == ["no unexpected GPU processes"]
+    assert f"found ['{name} (pid 5200, GPU 0)']" in failed["no unexpected GPU processes"]
+    assert "expected only ['sglang::scheduler']" in failed["no unexpected GPU processes"]

@@ -55,3 +55,30 @@ def test_without_known_good_only_checks_count():
 def test_bad_input():
     with pytest.raises(AnsibleFilterError):
         restore_differences("x", None)
+
+
+PRODUCTION = {**KNOWN_GOOD, "gpus": [{"index": 0, "uuid": "GPU-1", "name": "NVIDIA GeForce RTX 5090",
+                                      "compute_processes": [{"pid": 4100, "name": "sglang::schedul",
+                                                             "used_memory_bytes": 29_000_000_000}]}]}
+
+
+def test_the_production_processes_back_on_their_gpu_under_new_pids_are_no_difference():
+    current = copy.deepcopy(PRODUCTION)
+    current["gpus"][0]["compute_processes"][0].update(pid=5300, used_memory_bytes=28_900_000_000)
+    assert restore_differences(current, PRODUCTION) == []
+
+
+@pytest.mark.parametrize(("processes", "now"), [
+    ([], "{0: []}"),  # the original replica did not come back
+    ([{"pid": 5300, "name": "sglang::schedul"}, {"pid": 5301, "name": "sglang::schedul"}],
+     "{0: ['sglang::schedul', 'sglang::schedul']}"),  # an experiment server left beside it
+])
+def test_gpu_processes_that_differ_from_the_known_good_are_named(processes, now):
+    current = copy.deepcopy(PRODUCTION)
+    current["gpus"][0]["compute_processes"] = processes
+    assert restore_differences(current, PRODUCTION) == [
+        f"GPU processes: known-good {{0: ['sglang::schedul']}}, now {now}"]
+
+
+def test_a_known_good_from_before_gpu_processes_were_recorded_compares_none():
+    assert restore_differences(copy.deepcopy(PRODUCTION), KNOWN_GOOD) == []
