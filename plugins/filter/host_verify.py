@@ -170,13 +170,13 @@ def host_verify_state(observed, expected):
     originals = list(expected.get("original_gpu_processes") or [])
     allowed = list(expected.get("allowed_compute_processes") or [])
     min_free = int(expected["gpu_min_free_mib"])
-    held = [sum(int(p.get("used_memory_bytes") or 0) for p in g.get("compute_processes") or []
-                if gpu_process_matches(p.get("name"), originals)) // MIB for g in gpus]
-    free_mib = [int(g.get("memory_free_bytes") or 0) // MIB for g in gpus]
-    checks.add("GPU free memory", bool(gpus) and min(f + h for f, h in zip(free_mib, held)) >= min_free,
+    # per GPU: (index, MiB free now, MiB the originals' processes hold, which their pause frees)
+    memory = [(g.get("index"), int(g.get("memory_free_bytes") or 0) // MIB,
+               sum(int(p.get("used_memory_bytes") or 0) for p in g.get("compute_processes") or []
+                   if gpu_process_matches(p.get("name"), originals)) // MIB) for g in gpus]
+    checks.add("GPU free memory", bool(gpus) and min(free + held for _i, free, held in memory) >= min_free,
                ">= %d MiB free on each GPU once the original services are paused" % min_free,
-               "; ".join("GPU %s: %d MiB free + %d MiB held by the original services" % (g.get("index"), f, h)
-                         for g, f, h in zip(gpus, free_mib, held)) or "no GPU",
+               "; ".join("GPU %s: %d MiB free + %d MiB held by the original services" % m for m in memory) or "no GPU",
                "inferlab_gpu_min_free_mib", "a GPU would have too little free memory even with the originals paused")
     unexpected = ["%s (pid %s, GPU %s)" % (p.get("name"), p.get("pid"), g.get("index"))
                   for g in gpus for p in g.get("compute_processes") or []

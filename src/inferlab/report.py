@@ -30,6 +30,20 @@ def _value(value) -> str:
     return str(value)
 
 
+def _gpu_holders(state: dict | None) -> str:
+    """What holds each GPU of a verification state: its processes as NVML listed them, with their memory (a state
+    recorded before processes were kept shows its free memory only)."""
+    cards = []
+    for gpu in (state or {}).get("gpus") or []:
+        text = f"{gpu['index']}: {gpu['name']}, {gpu['memory_free_bytes'] // 2**20} MiB free"
+        if "compute_processes" in gpu:
+            held = ", ".join(f"{p['name']} (pid {p['pid']}, {(p.get('used_memory_bytes') or 0) // 2**20} MiB)"
+                             for p in gpu["compute_processes"])
+            text += f", held by {held or 'no process'}"
+        cards.append(text)
+    return "; ".join(cards) or "none"
+
+
 def _verification(host: str, state: dict) -> list[str]:
     link = state.get("link", {})
     lines = [
@@ -41,11 +55,7 @@ def _verification(host: str, state: dict) -> list[str]:
         f"{_value(link.get('operstate'))}, MTU {_value(link.get('mtu'))}, "
         f"{_value(link.get('rx_speed_gbps'))}/{_value(link.get('tx_speed_gbps'))} Gb/s per lane (rx/tx), "
         f"lanes {_value(link.get('rx_lanes'))}/{_value(link.get('tx_lanes'))}",
-        f"- GPUs ({_value(state.get('nvml_source'))}): "
-        + (
-            "; ".join(f"{g['index']}: {g['name']}, {g['memory_free_bytes'] // 2**20} MiB free" for g in state["gpus"])
-            or "none"
-        ),
+        f"- GPUs ({_value(state.get('nvml_source'))}): {_gpu_holders(state)}",
         "",
         "| check | ok | expected | found | variable |",
         "| --- | --- | --- | --- | --- |",
@@ -1358,15 +1368,19 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
         lines += [
             "## Restore",
             "",
-            "| host | verified | compared with | undone | direct link back | differences from known-good |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| host | verified | compared with | undone | direct link back | GPUs after the restore "
+            "| differences from known-good |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
+        checked = (record.get("stages") or {}).get("restore_check") or {}
         for host, restore in sorted(record["restore"].items()):
             undone = len((restore.get("undo") or {}).get("undone", []))
             diffs = "; ".join(_cell(d) for d in restore["differences"]) or "none"
             compared = _cell(restore.get("compared_with", "known_good").replace("_", " "))
             link = _link_back(restore.get("link_back"))
-            lines.append(f"| {host} | {_value(restore['verified'])} | {compared} | {undone} | {link} | {diffs} |")
+            gpus = _cell(_gpu_holders(checked.get(host))) if host in checked else "-"
+            lines.append(f"| {host} | {_value(restore['verified'])} | {compared} | {undone} | {link} | {gpus} "
+                         f"| {diffs} |")
         lines += _restore_driver(record["restore"])
         lines.append("")
     lines += _plots(plots.plan(record) if planned is None else planned)

@@ -324,7 +324,8 @@ def test_the_restore_shows_the_driver_and_its_persistence_proof():
     text = report.render(load("restore_driver"))
     rows = table(text, "## Restore")
     link_back = "3.507 s (carrier at 3.5 s); set thunderbolt0 up at 3.2s; re-added 169.254.10.1/30 at 3.2s"
-    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", link_back, "none"]
+    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", link_back,
+                       "0: NVIDIA GeForce RTX 5090, 32132 MiB free", "none"]
     restore = section(text, "## Restore")
     assert "lib/modules/6.18.44-fc-v509: no such directory (before and after)" in restore
     assert "- lab-a: kernel taint 0, unchanged (not tainted)" in restore
@@ -370,3 +371,16 @@ def test_findings_read_only_the_record():
     assert data == before
     assert shows and limits
     assert plots.plan(data) == plots.plan(before)
+
+
+def test_the_gpus_show_who_holds_them_at_verify_and_after_the_restore():
+    record = load("restore_driver")
+    held = {"index": 0, "name": "NVIDIA GeForce RTX 5090", "uuid": "GPU-1", "memory_total_bytes": 34190917632,
+            "memory_free_bytes": 3814 * 2**20,
+            "compute_processes": [{"pid": 4100, "name": "sglang::schedul", "used_memory_bytes": 27656 * 2**20}]}
+    record["stages"]["restore_check"]["lab-a"]["gpus"] = [held]
+    record.setdefault("verification", {})["lab-a"] = {**record["stages"]["restore_check"]["lab-a"], "gpus": [held]}
+    text = report.render(record)
+    holders = "0: NVIDIA GeForce RTX 5090, 3814 MiB free, held by sglang::schedul (pid 4100, 27656 MiB)"
+    assert table(text, "## Restore")[1][5] == holders
+    assert f"- GPUs (snapshot): {holders}" in section(text, "## Verification (known-good snapshot)")

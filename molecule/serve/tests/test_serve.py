@@ -120,3 +120,11 @@ def test_the_failed_ladders_were_recorded_with_their_reason(stage, words):
 
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0
+
+
+def test_the_gpu_is_free_again_once_the_ranks_stopped(host):
+    """The ranks held the card while they ran (each lab server claims its memory); stopped, they gave it back, and
+    the originals are still paused (cleanup resumes them): NVML lists no process."""
+    name = host.backend.get_hostname()
+    [card] = json.loads(host.file(f"{LAB_DIR}/hosts/{name[-1]}/gpu/nvml.json").content_string)["gpus"]
+    assert card["compute_processes"] == []
