@@ -733,6 +733,7 @@ def host_status(host: dict, probe) -> dict:
         "state_dir": host["state_dir"],
         "sysfs_root": host["sysfs_root"],
         "nvml_snapshot": host["nvml_snapshot"],
+        "gpus": gpu_holders(host["nvml_snapshot"]),
         "model_path": host["model_path"],
         "services": services,
         "checks": checks,
@@ -856,6 +857,19 @@ def status(where, probe=None) -> dict:
     return result
 
 
+def gpu_holders(snapshot: str) -> list[dict]:
+    """What holds each GPU of a lab host now, from its rendered NVML snapshot; [] when it cannot be read."""
+    try:
+        document = json.loads(Path(snapshot).read_text())
+        return [{"index": g["index"], "used_mib": g["memory_used_bytes"] // 2**20,
+                 "total_mib": g["memory_total_bytes"] // 2**20,
+                 "processes": [{"pid": p["pid"], "name": p["name"], "used_mib": (p["used_memory_bytes"] or 0) // 2**20}
+                               for p in g.get("compute_processes") or []]}
+                for g in document["gpus"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 def render_status_text(st: dict) -> str:
     lines = [f"lab {st['lab'] or '?'}: {st['state']}  ({st['lab_dir']})"]
     if not st["built"]:
@@ -877,6 +891,10 @@ def render_status_text(st: dict) -> str:
             lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         for h in st["hosts"]:
             lines.append(f"  {h['name']}: state {h['state_dir']}; sysfs {h['sysfs_root']}; nvml {h['nvml_snapshot']}")
+            for gpu in h.get("gpus") or []:
+                held = ", ".join(f"{p['name']} pid {p['pid']} {p['used_mib']} MiB" for p in gpu["processes"])
+                lines.append(f"    GPU {gpu['index']}: {gpu['used_mib']} of {gpu['total_mib']} MiB used"
+                             f"{' by ' + held if held else ''}")
         if st.get("router"):
             router = st["router"]
             lines.append(f"  router {router['url']} over {', '.join(router['workers'])}: "

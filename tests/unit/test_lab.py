@@ -706,3 +706,22 @@ def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):
     assert probe.link_profile("ilab-c", "thunderbolt0")["profile"] == "unknown"
     monkeypatch.setattr(lab, "run", lambda argv, check=True: subprocess.CompletedProcess(argv, 1, "", "no device"))
     assert probe.link_profile("ilab-b", "thunderbolt0") is None
+
+
+def test_gpu_holders_reads_who_holds_each_gpu_from_the_rendered_snapshot(tmp_path):
+    snapshot = tmp_path / "nvml.json"
+    document = json.loads((Path(__file__).parent / "fixtures" / "nvml" / "rtx5090.json").read_text())
+    document["gpus"][0]["compute_processes"] = [{"pid": 4100, "name": "sglang::schedul",
+                                                 "used_memory_bytes": 27656 * 2**20}]
+    snapshot.write_text(json.dumps(document))
+    assert lab.gpu_holders(str(snapshot)) == [
+        {"index": 0, "used_mib": 1024, "total_mib": 32607,
+         "processes": [{"pid": 4100, "name": "sglang::schedul", "used_mib": 27656}]}]
+
+
+@pytest.mark.parametrize("content", [None, "{", '{"gpus": [{"index": 0}]}', '{"gpus": 3}'])
+def test_gpu_holders_is_empty_for_a_snapshot_it_cannot_read(tmp_path, content):
+    snapshot = tmp_path / "nvml.json"
+    if content is not None:
+        snapshot.write_text(content)
+    assert lab.gpu_holders(str(snapshot)) == []
