@@ -899,6 +899,8 @@ def render_status_text(st: dict) -> str:
             router = st["router"]
             lines.append(f"  router {router['url']} over {', '.join(router['workers'])}: "
                          f"{'ok' if router['healthy'] else 'FAIL'} (pid {router['pid']}, log {router['log']})")
+        elif st.get("gateway"):
+            lines.append("  router: none (the gateway balances over the original replicas)")
         if st.get("gateway"):
             gateway = st["gateway"]
             daemons = ", ".join(f"{name} {'ok' if d['healthy'] else 'FAIL'}" for name, d in gateway["daemons"].items())

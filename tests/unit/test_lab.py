@@ -392,7 +392,8 @@ def write_pids(spec: dict, base: int = 1000) -> None:
         Path(host["ssh"]["pidfile"]).write_text(f"{base + 10 * n}\n")
         for m, svc in enumerate(host["services"]):
             Path(svc["pidfile"]).write_text(f"{base + 10 * n + m + 1}\n")
-    Path(spec["router"]["pidfile"]).write_text(f"{base + 99}\n")
+    if spec["router"]:
+        Path(spec["router"]["pidfile"]).write_text(f"{base + 99}\n")
     gateway = spec["gateway"]
     for n, daemon in enumerate([gateway["large"], *gateway["instances"], gateway["front"]]):
         Path(daemon["pidfile"]).write_text(f"{base + 200 + n}\n")
@@ -492,6 +493,19 @@ def test_status_up(built_lab):
     assert "router http://169.254.77.1:8100 over http://169.254.77.2:8000, http://169.254.77.6:8000: ok" in text
     assert st["gateway"]["healthy"] is True
     assert "litellm-a ok, litellm-b ok, front ok" in text
+
+
+def test_status_of_a_lab_without_a_router(tmp_path, monkeypatch):
+    """inventory/lab-norouter/: the role writes ``router: {}``; the lab is up without one and says so."""
+    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
+    lab_dir = tmp_path / "ilab"
+    spec = {**make_spec(lab_dir), "router": {}}
+    write_pids(spec)
+    lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
+    st = lab.status(lab_dir, probe=FakeProbe(spec))
+    assert st["state"] == "up" and st["healthy"] is True, st["problems"]
+    assert "router" not in st
+    assert "router: none (the gateway balances over the original replicas)" in lab.render_status_text(st)
 
 
 @pytest.mark.parametrize("kwargs, words", [
