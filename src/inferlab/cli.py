@@ -157,10 +157,17 @@ def resolve_run(value: str) -> Path:
     return path
 
 
+def load_compared(value: str) -> dict:
+    """A run's record, or one served mode of it (``RUN:MODE``, compare.mode_view)."""
+    run, mode = compare.split_mode(value)
+    data = compare.load_record(resolve_run(run))
+    return compare.mode_view(data, mode) if mode else data
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     try:
-        records_a = [compare.load_record(resolve_run(run)) for run in args.run_a.split(",")]
-        records_b = [compare.load_record(resolve_run(run)) for run in args.run_b.split(",")]
+        records_a = [load_compared(run) for run in args.run_a.split(",")]
+        records_b = [load_compared(run) for run in args.run_b.split(",")]
         result = compare.compare(records_a, records_b, require_fresh=args.require_fresh)
     except compare.CompareError as exc:
         raise UsageError(str(exc)) from None
@@ -202,8 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     comparison.add_argument(
         "run_a",
         metavar="RUN_A",
-        help="the control: a run directory, its record.json, or its name; repeated whole runs of one configuration "
-        "comma-separated (each gives one sample per metric, its median)",
+        help="the control: a run directory, its record.json, or its name; RUN:MODE for one served mode of a run "
+        "(two modes of one run compare like two runs); repeated whole runs of one configuration comma-separated "
+        "(each gives one sample per metric, its median)",
     )
     comparison.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
     comparison.add_argument(

@@ -22,6 +22,9 @@ What it does, in order:
   Each run then gives one sample per metric, its median, so the CI covers the spread between whole runs (a fresh
   deployment, driver load or service restart each), which trials inside one run cannot. Several runs on one side
   and one on the other is refused: a run's medians and one run's own samples are different quantities.
+- One served mode of a run (`RUN:MODE`, `mode_view`): the mode's serving result and its own counter windows as a
+  record of its own, so that two modes of one run (e.g. nextn and nextn_candidate, the driver layer apart) compare
+  like two runs.
 - `require_fresh`: a supported verdict counts as re-verified only when B's record says it started from a fresh lab
   or restore: `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore" | "untouched", "verified": true, ...}`
   for every host listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml):
@@ -210,6 +213,35 @@ def load_record(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise RecordInputError(f"{target} is not valid JSON: {exc}") from None
     return check_record(data, str(target))
+
+
+def mode_view(record: dict, mode: str) -> dict:
+    """One served mode of a run as a record of its own (``RUN:MODE``), so that two modes of one run compare like two
+    runs: the mode's serving result and its own counter windows (``window_<its window>`` and trial windows of it),
+    the run's hosts and verification (their layers hold for every mode), and ``run.id`` ``<id>:<mode>``. The run's
+    link tests, link A/B and other windows are left out: they are the same on both sides, not the mode's.
+    Raises RecordInputError when the run did not serve ``mode``."""
+    serving = _mapping(record.get("serving"), "serving")
+    if mode not in serving:
+        raise RecordInputError(
+            f"{record['run']['id']} served no mode {mode!r} (served: {', '.join(serving) or 'none'})"
+        )
+    window = _mapping(serving[mode], f"serving.{mode}").get("window")
+    def of_the_mode(stage: str) -> bool:
+        trial = TRIAL_SUFFIX.match(stage)
+        return bool(window) and f"window_{window}" in (stage, trial["base"] if trial else None)
+
+    stages = {name: value for name, value in _mapping(record.get("stages"), "stages").items() if of_the_mode(name)}
+    run = {**record["run"], "id": f"{record['run']['id']}:{mode}"}
+    return {**record, "run": run, "serving": {mode: serving[mode]}, "stages": stages, "link_tests": {}}
+
+
+def split_mode(value: str) -> tuple[str, str | None]:
+    """``RUN:MODE`` -> ``(RUN, MODE)``; a value without a mode suffix -> ``(value, None)``."""
+    run, sep, mode = value.rpartition(":")
+    if sep and run and mode and "/" not in mode:
+        return run, mode
+    return value, None
 
 
 # --- layers -------------------------------------------------------------------------------------------------------
@@ -643,6 +675,12 @@ def compare(
         )
     record_a, record_b = group_a[0], group_b[0]
     notes = []
+    if not repeated and ids_a[0].rpartition(":")[0] and ids_a[0].rpartition(":")[0] == ids_b[0].rpartition(":")[0]:
+        notes.append(
+            "A and B are two served modes of one run (RUN:MODE): they ran one after the other on the same "
+            "deployment, so whatever drifted in between is in the difference too; the run's link tests and other "
+            "counter windows are left out"
+        )
     for which, group in (("A", group_a), ("B", group_b)):
         for data in group:
             if data["run"].get("exit_code") != 0:

@@ -484,3 +484,55 @@ def test_cli_takes_comma_separated_runs(tmp_path, capsys):
     assert out["run_a"]["runs"] == ["a-1", "a-2", "a-3"] and out["run_b"]["runs"] == ["b-1", "b-2", "b-3"]
     assert cli.main(["compare", names["a"], str(tmp_path / "b-1")]) == exit_codes.USAGE
     assert "several runs on both sides or one on each" in capsys.readouterr().err
+
+
+# --- two served modes of one run (RUN:MODE) -----------------------------------------------------------------------
+
+TWO_MODES = Path(__file__).parent / "fixtures" / "report" / "serve_trials.json"
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("runs/20261201T100000Z-serve:nextn", ("runs/20261201T100000Z-serve", "nextn")),
+    ("20261201T100000Z-serve:nextn_candidate", ("20261201T100000Z-serve", "nextn_candidate")),
+    ("runs/20261201T100000Z-serve", ("runs/20261201T100000Z-serve", None)),
+    ("/mnt/a:b/run", ("/mnt/a:b/run", None)),  # a colon inside a path is not a mode
+    ("run:", ("run:", None)),
+])
+def test_split_mode(value, expected):
+    assert compare.split_mode(value) == expected
+
+
+def test_a_mode_view_keeps_the_mode_and_its_own_windows_only():
+    data = json.loads(TWO_MODES.read_text())
+    data["stages"]["window_serving_nextn_2"] = data["stages"]["window_serving_nextn"]  # a trial window of the mode
+    view = compare.mode_view(data, "nextn")
+    assert list(view["serving"]) == ["nextn"]
+    assert sorted(view["stages"]) == ["window_serving_nextn", "window_serving_nextn_2"]
+    assert view["link_tests"] == {}
+    assert {k: v for k, v in view.items() if k not in ("run", "serving", "stages", "link_tests")} == {
+        k: v for k, v in data.items() if k not in ("run", "serving", "stages", "link_tests")}
+    assert view["run"]["id"] == data["run"]["id"] + ":nextn"
+    assert list(data["serving"]) == ["baseline", "nextn"]  # the record itself is left as it was
+
+
+def test_two_modes_of_one_run_compare_one_layer_apart(tmp_path, capsys):
+    run_dir = tmp_path / "serve"
+    run_dir.mkdir()
+    (run_dir / "record.json").write_text(TWO_MODES.read_text())
+    assert cli.main(["compare", f"{run_dir}:baseline", f"{run_dir}:nextn"]) == 0
+    out = capsys.readouterr().out
+    run_id = json.loads(TWO_MODES.read_text())["run"]["id"]
+    assert out.startswith(f"# inferlab compare: A {run_id}:baseline vs B {run_id}:nextn")
+    assert "- B is faster: **supported**" in out  # the fixture's NEXTN trials: about twice the baseline's tok/s
+    assert "A and B are two served modes of one run (RUN:MODE)" in out
+    comparison = compare.compare(compare.mode_view(json.loads(TWO_MODES.read_text()), "baseline"),
+                                 compare.mode_view(json.loads(TWO_MODES.read_text()), "nextn"))
+    assert comparison.changed_layer == "speculation"
+
+
+def test_a_mode_the_run_did_not_serve_is_refused_naming_the_served_ones(tmp_path, capsys):
+    run_dir = tmp_path / "serve"
+    run_dir.mkdir()
+    (run_dir / "record.json").write_text(TWO_MODES.read_text())
+    assert cli.main(["compare", f"{run_dir}:baseline", f"{run_dir}:nextn_candidate"]) == exit_codes.USAGE
+    assert "served no mode 'nextn_candidate' (served: baseline, nextn)" in capsys.readouterr().err
