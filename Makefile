@@ -55,10 +55,14 @@ $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
 
-# The full staged experiment on the lab; it ends with the run directory's path (stdout) and a short summary.
+# The full staged experiment on the lab; it ends with the run directory's path (stdout) and a short summary, then
+# what `inferlab compare` says of stage 12 (the candidate driver) against stage 9 (the stock one): the lab's driver
+# layer is emulated, and the comparison says so.
+DEMO_RUN := runs/$(shell date -u +%Y%m%dT%H%M%SZ)-demo
 demo: bootstrap
 	$(BIN)/inferlab lab up
-	$(BIN)/inferlab run experiment
+	$(BIN)/inferlab run experiment --run-dir $(DEMO_RUN)
+	$(BIN)/inferlab compare $(DEMO_RUN):nextn $(DEMO_RUN):nextn_candidate
 
 lab-up: bootstrap
 	$(BIN)/inferlab lab up

@@ -11,12 +11,20 @@ end in each host's namespace, down and with no address. Setting it up and addres
 a real site. ``candidate_login: never`` stands for a candidate whose link never comes back (a controller that never
 returns TX credits): no login succeeds while either host shows a candidate (``parameters/tx_e2e`` present).
 
+The driver's effect on the link is the hardware's too: each end gets the link profile (a tc qdisc on the host's own
+end, plugins/module_utils/_tc.py) of the driver its host has loaded, ``driver_profiles`` (the lab's default:
+``lossy`` for the stock driver, whose TX path drops TP2's bursts, and ``clean`` for the candidate). It is applied
+when the daemon starts (the link as it trained at power-on) and whenever the daemon creates the pair after a reload,
+never in between: a profile the hosts set themselves (a link test's A/B, the link_profile role) stays until the next
+reload, as on real hardware.
+
     python -m inferlab.lab_link --config FILE --pidfile FILE
 
 The config (JSON, re-read every poll, so the lab can change the login behaviour of a running lab; the daemon's
 shape is src/inferlab/lab_daemon.py's):
 ``{"hosts": [{"netns", "interface", "mtu", "sysfs_root"}, {...}], "login_delay_s", "candidate_login": "ok"|"never",
-"poll_s"}``. Each event goes to stdout as one line with a UTC timestamp.
+"poll_s", "driver_profiles": {"stock": PROFILE, "candidate": PROFILE}}`` (without ``driver_profiles`` no profile is
+applied). Each event goes to stdout as one line with a UTC timestamp.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from inferlab import lab_daemon
 from inferlab.lab_daemon import log
 
 LOGINS = ("ok", "never")
+DRIVERS = ("stock", "candidate")
 
 
 class LinkConfigError(lab_daemon.DaemonConfigError):
@@ -51,6 +60,11 @@ def read_config(path: Path) -> dict:
             raise LinkConfigError(f"{path}: each host needs netns, interface, mtu and sysfs_root, found {host!r}")
     if config.get("candidate_login", "ok") not in LOGINS:
         raise LinkConfigError(f"{path}: candidate_login must be one of {', '.join(LOGINS)}")
+    profiles = config.get("driver_profiles", {})
+    known = load_tc().PROFILES
+    if not isinstance(profiles, dict) or set(profiles) - set(DRIVERS) or not set(profiles.values()) <= set(known):
+        raise LinkConfigError(f"{path}: driver_profiles maps {' and '.join(DRIVERS)} to one of {', '.join(known)}, "
+                              f"found {profiles!r}")
     for name in ("login_delay_s", "poll_s"):
         if not isinstance(config.get(name), (int, float)) or config[name] < 0:
             raise LinkConfigError(f"{path}: {name} must be a non-negative number, found {config.get(name)!r}")
@@ -81,6 +95,50 @@ def next_action(link_present: bool, drivers: list[str], ready_since: float | Non
     return ("create" if now - ready_since >= login_delay_s else "wait"), ready_since
 
 
+def load_tc():
+    """The collection's tc logic (plugins/module_utils/_tc.py), the one the link_profile module uses."""
+    from inferlab.lab import load_tc as load  # noqa: PLC0415 (lab.py is the lab's CLI; only this needs it)
+
+    return load()
+
+
+def driver_profile(config: dict, driver: str) -> str | None:
+    """The link profile the hardware shows with ``driver`` loaded (None: none configured, or no driver)."""
+    return config.get("driver_profiles", {}).get(driver)
+
+
+def apply_profile(host: dict, profile: str) -> str:
+    """Put ``profile`` on the host's end of the link (its own TX side); the tc error, or ``""``. A qdisc that is
+    not one of the link profiles' is left alone and named."""
+    tc = load_tc()
+    netns, interface = host["netns"], host["interface"]
+    shown = subprocess.run(["ip", "netns", "exec", netns, *tc.show_argv(interface)], capture_output=True, text=True,
+                           check=False, timeout=10)
+    if shown.returncode != 0:
+        return shown.stderr.strip()
+    try:
+        commands = tc.plan(interface, tc.classify_output(shown.stdout), profile, tc.wanted_parameters(profile))
+    except tc.TcError as exc:
+        return str(exc)
+    for argv in commands:
+        done = subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True, text=True, check=False,
+                              timeout=10)
+        if done.returncode != 0:
+            return done.stderr.strip()
+    return ""
+
+
+def apply_driver_profiles(config: dict, drivers: list[str]) -> None:
+    """Each end's profile for its host's driver, logged."""
+    for host, driver in zip(config["hosts"], drivers, strict=True):
+        profile = driver_profile(config, driver)
+        if profile is None:
+            continue
+        error = apply_profile(host, profile)
+        log(f"{host['netns']}:{host['interface']}: " + (f"could not apply {profile} ({driver} driver): {error}"
+                                                        if error else f"{profile} ({driver} driver)"))
+
+
 def ip(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *argv], capture_output=True, text=True, check=False, timeout=10,
                           env=dict(os.environ, LC_ALL="C"))
@@ -99,6 +157,9 @@ def create_link(a: dict, b: dict) -> str:
 
 def serve(config_path: Path) -> None:
     ready_since, absent_since, last = None, None, None
+    config = read_config(config_path)
+    if link_present(config["hosts"][0]):  # the link as it trained at power-on
+        apply_driver_profiles(config, [driver_state(h["sysfs_root"]) for h in config["hosts"]])
     while True:
         config = read_config(config_path)
         a, b = config["hosts"]
@@ -116,6 +177,7 @@ def serve(config_path: Path) -> None:
                 log(f"could not create the link: {error}")
             else:
                 log(f"link back, bare, {now - absent_since:.1f}s after it went (drivers: {', '.join(drivers)})")
+                apply_driver_profiles(config, drivers)
                 absent_since, ready_since = None, None
         elif action != last and action in ("refuse", "wait") and not present:
             log("no login: a candidate whose link never comes back" if action == "refuse"

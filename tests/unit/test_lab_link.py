@@ -1,10 +1,14 @@
 """The lab's direct-link daemon (src/inferlab/lab_link.py): when it brings the link back after a reload, what it reads
-of each host's fixture root, and the configs it refuses. Its veth handling runs for real in the molecule scenarios
-that reload the driver."""
+of each host's fixture root, the configs it refuses, and the driver's link profile on a real veth pair. Its reload
+handling runs for real in the molecule scenarios that reload the driver."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -61,3 +65,58 @@ def test_read_config_refuses_a_file_that_is_not_json(tmp_path):
         lab_link.read_config(path)
     assert lab_link.main(["--config", str(path), "--pidfile", str(tmp_path / "link.pid")]) == 2
     assert not (tmp_path / "link.pid").exists()
+
+
+@pytest.mark.parametrize(
+    "profiles, message",
+    [
+        ({"stock": "fast"}, "driver_profiles maps stock and candidate to one of clean, tx_cliff, lossy"),
+        ({"beta": "clean"}, "found {'beta': 'clean'}"),
+        (["lossy"], "driver_profiles maps"),
+    ],
+)
+def test_read_config_refuses_driver_profiles_it_cannot_apply(tmp_path, profiles, message):
+    path = tmp_path / "link.json"
+    path.write_text(json.dumps({"hosts": [HOST, HOST], "login_delay_s": 3, "poll_s": 0.2,
+                                "driver_profiles": profiles}))
+    with pytest.raises(lab_link.LinkConfigError, match=re.escape(message)):
+        lab_link.read_config(path)
+
+
+def test_each_driver_has_its_profile_and_an_unloaded_one_none():
+    config = {"driver_profiles": {"stock": "lossy", "candidate": "clean"}}
+    assert [lab_link.driver_profile(config, d) for d in ("stock", "candidate", "absent")] == ["lossy", "clean", None]
+    assert lab_link.driver_profile({}, "stock") is None  # no profiles configured: the link is left as it is
+
+
+SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("tc", path=SBIN), reason="needs root and tc")
+def test_the_driver_profiles_go_on_a_new_bare_pair_and_follow_the_driver(monkeypatch):
+    """What the daemon does after a reload, on a real veth pair created down and bare in throwaway namespaces: each
+    end gets its own host's driver profile, and a repeat changes nothing."""
+    monkeypatch.setenv("PATH", SBIN)
+    tag = f"{os.getpid() % 100000}{os.urandom(1).hex()}"
+    a = {"netns": f"ilk{tag}a", "interface": "thunderbolt0", "mtu": 1500, "sysfs_root": "/nonexistent"}
+    b = {**a, "netns": f"ilk{tag}b"}
+    config = {"hosts": [a, b], "driver_profiles": {"stock": "lossy", "candidate": "clean"}}
+    tc = lab_link.load_tc()
+    try:
+        for host in (a, b):
+            subprocess.run(["ip", "netns", "add", host["netns"]], check=True)
+        assert lab_link.create_link(a, b) == ""
+
+        def shown(host):
+            out = subprocess.run(["ip", "netns", "exec", host["netns"], *tc.show_argv("thunderbolt0")],
+                                 capture_output=True, text=True, check=True).stdout
+            return tc.classify_output(out)["profile"]
+
+        lab_link.apply_driver_profiles(config, ["stock", "candidate"])
+        assert (shown(a), shown(b)) == ("lossy", "clean")
+        assert lab_link.apply_profile(a, "lossy") == ""  # already there: nothing to run
+        lab_link.apply_driver_profiles(config, ["candidate", "stock"])
+        assert (shown(a), shown(b)) == ("clean", "lossy")
+    finally:
+        for host in (a, b):
+            subprocess.run(["ip", "netns", "del", host["netns"]], check=False)

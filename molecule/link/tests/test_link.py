@@ -1,4 +1,4 @@
-"""The link suite's verdicts under the lab's link profiles, and the profile gone after the restore."""
+"""The link suite's verdicts under the lab's link profiles (the restore's end state: test_restored.py)."""
 
 import json
 import sys
