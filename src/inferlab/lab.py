@@ -392,6 +392,36 @@ def kill_netns_pids(name: str, timeout: float = 3.0) -> dict:
     return {"changed": bool(killed), "killed": killed}
 
 
+def lab_script_pids(lab_dir: Path, procfs: Path = Path("/proc")) -> list[int]:
+    """Processes that run a script installed under the lab (``<lab dir>/.../bin/<script>`` as their program or its
+    first argument): a killed run's dead man's switch or sampler on the controller, where no namespace holds it."""
+    prefix = f"{Path(lab_dir)}/"
+    found = []
+    for entry in procfs.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(arg.startswith(prefix) and "/bin/" in arg[len(prefix):] for arg in argv[:2]):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def kill_lab_scripts(lab_dir: Path, timeout: float = 3.0) -> dict:
+    """SIGTERM, then SIGKILL, every process ``lab_script_pids`` finds."""
+    pids = lab_script_pids(lab_dir)
+    signal_pids(pids, signal.SIGTERM)
+    left = wait_gone(pids, timeout)
+    if left:
+        signal_pids(left, signal.SIGKILL)
+        left = wait_gone(left, 2.0)
+    if left:
+        raise LabError(f"processes {left} running the lab's scripts survived SIGKILL")
+    return {"changed": bool(pids), "killed": pids}
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # file trees (the per-host hardware fixture)
 
@@ -944,6 +974,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lab-dir", required=True)
     p = sub.add_parser("kill-netns-pids", help="kill what still runs in the lab's namespaces")
     p.add_argument("--name", required=True)
+    p = sub.add_parser("kill-lab-scripts", help="kill what runs a script installed under the lab (controller side)")
+    p.add_argument("--lab-dir", required=True)
     args = parser.parse_args(argv)
 
     try:
@@ -971,6 +1003,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "kill-netns-pids":
             check_name(args.name)
             _print(kill_netns_pids(args.name))
+        elif args.command == "kill-lab-scripts":
+            _print(kill_lab_scripts(Path(args.lab_dir)))
     except LabError as exc:
         print(f"inferlab.lab: {exc}", file=sys.stderr)
         return 2

@@ -739,3 +739,26 @@ def test_gpu_holders_is_empty_for_a_snapshot_it_cannot_read(tmp_path, content):
     if content is not None:
         snapshot.write_text(content)
     assert lab.gpu_holders(str(snapshot)) == []
+
+
+def test_lab_down_kills_what_runs_the_labs_scripts_and_nothing_else(tmp_path):
+    """A killed run's dead man's switch on the controller runs the ledger script from the lab's files, in the root
+    namespace: `lab down` must stop it (it would fire on a lab that is gone), and only it."""
+    script = tmp_path / "ilab" / "gateway" / "state" / "bin" / "inferlab_ledger.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import time\ntime.sleep(60)\n")
+    other = tmp_path / "elsewhere" / "bin" / "sleeper.py"
+    other.parent.mkdir(parents=True)
+    other.write_text(script.read_text())
+    ours = subprocess.Popen([sys.executable, str(script), "deadman"])
+    theirs = subprocess.Popen([sys.executable, str(other)])
+    try:
+        assert lab.lab_script_pids(tmp_path / "ilab") == [ours.pid]
+        result = lab.kill_lab_scripts(tmp_path / "ilab")
+        assert result == {"changed": True, "killed": [ours.pid]}
+        assert ours.wait(timeout=5) is not None and theirs.poll() is None
+        assert lab.kill_lab_scripts(tmp_path / "ilab") == {"changed": False, "killed": []}
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
