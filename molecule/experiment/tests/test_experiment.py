@@ -39,7 +39,7 @@ def test_each_measured_stage_changed_one_layer_against_its_control():
 
 
 def test_the_control_measured_each_replica_directly_and_the_public_route():
-    # a site without a router (the scenario's norouter.yml)
+    # a site without a router (the scenario's inventory/norouter.yml)
     control = RECORD["stages"]["control"]
     assert set(control) == {"direct-original-a", "direct-original-b", "public"}
     for route in control.values():
