@@ -227,13 +227,19 @@ def mode_view(record: dict, mode: str) -> dict:
             f"{record['run']['id']} served no mode {mode!r} (served: {', '.join(serving) or 'none'})"
         )
     window = _mapping(serving[mode], f"serving.{mode}").get("window")
-    def of_the_mode(stage: str) -> bool:
-        trial = TRIAL_SUFFIX.match(stage)
-        return bool(window) and f"window_{window}" in (stage, trial["base"] if trial else None)
-
-    stages = {name: value for name, value in _mapping(record.get("stages"), "stages").items() if of_the_mode(name)}
+    stages = {
+        name: value
+        for name, value in _mapping(record.get("stages"), "stages").items()
+        if window and _window_base(name) == f"window_{window}"
+    }
     run = {**record["run"], "id": f"{record['run']['id']}:{mode}"}
     return {**record, "run": run, "serving": {mode: serving[mode]}, "stages": stages, "link_tests": {}}
+
+
+def _window_base(stage: str) -> str:
+    """``window_<name>`` of a stage ``window_<name>`` or of one of its trials ``window_<name>_<N>``."""
+    trial = TRIAL_SUFFIX.match(stage)
+    return trial["base"] if trial else stage
 
 
 def split_mode(value: str) -> tuple[str, str | None]:

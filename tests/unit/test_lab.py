@@ -496,7 +496,7 @@ def test_status_up(built_lab):
 
 
 def test_status_of_a_lab_without_a_router(tmp_path, monkeypatch):
-    """inventory/lab-norouter/: the role writes ``router: {}``; the lab is up without one and says so."""
+    """inventory/lab/hosts-norouter.yml: the role writes ``router: {}``; the lab is up without one and says so."""
     monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
     lab_dir = tmp_path / "ilab"
     spec = {**make_spec(lab_dir), "router": {}}
