@@ -17,7 +17,7 @@ instance at a time (``rolling_restart``):
    instance actually loaded (readable without a database);
 6. put it back in the upstream file (the original bytes) and reload nginx.
 
-Why the explicit drain (FACTS.md section 3): relying on nginx's own retries (``proxy_next_upstream``) is not enough,
+Why the explicit drain: relying on nginx's own retries (``proxy_next_upstream``) is not enough,
 because nginx marks an upstream that refused a connection while restarting as unavailable for ``fail_timeout`` and
 the requests meanwhile pile onto the remaining instance's failures; restarts without the drain lost 7-17 requests
 per swap, with it 0 of ~350 probes at 200 ms (streaming and 1.5 s replies included), ~20-26 s per swap.

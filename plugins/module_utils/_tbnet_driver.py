@@ -11,7 +11,7 @@ Nothing here persists: the candidate is ``insmod``-ed from its private build dir
 ``/lib/modules`` is refused), and the stock driver comes back with ``modprobe`` from the distribution's tree.
 
 What is loaded is read from sysfs, never from a command's exit code: ``insmod thunderbolt-net.ko tx_e2e=1`` on the
-STOCK module succeeds with only "unknown parameter 'tx_e2e' ignored" in dmesg (FACTS.md section 1). A candidate is
+STOCK module succeeds with only "unknown parameter 'tx_e2e' ignored" in dmesg. A candidate is
 loaded when ``module/thunderbolt_net/srcversion`` is the built module's and ``parameters/tx_e2e`` exists with mode
 0444 and the asked value; the stock driver when the srcversion is the distribution's and ``tx_e2e`` is absent.
 
@@ -560,7 +560,7 @@ def watch_link(interface, peer, deadline_s, ping=None, poll_s=1.0):
     """Wait until the direct link carries traffic (a ping to the peer answered) within ``deadline_s``.
 
     After a candidate load this is the host's own guard against the known failure where a controller never returns
-    TX credits and the link carries nothing (the ASMedia ASM4242, FACTS.md section 1): the caller puts the stock
+    TX credits and the link carries nothing (observed with the ASMedia ASM4242): the caller puts the stock
     driver back when it returns False. Returns ``(ok, seconds, tries)``."""
     started = time.monotonic()
     tries = 0

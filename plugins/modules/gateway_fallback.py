@@ -23,7 +23,7 @@ description:
   - V(removed) runs on the gateway host and is the undo of those ledger entries, the code a standalone restore runs
     too. The original bytes come back from the backup, the instances that carry the fallback are restarted the
     same way, and the config's sha256 is compared with the original's (RV(byte_identical)).
-  - The only gateway kind today is V(litellm) (a LiteLLM proxy configured from a file, FACTS.md section 3).
+  - The only gateway kind today is V(litellm) (a LiteLLM proxy configured from a file).
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:

@@ -22,7 +22,7 @@ description:
     standalone restore runs too. The original bytes come back from the backup; every instance that still lists
     another role, or other fallbacks, is restarted the same way; the config's sha256 is compared with the
     original's (RV(byte_identical)).
-  - The only gateway kind today is V(litellm) (a LiteLLM proxy configured from a file, FACTS.md section 3).
+  - The only gateway kind today is V(litellm) (a LiteLLM proxy configured from a file).
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:

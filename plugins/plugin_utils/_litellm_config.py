@@ -7,7 +7,7 @@
 The gateway-specific half of the fallback_route role that runs on the controller (the other half, the instances'
 HTTP API and their rolling restart, is plugins/module_utils/_gateway_swap.py). LiteLLM reads three fallback kinds
 from ``litellm_settings`` or ``router_settings``: ``context_window_fallbacks``, ``content_policy_fallbacks`` and
-``fallbacks``, the general one that also covers a backend that is down (FACTS.md §3). Each is a list of one-key
+``fallbacks``, the general one that also covers a backend that is down. Each is a list of one-key
 mappings ``{role: [target, ...]}``.
 
 The config with the fallback is written for the length of a run only; the original bytes are put back from a

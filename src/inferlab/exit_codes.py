@@ -1,4 +1,4 @@
-"""Exit codes of `inferlab run`, chosen apart from ansible-playbook's own (1-5, 99, 250). See DESIGN.md."""
+"""Exit codes of `inferlab run`, chosen apart from ansible-playbook's own (1-5, 99, 250)."""
 
 SUCCESS = 0
 PRECONDITION_FAILED = 10  # a precondition failed and nothing was changed

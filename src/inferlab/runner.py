@@ -148,7 +148,7 @@ def restore_verified(run_dir: Path) -> bool:
 
 
 def classify(outcome: RunOutcome) -> int:
-    """Map a finished run to DESIGN.md's exit codes.
+    """Map a finished run to the exit codes of exit_codes.py.
 
     A failed run that changed nothing on any host is a failed precondition (10), unless a restore in it could not be
     verified (12: a standalone restore that finds a difference changes nothing itself). One that changed something is

@@ -1,4 +1,4 @@
-"""Benchmark `inferlab report` (report.md and plots/*.png) on a large record, for the README (issue 8: aim <= 5 s).
+"""Benchmark `inferlab report` (report.md and plots/*.png) on a large record, for the README (aim: <= 5 s).
 
 Not a test: it prints figures (median, min and max of N runs) and the machine they were taken on. The record is
 synthetic, grown from the real lab record tests/unit/fixtures/report/serve.json: its two served modes, and
