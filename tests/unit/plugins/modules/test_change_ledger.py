@@ -37,7 +37,7 @@ def lines_of(ledger_dir):
 def test_record_and_mark(tmp_path, ledger_dir):
     params = {"path": str(tmp_path / "gateway.yaml"), "existed": False}
     failed, result = run(ledger_dir, action="record", kind="file", params=params, run_id="run1")
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["changed"] is True
     assert result["ledger"] == f"{ledger_dir}/{HOST}.jsonl"
     assert result["entry"]["state"] == "pending" and result["entry"]["params"] == params
@@ -84,7 +84,7 @@ def test_record_process_by_pid_fills_in_its_start_time(ledger_dir, kind):
             assert time.monotonic() < deadline
             time.sleep(0.01)
         failed, result = run(ledger_dir, action="record", kind=kind, params={"pid": str(proc.pid)})
-        assert not failed, result
+        assert not failed, result.get("msg", result)
         params = result["entry"]["params"]
         assert params["pid"] == proc.pid
         assert params["start_time"] == _ledger.read_proc_stat(proc.pid)["start_time"]
@@ -105,7 +105,7 @@ def test_mark_process_with_its_pid_once_started(ledger_dir, tmp_path):
                             params={"pidfile": str(pidfile), "cmdline": "sleep 300"})
     failed, result = run(ledger_dir, action="mark", id=recorded["id"], state="applied",
                          params={"pid": os.getpid()})
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["entry"]["params"]["start_time"] == _ledger.read_proc_stat(os.getpid())["start_time"]
     assert result["entry"]["params"]["cmdline"] == "sleep 300"  # the recorded cmdline is kept
 

@@ -59,7 +59,7 @@ def test_checked_reports_the_route(gateway):
     gateway.write_config()
     instance = gateway.add_instance("litellm-a")
     failed, result = run_module(gateway_fallback.main, checked_args(gateway, instance))
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["changed"] is False
     route = result["route"]
     assert set(route) == {"ready_s", "models", "target_reply", "public_reply"}
@@ -185,7 +185,7 @@ def added_args(gateway, original, **change):
     content = _litellm_config.with_fallback(original.decode(), "small", "large")
     args = dict(state="added", config_path=str(gateway.config_path), content=content, instances=gateway.instances,
                 front=gateway.front, admin_key_file=str(gateway.key_file), public_model="small",
-                target_model="large", ready_timeout_s=10, drain_timeout_s=5, ledger_dir=str(gateway.ledger_dir),
+                target_model="large", ready_timeout_s=30, drain_timeout_s=15, ledger_dir=str(gateway.ledger_dir),
                 ledger_host=HOST, run_id="run1")
     args.update(change)
     return args
@@ -205,7 +205,7 @@ def test_added(gateway):
 
     failed, result = run_module(gateway_fallback.main, args)
 
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["changed"] is True
     # the config is replaced by the content, its mode kept
     assert gateway.config_path.read_bytes() == content
@@ -263,7 +263,7 @@ def test_added_in_check_mode_writes_nothing(gateway):
     original = two_instance_gateway(gateway)
     before = gateway.pids()
     failed, result = run_module(gateway_fallback.main, dict(added_args(gateway, original), _ansible_check_mode=True))
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["changed"] is True
     assert result["original_sha256"] == result["config_sha256"] == sha256(original)
     assert result["message"] == "would add the fallback and restart 2 instances"
@@ -353,7 +353,7 @@ def test_removed_after_added(gateway):
 
     failed, result = run_module(gateway_fallback.main, removed_args(gateway))
 
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["changed"] is True
     assert result["undone"] == [added["entry_id"]]
     assert result["byte_identical"] is True

@@ -160,7 +160,7 @@ def test_streaming_chat_with_usage(server):
     failed, result = run(server, api_key="s3cret", output_tokens=7, prompt_tokens=128,
                          capture_headers=["X-Inferlab-Host", "x-litellm-model-group", "x-litellm-attempted-fallbacks"],
                          **CHAT)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["changed"] is False and result["cache_flushed"] is False
     batch = result["batch"]
     assert (batch["kind"], batch["cache"], batch["ok"], batch["failed"], batch["error"]) == (
@@ -200,7 +200,7 @@ def test_generate_with_meta_info_and_speculation(server):
         generate_event(" The quiet link carries every", 5, verify=2, cached=24), DONE])
     failed, result = run(server, api="sglang_generate", kind="concurrent", requests=2, concurrency=2,
                          output_tokens=5, extra_body={"sampling_params": {"temperature": 0.5}, "rid_note": "x"})
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     batch = result["batch"]
     for rec in batch["records"]:
         assert (rec["ok"], rec["output_tokens"], rec["chunks"], rec["prompt_tokens"], rec["cached_tokens"]) == (
@@ -221,7 +221,7 @@ def test_spec_accept_length_from_server_info(server):
     server.routes[("GET", "/get_server_info")] = reply(200, {"tp_size": 2, "internal_states": [
         {"avg_spec_accept_length": 2.71, "last_gen_throughput": 48.0}]})
     failed, result = run(server, **CHAT)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["batch"]["spec_accept_length"] == {"value": 2.71, "source": "server_info", "note": None}
 
 
@@ -246,7 +246,7 @@ def test_spec_accept_length_unavailable(server, answer, note):
 def test_concurrent_requests_start_together(server):
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x"] * 5), gap=0.01)
     failed, result = run(server, model="m", kind="concurrent", requests=6, concurrency=6, output_tokens=5)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     batch = result["batch"]
     arrivals = [s["time"] for s in server.requests_to("/v1/chat/completions")]
     assert len(arrivals) == 6 and max(arrivals) - min(arrivals) < 0.05
@@ -261,7 +261,7 @@ def test_concurrent_requests_start_together(server):
 def test_more_requests_than_concurrency(server):
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x", "y"]), gap=0.03)
     failed, result = run(server, model="m", kind="concurrent", requests=5, concurrency=2, output_tokens=2)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert [r["index"] for r in result["batch"]["records"]] == [0, 1, 2, 3, 4]
     assert result["batch"]["ok"] == 5
     starts = sorted(r["start"]["offset_s"] for r in result["batch"]["records"])
@@ -271,7 +271,7 @@ def test_more_requests_than_concurrency(server):
 def test_repeated_prefix_primes_the_cache_first(server):
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x", "y"], cached=20), gap=0.02)
     failed, result = run(server, model="m", kind="repeated_prefix", requests=4, concurrency=3, prefix_tokens=20)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     seen = server.requests_to("/v1/chat/completions")
     prompts = [s["body"]["messages"][0]["content"].split(" ") for s in seen]
     assert all(len(p) == 36 and p[:20] == prompts[0][:20] for p in prompts)
@@ -286,7 +286,7 @@ def test_flush_cache_labels_the_batch_cold(server):
     server.routes[("POST", "/flush_cache")] = reply(200, b"Cache flushed.\n", "text/plain")
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
     failed, result = run(server, flush_cache=True, api_key="k", **CHAT)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["cache_flushed"] is True
     assert (result["batch"]["cache"], result["batch"]["flush_detail"]) == ("cold", "Cache flushed.")
     flush = server.requests_to("/flush_cache")
@@ -297,7 +297,7 @@ def test_flush_cache_labels_the_batch_cold(server):
 def test_url_with_v1_suffix(server):
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
     failed, result = run(server, url=server.url + "/v1", **CHAT)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
 
 
 def test_record_path(server, tmp_path):
@@ -551,7 +551,7 @@ def test_api_key_file_sends_its_first_line_and_never_returns_it(server, tmp_path
     key_file = tmp_path / "key"
     key_file.write_text("sk-from-file\nsecond line ignored\n")
     failed, result = run(server, api_key_file=str(key_file), output_tokens=2, **CHAT)
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     [sent] = server.requests_to("/v1/chat/completions")
     assert sent["headers"]["Authorization"] == "Bearer sk-from-file"
     assert "sk-from-file" not in json.dumps(result)

@@ -146,7 +146,7 @@ def test_systemd_returns_its_unit_text(tmp_path, binaries, monkeypatch):
         name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], environment={"A": "1"}, working_dir="/srv",
         systemd_properties=["MemoryMax=1G"], stop_timeout_s=2.5, ledger_dir=str(tmp_path / "l"), ledger_host=HOST,
         run_id="r", _ansible_check_mode=True, _ansible_diff=True))
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["unit_text"] == pm.systemd_unit_text("inferlab-r0", ["/usr/bin/sleep", "30"], {"A": "1"}, "/srv",
                                                        ["MemoryMax=1G"], None, 2.5)
     assert "TimeoutStopSec=2500ms\nMemoryMax=1G\nEnvironment=\"A=1\"\nWorkingDirectory=/srv\n" in result["unit_text"]

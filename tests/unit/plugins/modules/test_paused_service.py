@@ -196,7 +196,7 @@ def test_a_service_ignoring_sigterm_is_killed_and_resumed(service):
 def test_check_mode_changes_nothing(service):
     proc = service.start()
     failed, result = run_module(paused_service.main, dict(service.args, _ansible_check_mode=True, _ansible_diff=True))
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert (result["changed"], result["entry_id"], result["pid"], result["how"]) == (True, None, proc.pid, None)
     assert result["environment_names"] == ["API_TOKEN", "MODE", "PATH"]
     assert result["diff"] == {"before": {"state": "running"}, "after": {"state": "paused"}}
@@ -389,7 +389,7 @@ def test_where_the_output_goes(service, sleeper, tmp_path, stdout, log_path):
     service.pidfile.write_text(f"{sleeper.pid}\n")
     failed, result = run_module(paused_service.main, dict(service.args, procfs_root=str(root),
                                                           _ansible_check_mode=True))
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     assert result["log_path"] == log_path.replace("{tmp}", str(tmp_path))
     assert result["environment_names"] == ["PATH", "TOKEN"] and result["pid"] == sleeper.pid
     assert sleeper.poll() is None and not Path(service.ledger_dir).exists()

@@ -215,7 +215,7 @@ def test_the_load_is_done_once_the_reloaded_link_is_back(lab_host, installed_led
     timer.start()
     failed, result = run_module(tbnet_module.main, args(root, installed_ledger, tx_e2e=False, **link_args))
     timer.join()
-    assert not failed, result
+    assert not failed, result.get("msg", result)
     # the tail waited for the interface (its clock starts after the module's own work, so less than the 0.5 s)
     assert result['link']['interface_s'] > 0 and result['link']['addressing'] == 'static'
     assert any(a.startswith('re-added 169.254.252.1/30') for a in result['link']['actions']), result['link']

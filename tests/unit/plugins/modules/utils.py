@@ -73,7 +73,9 @@ def patch_exits():
 
 
 def run_module(main, args):
-    """Run ``main()`` with ``args``; ``(False, result)`` on exit_json, ``(True, result)`` on fail_json."""
+    """Run ``main()`` with ``args``; ``(False, result)`` on exit_json, ``(True, result)`` on fail_json. Tests assert
+    ``not failed`` with ``result.get("msg", result)``: pytest cuts a dict in an assertion message at 240 characters,
+    and a module's message is what says why it failed."""
     with set_module_args(args), patch_exits():
         try:
             main()
