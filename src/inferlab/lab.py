@@ -374,21 +374,25 @@ def netns_pids(netns: str) -> list[int]:
     return [int(p) for p in out.split() if p.isdigit()]
 
 
+def terminate(pids: list[int], timeout: float, where: str) -> None:
+    """SIGTERM, then SIGKILL after ``timeout``; LabError naming ``where`` when one survives even that."""
+    signal_pids(pids, signal.SIGTERM)
+    left = wait_gone(pids, timeout)
+    if left:
+        signal_pids(left, signal.SIGKILL)
+        left = wait_gone(left, 2.0)
+    if left:
+        raise LabError(f"processes {left} {where} survived SIGKILL")
+
+
 def kill_netns_pids(name: str, timeout: float = 3.0) -> dict:
     """SIGTERM, then SIGKILL, every process left in lab ``name``'s namespaces (``ip netns pids``)."""
     killed: dict[str, list[int]] = {}
     for netns in list_netns(name):
         pids = netns_pids(netns)
-        if not pids:
-            continue
-        killed[netns] = pids
-        signal_pids(pids, signal.SIGTERM)
-        left = wait_gone(pids, timeout)
-        if left:
-            signal_pids(left, signal.SIGKILL)
-            left = wait_gone(left, 2.0)
-        if left:
-            raise LabError(f"processes {left} in netns {netns} survived SIGKILL")
+        if pids:
+            killed[netns] = pids
+            terminate(pids, timeout, f"in netns {netns}")
     return {"changed": bool(killed), "killed": killed}
 
 
@@ -412,13 +416,7 @@ def lab_script_pids(lab_dir: Path, procfs: Path = Path("/proc")) -> list[int]:
 def kill_lab_scripts(lab_dir: Path, timeout: float = 3.0) -> dict:
     """SIGTERM, then SIGKILL, every process ``lab_script_pids`` finds."""
     pids = lab_script_pids(lab_dir)
-    signal_pids(pids, signal.SIGTERM)
-    left = wait_gone(pids, timeout)
-    if left:
-        signal_pids(left, signal.SIGKILL)
-        left = wait_gone(left, 2.0)
-    if left:
-        raise LabError(f"processes {left} running the lab's scripts survived SIGKILL")
+    terminate(pids, timeout, "running the lab's scripts")
     return {"changed": bool(pids), "killed": pids}
 
 
