@@ -158,11 +158,12 @@ def leftovers(status: dict, lab_dir: Path, gateway_sha: str | None) -> dict:
         cmdline = lab.proc_cmdline(pid) or ""
         if str(lab_dir) in cmdline and any(mark in cmdline for mark in RUN_PROCESS_MARKS):
             found["processes"].append(f"{pid}: {cmdline[:160]}")
-    # after the restore the stock driver is back, and with it the link profile the lab's hardware gives it
+    # after the restore the stock driver is back: its link shows the profile the lab's hardware gives the stock
+    # driver, or none where a restore removed a profile since the last reload (a tc_profile undo removes ours)
     stock = (json.loads((lab_dir / "link.json").read_text()).get("driver_profiles") or {}).get("stock", "clean")
     for host in status["hosts"]:
         profile = host.get("link_profile")
-        if profile not in (None, stock):
+        if profile not in (None, "clean", stock):
             found["tc_profiles"].append(f"{host['name']}: {profile} (the stock driver's is {stock})")
         build = Path(host["state_dir"]) / "build"
         if build.is_dir() and any(build.iterdir()):
