@@ -98,6 +98,8 @@ sanity: bootstrap
 MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link experiment interrupt
 MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel
 TEST_TIMES := .cache/test-times.tsv
+# the path of the failed scenario's log (.cache/molecule-<scenario>.log), for the excerpt at make test's end
+FAILED_SCENARIO_LOG := .cache/failed-scenario-log
 molecule: bootstrap
 	mkdir -p .cache
 	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
@@ -105,11 +107,12 @@ molecule: bootstrap
 	export INFERLAB_MOLECULE_SHARED_LAB=1
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
+	rm -f $(FAILED_SCENARIO_LOG)
 	for scenario in $(MOLECULE_SCENARIOS); do
-	  start=$$(date +%s)
-	  if $(BIN)/molecule test -s $$scenario; then result=passed; else result=FAILED; fi
+	  start=$$(date +%s) log=.cache/molecule-$$scenario.log
+	  if $(BIN)/molecule test -s $$scenario 2>&1 | tee $$log; then result=passed; else result=FAILED; fi
 	  printf 'molecule %s\t%s\t%s\n' "$$scenario" "$$(( $$(date +%s) - start ))" "$$result" | tee -a $(TEST_TIMES)
-	  [ $$result = passed ] || exit 1
+	  [ $$result = passed ] || { echo $$log > $(FAILED_SCENARIO_LOG); exit 1; }
 	done
 
 # The kernel scenario alone, on its QEMU guest (`make test` runs it last, once kernel-cache is done).
@@ -131,7 +134,7 @@ kernel-cache: deb
 # restarts and measurements). The kernel scenario runs last, once kernel-cache is done.
 TEST_BACKGROUND_GATES := lint contract sanity
 test:
-	mkdir -p .cache && rm -f $(TEST_TIMES)
+	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOG)
 	test_start=$$(date +%s)
 	status=0
 	gate() {  # NAME [MAKE ARGUMENTS]: run `make NAME`, append "NAME<TAB>seconds<TAB>result" to the times
@@ -166,6 +169,7 @@ test:
 	fi
 	if [ -n "$$checks" ]; then wait $$checks || true; background_failed $(TEST_BACKGROUND_GATES) || status=1; fi
 	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "kernel-cache $(TEST_BACKGROUND_GATES)"
+	if [ -s $(FAILED_SCENARIO_LOG) ]; then bash tests/failure_excerpt.sh "$$(cat $(FAILED_SCENARIO_LOG))"; fi
 	exit $$status
 
 bench: bootstrap

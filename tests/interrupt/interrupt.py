@@ -92,7 +92,8 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
     started, reached = time.monotonic(), None
     while time.monotonic() - started < timeout_s:
         if proc.poll() is not None:
-            return {"killed": False, "reason": f"ansible-playbook exited {proc.returncode} before {point['point']}"}
+            return {"killed": False, "reason": f"ansible-playbook exited {proc.returncode} before {point['point']}",
+                    "failed_task": failed_task(run_dir / "ansible.log")}
         if reached is None and journal_status(run_dir, point["stage"]) is not None:
             reached = time.monotonic()
         if reached is not None and time.monotonic() - reached >= point["delay_s"]:
@@ -104,6 +105,13 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     return {"killed": False, "reason": f"{point['point']} not reached within {timeout_s:.0f} s"}
+
+
+def failed_task(log: Path, lines: int = 12) -> list[str]:
+    """The last failed task of an ansible-playbook log (from its "fatal:" line on), each line cut to 300 characters."""
+    text = log.read_text(errors="replace").splitlines() if log.exists() else []
+    starts = [n for n, line in enumerate(text) if line.startswith(("fatal: [", "failed: ["))]
+    return [line[:300] for line in text[starts[-1]:starts[-1] + lines]] if starts else text[-lines:]
 
 
 def ledgers(lab_dir: Path) -> list[Path]:
@@ -142,7 +150,7 @@ def restore(inventory: Path, run_dir: Path) -> dict:
                              str(RESTORE), "-e", f"@{restore_dir / 'vars.json'}"],
                             cwd=REPO, env=ansible_env(), stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     fragments = {p.stem: json.loads(p.read_text()) for p in (restore_dir / "fragments" / "restore").glob("*.json")}
-    return {"rc": rc, "dir": str(restore_dir),
+    return {"rc": rc, "dir": str(restore_dir), "failed_task": failed_task(restore_dir / "ansible.log") if rc else [],
             "verified": {host: f.get("verified") for host, f in fragments.items()},
             "undone": {host: (f.get("undo") or {}).get("undone", []) for host, f in fragments.items()},
             "differences": {host: f.get("differences") for host, f in fragments.items() if f.get("differences")}}

@@ -35,3 +35,18 @@ def test_a_point_names_its_stage_delay_switch_and_plan(interrupt, text, expected
 def test_a_malformed_delay_is_refused(interrupt):
     with pytest.raises(ValueError):
         interrupt.parse_point("tp2_nextn+soon")
+
+
+def test_the_failed_task_of_a_run_log_is_its_last_fatal_line_on(interrupt, tmp_path):
+    log = tmp_path / "ansible.log"
+    log.write_text("TASK [a]\nfatal: [lab-a]: FAILED! => rescued\nTASK [b]\nfatal: [lab-b]: FAILED! => {\n"
+                   "    \"msg\": \"" + "x" * 400 + "\"\n}\nPLAY RECAP\n")
+    assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-b]: FAILED! => {",
+                                                  ("    \"msg\": \"" + "x" * 400)[:300], "}"]
+
+
+def test_a_run_log_without_a_failed_task_gives_its_last_lines_and_a_missing_log_nothing(interrupt, tmp_path):
+    log = tmp_path / "ansible.log"
+    log.write_text("one\ntwo\nthree\n")
+    assert interrupt.failed_task(log, lines=2) == ["two", "three"]
+    assert interrupt.failed_task(tmp_path / "missing.log") == []
