@@ -107,6 +107,19 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
     return {"killed": False, "reason": f"{point['point']} not reached within {timeout_s:.0f} s"}
 
 
+def wait_up(inventory: Path, timeout_s: float) -> dict:
+    """The lab's status once it is up, or its last status after ``timeout_s``: one probe that times out while the
+    machine is busy (a service's health answered late) makes a lab degraded for that probe only."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = lab.status(inventory)
+        if status["state"] == "up" or time.monotonic() >= deadline:
+            return status
+        print(f"interrupt: the lab is {status['state']}: {'; '.join(status.get('problems', []))}; checking again",
+              file=sys.stderr, flush=True)
+        time.sleep(2.0)
+
+
 def failed_task(log: Path, lines: int = 12) -> list[str]:
     """The last failed task of an ansible-playbook log (from its "fatal:" line on), each line cut to 300 characters."""
     text = log.read_text(errors="replace").splitlines() if log.exists() else []
@@ -196,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per point, to reach it")
     args = parser.parse_args(argv)
     _name, lab_dir = lab.resolve_lab(args.inventory)
-    first = lab.status(args.inventory)
+    first = wait_up(args.inventory, 60.0)
     if first["state"] != "up":  # else the ledger and leftover checks below would look at nothing and pass
         print(f"interrupt: the lab of {args.inventory} is {first['state']} (lab dir {lab_dir}): "
               f"{'; '.join(first.get('problems', [])) or 'nothing built there'}; run `inferlab lab up` first",
