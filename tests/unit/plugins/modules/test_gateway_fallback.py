@@ -316,7 +316,8 @@ def test_added_that_fails_midway_then_removed(gateway):
     before = gateway.pids()
     for backend in gateway.backends.values():
         backend.stop()
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original))
+    # the warm-up repeats a server error until the ready timeout: 5 s of them, not the other tests' 30
+    failed, result = run_module(gateway_fallback.main, added_args(gateway, original, ready_timeout_s=5))
     assert failed
     assert result["msg"].startswith(f"the config with the fallback is written (ledger entry {result['entry_id']}), "
                                     "but applying it failed: instance litellm-a: the warm-up request for small "
