@@ -112,9 +112,15 @@ molecule: bootstrap
 	export $$strategy_env
 	rm -f $(FAILED_SCENARIO_LOG)
 	for scenario in $(MOLECULE_SCENARIOS); do
-	  start=$$(date +%s) log=.cache/molecule-$$scenario.log
-	  if $(BIN)/molecule test -s $$scenario 2>&1 | tee $$log; then result=passed; else result=FAILED; fi
-	  printf 'molecule %s\t%s\t%s\n' "$$scenario" "$$(( $$(date +%s) - start ))" "$$result" | tee -a $(TEST_TIMES)
+	  start=$$(date +%s) log=.cache/molecule-$$scenario.log phases=.cache/molecule-$$scenario.phases
+	  rm -f $$phases
+	  if $(BIN)/molecule test -s $$scenario 2>&1 | bash tests/molecule_phases.sh $$phases | tee $$log; then
+	    result=passed
+	  else
+	    result=FAILED
+	  fi
+	  printf 'molecule %s\t%s\t%s\t%s\n' "$$scenario" "$$(( $$(date +%s) - start ))" "$$result" \
+	    "$$(cat $$phases 2> /dev/null || true)" | tee -a $(TEST_TIMES)
 	  [ $$result = passed ] || { echo $$log > $(FAILED_SCENARIO_LOG); exit 1; }
 	done
 
