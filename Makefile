@@ -93,40 +93,32 @@ contract: bootstrap
 sanity: bootstrap
 	bash tests/sanity/run.sh
 
-# Every scenario, one after the other, each timed. The scenarios on the embedded lab share one lab
-# (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and create, which
-# prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU guest. Their
-# playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore play names
-# ansible-core's linear itself.
+# Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
+# share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
+# create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
+# guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
+# play names ansible-core's linear itself.
 MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link experiment interrupt
 MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel
 TEST_TIMES := .cache/test-times.tsv
-# the path of the failed scenario's log (.cache/molecule-<scenario>.log), for the excerpt at make test's end
-FAILED_SCENARIO_LOG := .cache/failed-scenario-log
+# the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
+FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
 molecule: bootstrap
-	mkdir -p .cache
 	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
 	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || { cat .cache/molecule-lab-down.log; exit 1; }
 	export INFERLAB_MOLECULE_SHARED_LAB=1
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
-	rm -f $(FAILED_SCENARIO_LOG)
 	for scenario in $(MOLECULE_SCENARIOS); do
-	  start=$$(date +%s) log=.cache/molecule-$$scenario.log phases=.cache/molecule-$$scenario.phases
-	  rm -f $$phases
-	  if $(BIN)/molecule test -s $$scenario 2>&1 | bash tests/molecule_phases.sh $$phases | tee $$log; then
-	    result=passed
-	  else
-	    result=FAILED
-	  fi
-	  printf 'molecule %s\t%s\t%s\t%s\n' "$$scenario" "$$(( $$(date +%s) - start ))" "$$result" \
-	    "$$(cat $$phases 2> /dev/null || true)" | tee -a $(TEST_TIMES)
-	  [ $$result = passed ] || { echo $$log > $(FAILED_SCENARIO_LOG); exit 1; }
+	  bash tests/molecule_scenario.sh $$scenario $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	done
 
-# The kernel scenario alone, on its QEMU guest (`make test` runs it last, once kernel-cache is done).
-molecule-kernel:
-	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS=kernel
+# The kernel scenario alone, on its QEMU guest, without the embedded lab: `make test` runs it in the background
+# beside the lab's scenarios once kernel-cache is done.
+molecule-kernel: bootstrap
+	strategy_env=$$($(BIN)/python -m inferlab.strategy)
+	export $$strategy_env
+	bash tests/molecule_scenario.sh kernel $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 
 # The kernel scenario's downloads (Debian's kernel sources and headers, its image) and its guest (debootstrap, the
 # initramfs), cached in .cache/kernel; the scenario's create finds them there. Mostly network and disk.
@@ -140,10 +132,10 @@ kernel-cache: deb
 # reads the code (lint, contract, sanity: one after the other) and the kernel guest's downloads (kernel-cache) run in
 # the background at the lowest CPU priority, their output in .cache/<gate>.log; unit and the scenarios on the embedded
 # lab run in the foreground (the lab's scenarios leave a CPU idle for most of their time: they wait on requests,
-# restarts and measurements). The kernel scenario runs last, once kernel-cache is done.
+# restarts and measurements). The kernel scenario follows kernel-cache in the background, beside the lab's.
 TEST_BACKGROUND_GATES := lint contract sanity
 test:
-	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOG)
+	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	test_start=$$(date +%s)
 	status=0
 	gate() {  # NAME [MAKE ARGUMENTS]: run `make NAME`, append "NAME<TAB>seconds<TAB>result" to the times
@@ -156,29 +148,33 @@ test:
 	  local name failed=0
 	  for name in "$$@"; do
 	    awk -F'\t' -v name="$$name" '$$1 == name && $$3 == "passed" { ok = 1 } END { exit !ok }' $(TEST_TIMES) && continue
-	    echo "$$name failed (.cache/$$name.log):"; tail -n 60 .cache/$$name.log; failed=1
+	    echo "$$name failed (.cache/$$name.log):"; tail -n 60 .cache/$$name.log 2> /dev/null || echo "(it did not run)"
+	    failed=1
 	  done
 	  return $$failed
 	}
 	gate bootstrap
-	kernel_cache= checks=
+	kernel= checks=
 	if [ $$status = 0 ]; then
-	  # each renices itself before it starts anything: its children inherit the priority
-	  ( renice -n 19 -p $$BASHPID > /dev/null; gate kernel-cache > .cache/kernel-cache.log 2>&1 ) & kernel_cache=$$!
+	  # each renices itself before it starts anything: its children inherit the priority. The kernel scenario (gcc
+	  # and QEMU TCG: CPU) runs once its cache is built, beside the lab's scenarios (mostly waiting, at a higher
+	  # priority)
+	  ( renice -n 19 -p $$BASHPID > /dev/null
+	    gate kernel-cache > .cache/kernel-cache.log 2>&1
+	    if [ $$status = 0 ]; then gate molecule-kernel > .cache/molecule-kernel-gate.log 2>&1; fi ) & kernel=$$!
 	  ( renice -n 19 -p $$BASHPID > /dev/null
 	    for name in $(TEST_BACKGROUND_GATES); do gate $$name > .cache/$$name.log 2>&1; done ) & checks=$$!
-	  trap 'wait $$kernel_cache $$checks 2> /dev/null || true' EXIT  # never leave them running
+	  trap 'wait $$kernel $$checks 2> /dev/null || true' EXIT  # never leave them running
 	fi
 	[ $$status = 0 ] && gate unit
 	[ $$status = 0 ] && gate molecule MOLECULE_SCENARIOS="$(MOLECULE_LAB_SCENARIOS)"
-	if [ -n "$$kernel_cache" ]; then wait $$kernel_cache || true; fi
-	if [ $$status = 0 ]; then
-	  background_failed kernel-cache || status=1
-	  [ $$status = 0 ] && gate molecule-kernel
-	fi
+	if [ -n "$$kernel" ]; then wait $$kernel || true; background_failed kernel-cache molecule-kernel || status=1; fi
 	if [ -n "$$checks" ]; then wait $$checks || true; background_failed $(TEST_BACKGROUND_GATES) || status=1; fi
-	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "kernel-cache $(TEST_BACKGROUND_GATES)"
-	if [ -s $(FAILED_SCENARIO_LOG) ]; then bash tests/failure_excerpt.sh "$$(cat $(FAILED_SCENARIO_LOG))"; fi
+	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) \
+	  "kernel-cache molecule-kernel $(TEST_BACKGROUND_GATES)"
+	if [ -s $(FAILED_SCENARIO_LOGS) ]; then
+	  while read -r log; do bash tests/failure_excerpt.sh "$$log"; done < $(FAILED_SCENARIO_LOGS)
+	fi
 	exit $$status
 
 bench: bootstrap
