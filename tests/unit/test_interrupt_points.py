@@ -41,8 +41,8 @@ def test_the_failed_task_of_a_run_log_is_its_last_fatal_line_on(interrupt, tmp_p
     log = tmp_path / "ansible.log"
     log.write_text("TASK [a]\nfatal: [lab-a]: FAILED! => rescued\nTASK [b]\nfatal: [lab-b]: FAILED! => {\n"
                    "    \"msg\": \"" + "x" * 400 + "\"\n}\nPLAY RECAP\n")
-    assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-b]: FAILED! => {",
-                                                  ("    \"msg\": \"" + "x" * 400)[:300], "}"]
+    msg_line = ("    \"msg\": \"" + "x" * 400)[:300]
+    assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-b]: FAILED! => {", msg_line, "}"]
 
 
 def test_a_run_log_without_a_failed_task_gives_its_last_lines_and_a_missing_log_nothing(interrupt, tmp_path):
