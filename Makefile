@@ -130,9 +130,10 @@ kernel-cache: deb
 
 # Every gate, each timed; the table of durations is printed at the end, passed or not. After bootstrap, what only
 # reads the code (lint, contract, sanity: one after the other) and the kernel guest's downloads (kernel-cache) run in
-# the background at the lowest CPU priority, their output in .cache/<gate>.log; unit and the scenarios on the embedded
-# lab run in the foreground (the lab's scenarios leave a CPU idle for most of their time: they wait on requests,
-# restarts and measurements). The kernel scenario follows kernel-cache in the background, beside the lab's.
+# the background at the lowest CPU priority and in the idle I/O class, their output in .cache/<gate>.log; unit and
+# the scenarios on the embedded lab run in the foreground (the lab's scenarios leave a CPU idle for most of their
+# time: they wait on requests, restarts and measurements). The kernel scenario follows kernel-cache in the
+# background, beside the lab's.
 TEST_BACKGROUND_GATES := lint contract sanity
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
@@ -156,13 +157,13 @@ test:
 	gate bootstrap
 	kernel= checks=
 	if [ $$status = 0 ]; then
-	  # each renices itself before it starts anything: its children inherit the priority. The kernel scenario (gcc
-	  # and QEMU TCG: CPU) runs once its cache is built, beside the lab's scenarios (mostly waiting, at a higher
-	  # priority)
-	  ( renice -n 19 -p $$BASHPID > /dev/null
+	  # each takes the lowest CPU priority and the idle I/O class before it starts anything (its children inherit
+	  # them). The kernel scenario (gcc and QEMU TCG: CPU) runs once its cache is built, beside the lab's scenarios
+	  # (mostly waiting, at the normal priority)
+	  ( renice -n 19 -p $$BASHPID > /dev/null; ionice -c 3 -p $$BASHPID
 	    gate kernel-cache > .cache/kernel-cache.log 2>&1
 	    if [ $$status = 0 ]; then gate molecule-kernel > .cache/molecule-kernel-gate.log 2>&1; fi ) & kernel=$$!
-	  ( renice -n 19 -p $$BASHPID > /dev/null
+	  ( renice -n 19 -p $$BASHPID > /dev/null; ionice -c 3 -p $$BASHPID
 	    for name in $(TEST_BACKGROUND_GATES); do gate $$name > .cache/$$name.log 2>&1; done ) & checks=$$!
 	  trap 'wait $$kernel $$checks 2> /dev/null || true' EXIT  # never leave them running
 	fi
