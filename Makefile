@@ -76,9 +76,11 @@ lint: bootstrap
 	# would resolve modules from that (possibly older) copy instead of this checkout.
 	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-lint-home $(BIN)/ansible-lint --profile production --offline
 
-# In UNIT_WORKERS processes (pytest-xdist): most of the unit tests' time is waiting on the real processes and
-# servers they start, not CPU (one process: 168 s wall for 72 CPU-s; three: 69 s).
-UNIT_WORKERS := 3
+# In UNIT_WORKERS processes (pytest-xdist; 0: in pytest's own process). Most of the unit tests' time is waiting on
+# the real processes and servers they start, not CPU (one process: 168 s wall for 72 CPU-s; three workers: 69 s), but
+# with three workers beside make test's background gates two timing tests failed in a fresh-clone run (a 50 ms bound
+# in test_llm_workload, a prober's overrun on Python 3.9): serial until those tests bound ratios, not wall time.
+UNIT_WORKERS := 0
 unit: bootstrap
 	$(BIN)/pytest -q -n $(UNIT_WORKERS) tests/unit
 
