@@ -121,10 +121,15 @@ def wait_up(inventory: Path, timeout_s: float) -> dict:
 
 
 def failed_task(log: Path, lines: int = 12) -> list[str]:
-    """The last failed task of an ansible-playbook log (from its "fatal:" line on), each line cut to 300 characters."""
+    """The first and the last failed task of an ansible-playbook log (each from its "fatal:" or "failed:" line on;
+    in an experiment the first is the stage's own failure, the last the outcome's), each line cut to 300 characters;
+    the log's last lines when no task failed."""
     text = log.read_text(errors="replace").splitlines() if log.exists() else []
     starts = [n for n, line in enumerate(text) if line.startswith(("fatal: [", "failed: ["))]
-    return [line[:300] for line in text[starts[-1]:starts[-1] + lines]] if starts else text[-lines:]
+    if not starts:
+        return text[-lines:]
+    picked = [starts[0]] if starts[0] == starts[-1] else [starts[0], starts[-1]]
+    return [line[:300] for start in picked for line in text[start:start + lines]]
 
 
 def ledgers(lab_dir: Path) -> list[Path]:

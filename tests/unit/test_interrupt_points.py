@@ -37,12 +37,16 @@ def test_a_malformed_delay_is_refused(interrupt):
         interrupt.parse_point("tp2_nextn+soon")
 
 
-def test_the_failed_task_of_a_run_log_is_its_last_fatal_line_on(interrupt, tmp_path):
+def test_the_failed_tasks_of_a_run_log_are_its_first_and_last_fatal_lines_on(interrupt, tmp_path):
     log = tmp_path / "ansible.log"
-    log.write_text("TASK [a]\nfatal: [lab-a]: FAILED! => rescued\nTASK [b]\nfatal: [lab-b]: FAILED! => {\n"
+    log.write_text("TASK [a]\nfatal: [lab-a]: FAILED! => stage\nTASK [b]\nfatal: [lab-b]: FAILED! => {\n"
                    "    \"msg\": \"" + "x" * 400 + "\"\n}\nPLAY RECAP\n")
     msg_line = ("    \"msg\": \"" + "x" * 400)[:300]
-    assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-b]: FAILED! => {", msg_line, "}"]
+    assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-a]: FAILED! => stage", "TASK [b]",
+                                                   "fatal: [lab-b]: FAILED! => {", "fatal: [lab-b]: FAILED! => {",
+                                                   msg_line, "}"]
+    log.write_text("TASK [b]\nfatal: [lab-b]: FAILED! => once\n")
+    assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-b]: FAILED! => once"]
 
 
 def test_a_run_log_without_a_failed_task_gives_its_last_lines_and_a_missing_log_nothing(interrupt, tmp_path):
