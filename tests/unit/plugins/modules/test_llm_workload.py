@@ -178,7 +178,7 @@ def test_streaming_chat_with_usage(server):
     assert rec["output_tok_s"] == pytest.approx(7 / rec["latency_s"])
     assert rec["decode_tok_s"] == pytest.approx(6 / (rec["latency_s"] - rec["ttft_s"]))
     assert rec["tpot_s"] == pytest.approx((rec["latency_s"] - rec["ttft_s"]) / 6)
-    assert rec["start"]["wall"].endswith("Z") and 0 <= rec["start"]["offset_s"] < 0.1
+    assert rec["start"]["wall"].endswith("Z") and 0 <= rec["start"]["offset_s"] < 1
     assert batch["wall_s"] == pytest.approx(rec["end_offset_s"] - rec["start"]["offset_s"])
     assert batch["aggregate_output_tok_s"] == pytest.approx(7 / batch["wall_s"])
     assert batch["spec_accept_length"] == {"value": None, "source": None, "note": SERVER_INFO_404}
@@ -244,12 +244,13 @@ def test_spec_accept_length_unavailable(server, answer, note):
 
 
 def test_concurrent_requests_start_together(server):
-    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x"] * 5), gap=0.01)
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x"] * 5), gap=0.05)
     failed, result = run(server, model="m", kind="concurrent", requests=6, concurrency=6, output_tokens=5)
     assert not failed, result.get("msg", result)
     batch = result["batch"]
     arrivals = [s["time"] for s in server.requests_to("/v1/chat/completions")]
-    assert len(arrivals) == 6 and max(arrivals) - min(arrivals) < 0.05
+    # a ratio, not a wall bound (a busy machine delays threads): all arrived within half the quickest answer's time
+    assert len(arrivals) == 6 and max(arrivals) - min(arrivals) < 0.5 * batch["latency_s"]["min"]
     assert batch["ok"] == 6 and batch["output_tokens_total"] == 30
     assert batch["aggregate_output_tok_s"] == pytest.approx(30 / batch["wall_s"])
     # every request took most of the wall time: they ran side by side, not one after another
@@ -269,7 +270,7 @@ def test_more_requests_than_concurrency(server):
 
 
 def test_repeated_prefix_primes_the_cache_first(server):
-    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x", "y"], cached=20), gap=0.02)
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["x", "y"], cached=20), gap=0.1)
     failed, result = run(server, model="m", kind="repeated_prefix", requests=4, concurrency=3, prefix_tokens=20)
     assert not failed, result.get("msg", result)
     seen = server.requests_to("/v1/chat/completions")
@@ -278,7 +279,9 @@ def test_repeated_prefix_primes_the_cache_first(server):
     first = result["batch"]["records"][0]
     later = sorted(s["time"] for s in seen[1:])
     assert later[0] - seen[0]["time"] > first["latency_s"] * 0.9  # request 0 finished before the others began
-    assert later[-1] - later[0] < 0.05
+    # the others ran side by side: each began before the first of them to finish had finished
+    others = result["batch"]["records"][1:]
+    assert max(r["start"]["offset_s"] for r in others) < min(r["end_offset_s"] for r in others)
     assert result["batch"]["cached_tokens_total"] == 80
 
 
