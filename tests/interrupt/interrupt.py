@@ -1,7 +1,7 @@
 """Kill the staged experiment at chosen points and prove that a restore brings the lab back with nothing left.
 
     python tests/interrupt/interrupt.py --inventory INVENTORY --out RESULTS.json --runs-root DIR
-        [--stages a,b,c] [--deadline-s N] POINT[@STAGES] [POINT[@STAGES] ...]
+        [--stages a,b,c] [--trials N] [--deadline-s N] POINT[@STAGES] [POINT[@STAGES] ...]
 
 A POINT is ``STAGE`` (SIGKILL to ansible-playbook's process group as soon as the stage's journal entry says it
 started: a stage boundary), ``STAGE+SECONDS`` (that long into the stage, e.g. ``tp2_nextn+4``: the middle of the
@@ -208,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs-root", type=Path, required=True)
     parser.add_argument("--stages", help="comma-separated experiment_stages (default: the role's)")
+    parser.add_argument("--trials", type=int,
+                        help="inferlab_trials of every run (default: the inventory's); the kills prove the "
+                             "restore, not the measurement")
     parser.add_argument("--deadline-s", type=float, default=20.0,
                         help="the dead man's switch deadline at deadman: points (at the others, the role's default: "
                              "a deadline shorter than a stage would fire the switch mid-stage)")
@@ -232,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = args.runs_root / f"{n:02d}-{text.replace(':', '-').replace('+', '-')}"
         print(f"interrupt: {text}: running {','.join(stages) if stages else 'the default plan'} until the point",
               file=sys.stderr, flush=True)
-        extravars = {**plan, **({"experiment_deadman_deadline_s": args.deadline_s} if point["deadman"] else {})}
+        extravars = {**plan, **({"experiment_deadman_deadline_s": args.deadline_s} if point["deadman"] else {}),
+                     **({"inferlab_trials": args.trials} if args.trials is not None else {})}
         result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
         if result["killed"]:
             t_kill = time.monotonic()
