@@ -9,9 +9,10 @@ last=$(date +%s) took=()
 while IFS= read -r line; do
   printf '%s\n' "$line"
   plain=${line//$'\e['*([0-9;])m/}
-  if [[ $plain =~ ^INFO\ +[^\ ]+\ ➜\ ([a-z_]+):\ Executed ]]; then
+  # a failed action ends on an ERROR line ("... ➜ converge: Executed: Failed"): its time is shown with "(failed)"
+  if [[ $plain =~ ^(INFO|ERROR)\ +[^\ ]+\ ➜\ ([a-z_]+):\ Executed(:\ Failed)? ]]; then
     now=$(date +%s)
-    took+=("${BASH_REMATCH[1]} $((now - last))")
+    took+=("${BASH_REMATCH[2]} $((now - last))${BASH_REMATCH[3]:+ (failed)}")
     last=$now
   fi
 done
