@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
+from labinfo import LAB_DIR, REPO_ROOT, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -55,6 +55,12 @@ def test_the_restore_was_verified_against_known_good(host):
     assert fragment["compared_with"] == "known_good"
     assert fragment["differences"] == []
     assert fragment["known_good"].endswith(f"known_good/{name}.json")
+
+
+def test_the_stale_driver_helper_was_replaced_by_the_collections(host):
+    helper = host.file(f"{lab_host(host)['state_dir']}/bin/inferlab_tbnet_driver.py")
+    ours = (REPO_ROOT / "plugins" / "module_utils" / "_tbnet_driver.py").read_bytes()
+    assert helper.sha256sum == hashlib.sha256(ours).hexdigest() and helper.mode == 0o644
 
 
 def test_the_candidate_is_gone_and_nothing_persisted(host):
