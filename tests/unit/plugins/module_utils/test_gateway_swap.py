@@ -368,7 +368,7 @@ def test_http_request_sends_json_and_the_key_and_reads_everything(litellm):
     assert result["headers"]["x-litellm-model-api-base"] == "http://127.0.0.1:30000/v1"
     assert result["headers"]["set-cookie"] == "a=1, b=2"
     assert len(result["body"]) == 4000 and result["body"].startswith('{"object": "chat.completion"')
-    assert 0 < result["elapsed_s"] < 2
+    assert 0 < result["elapsed_s"] < 10
     seen = litellm.seen[-1]
     assert (seen["auth"], seen["content_type"], json.loads(seen["body"])) == (
         f"Bearer {KEY}", "application/json", {"model": "small"})
@@ -401,7 +401,7 @@ def test_http_request_connection_errors_name_the_url(litellm):
 
 def test_wait_ready(litellm):
     litellm.readiness[:] = [503, 503]
-    assert 0 <= gs.wait_ready(litellm.url, 5, poll_s=0.02) < 2
+    assert 0 <= gs.wait_ready(litellm.url, 5, poll_s=0.02) < 5
     assert [s["path"] for s in litellm.seen] == ["/health/readiness"] * 3
     litellm.readiness[:] = [503] * 1000
     with pytest.raises(gs.GatewayError, match=r"did not answer 200 within 0.3s; last answer: HTTP 503: .*unhealthy"):
@@ -788,7 +788,7 @@ def test_rolling_restart_stops_waiting_for_an_instance_that_exited(tmp_path, fak
     with pytest.raises(gs.GatewayError, match=r"will not become ready: litellm-a \(pid \d+\) exited \(exit status "
                                               r"3\); see its log"):
         gs.rolling_restart([instance], {}, KEY, "small", [], ready_timeout_s=30)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 15  # not the 30 s ready timeout
 
 
 # --- the standalone copy ------------------------------------------------------------------------------------------

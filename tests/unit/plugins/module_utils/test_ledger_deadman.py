@@ -340,7 +340,7 @@ def test_the_script_fires_and_restores_without_a_controller(procs, tmp_path, led
     out, err = proc.communicate(timeout=10)
 
     assert proc.returncode == 0, err
-    assert 0.5 < time.monotonic() - started < 3
+    assert 0.5 < time.monotonic() - started < 10
     result = json.loads(out)
     assert result["fired"] is True and result["failed"] == [] and result["refused"] is False
     assert result["reason"].startswith(f"{tmp_path / 'renew'} is absent: not renewed for 0.")

@@ -172,8 +172,9 @@ def test_streaming_chat_with_usage(server):
     assert rec["headers"] == {"x-inferlab-host": "lab-a", "x-litellm-model-group": "large",
                               "x-litellm-attempted-fallbacks": None}
     # 4 gaps of 20 ms before the first text (role chunk first), then 2 gaps between text chunks, then 2 more
-    assert 0.035 < rec["ttft_s"] < 0.5
-    assert len(rec["itl_s"]) == 2 and all(0.015 < gap < 0.3 for gap in rec["itl_s"])
+    # lower bounds: the server's gaps; upper bounds generous (a busy 2-CPU machine delays threads and sockets)
+    assert 0.035 < rec["ttft_s"] < 5
+    assert len(rec["itl_s"]) == 2 and all(0.015 < gap < 5 for gap in rec["itl_s"])
     assert rec["latency_s"] > rec["ttft_s"] + sum(rec["itl_s"])
     assert rec["output_tok_s"] == pytest.approx(7 / rec["latency_s"])
     assert rec["decode_tok_s"] == pytest.approx(6 / (rec["latency_s"] - rec["ttft_s"]))
@@ -331,14 +332,14 @@ def test_hang_is_detected_within_first_token_timeout(server, tmp_path):
     failed, result = run(server, first_token_timeout_s=0.5, record_path=str(path), **CHAT)
     took = time.monotonic() - began
     assert failed
-    assert 0.5 <= took < 3.0
+    assert 0.5 <= took < 15  # the server stalls for 30 s
     rec = result["batch"]["records"][0]
     assert rec["status"] == 200 and rec["ok"] is False
     assert rec["error"]["kind"] == "hang"
     assert rec["error"]["message"].startswith("no token within 0.5 s (first_token_timeout_s): HTTP status 200, "
                                               "1 events, none with generated text")
     assert rec["ttft_s"] is None and rec["output_tokens"] is None and rec["output_tok_s"] is None
-    assert 0.5 <= rec["latency_s"] < 1.5
+    assert 0.5 <= rec["latency_s"] < 15
     assert result["msg"].startswith("1 of 1 requests failed (expected all 1 to finish with their token counts): "
                                     "#0 hang: no token within 0.5 s")
     assert result["batch"]["aggregate_output_tok_s"] is None and result["batch"]["failed"] == 1
