@@ -20,7 +20,7 @@ description:
     kubespray-style "Stop if ..." C(message).
 options:
   _input:
-    description: What the role observed (tbnet_info, net_counters, nvml_info, ping, addresses, storage, services).
+    description: What the role observed (the host_observe module's result, with host, time and layers).
     type: dict
     required: true
   expected:
@@ -89,8 +89,8 @@ def _addresses(ip_json):
 
 
 def _service_state(result):
-    """One `ansible.builtin.uri` loop result (its `item` is the service from inferlab_original_services)."""
-    service = result.get("item") or {}
+    """One answer of host_observe's `services` (its `service` is the entry of inferlab_original_services)."""
+    service = result.get("service") or {}
     body = result.get("json") or {}
     choices = body.get("choices") or [{}]
     text = ((choices[0].get("message") or {}).get("content") or "") if isinstance(choices[0], dict) else ""

@@ -42,7 +42,7 @@ def healthy():
                            "compute_processes": []}]},
         "ping": {"rc": 0, "stdout": PING_OK, "stderr": ""},
         "storage": {"model_path": "/x/model", "exists": True, "disk_free_bytes": 50 * 10**9},
-        "services": [{"item": {"name": "original-a", "url": "http://169.254.77.2:8000/v1", "model": "m"},
+        "services": [{"service": {"name": "original-a", "url": "http://169.254.77.2:8000/v1", "model": "m"},
                       "status": 200, "json": {"choices": [{"message": {"content": "Verified."}}],
                                               "usage": {"completion_tokens": 2}}}],
     }
@@ -95,7 +95,7 @@ CASES = [
     ("model path", _set(["storage", "exists"], False), {}, "model path exists", "inferlab_model_path",
      "found missing"),
     ("disk", None, {"min_disk_free_gb": "100"}, "disk free", "inferlab_min_disk_free_gb", "found 50.0 GB"),
-    ("service down", _set(["services", 0], {"item": {"name": "original-a", "url": "http://x/v1", "model": "m"},
+    ("service down", _set(["services", 0], {"service": {"name": "original-a", "url": "http://x/v1", "model": "m"},
                                             "status": -1, "msg": "Status code was -1: Connection refused"}),
      {}, "service original-a answers", "inferlab_original_services", "Connection refused"),
     ("service empty text", _set(["services", 0, "json", "choices"], [{"message": {"content": " "}}]), {},

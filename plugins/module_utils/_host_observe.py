@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Everything host_verify observes on a ring host, read in one call: the host_observe module's work, here so that
+it can be tested without Ansible.
+
+One call instead of eight tasks: each task on ansible-core's own strategy (the restore's) is a round trip and a
+Python start on the host, 1-2 s each on the lab. The ping runs while the rest is read and the services answer."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _nvml, _tbnet
+
+PING_INTERVAL_S = '0.2'
+PING_WAIT_S = '1'
+
+
+class ObserveError(Exception):
+    """A read that cannot be judged at all (a malformed sysfs file, NVML missing); the message says which."""
+
+
+def ping_argv(interface, peer_address, count):
+    return ['ping', '-n', '-c', str(int(count)), '-i', PING_INTERVAL_S, '-W', PING_WAIT_S, '-I', interface,
+            peer_address]
+
+
+def start_ping(interface, peer_address, count, popen=subprocess.Popen):
+    """The ping, started now and collected by finish_ping; ``None`` when ping cannot run (its error is kept)."""
+    environment = dict(os.environ, LC_ALL='C')
+    try:
+        return popen(ping_argv(interface, peer_address, count), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     stdin=subprocess.DEVNULL, env=environment, universal_newlines=True)
+    except OSError as err:
+        return err
+
+
+def finish_ping(started):
+    """``{rc, stdout, stderr}`` as the ping command left them."""
+    if isinstance(started, OSError):
+        return {'rc': None, 'stdout': '', 'stderr': 'ping could not run: %s' % started}
+    out, err = started.communicate()
+    return {'rc': started.returncode, 'stdout': out, 'stderr': err}
+
+
+def link_addresses(interface, run=subprocess.run):
+    """The output of ``ip -j -4 addr show dev IF`` (JSON text; empty when ip failed, as for a missing interface)."""
+    try:
+        done = run(['ip', '-j', '-4', 'addr', 'show', 'dev', interface], stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, LC_ALL='C'))
+    except OSError:
+        return ''
+    return done.stdout if done.returncode == 0 else ''
+
+
+def storage(model_path):
+    """Whether the model path exists and the space free to an unprivileged user on its filesystem (df's avail)."""
+    exists = os.path.exists(model_path)
+    try:
+        stat = os.statvfs(model_path)
+    except OSError:
+        free = None
+    else:
+        free = stat.f_bavail * stat.f_frsize
+    return {'model_path': model_path, 'exists': exists, 'disk_free_bytes': free}
+
+
+def gpus(nvml_snapshot, procfs_root='/proc', import_pynvml=_nvml.import_pynvml):
+    if nvml_snapshot:
+        return _nvml.load_snapshot(nvml_snapshot)
+    try:
+        pynvml = import_pynvml()
+    except ImportError as err:
+        raise ObserveError('reading the GPUs needs nvidia-ml-py (pynvml) and the NVIDIA driver, or a recorded '
+                           'snapshot (inferlab_nvml_snapshot): %s' % err) from err
+    return _nvml.collect(pynvml, procfs_root=procfs_root)
+
+
+def ask_service(service, prompt, max_tokens, timeout_s, post):
+    """One real chat completion from an original service: ``{service, status, json, msg}``.
+
+    ``post(url, body, timeout_s)`` returns ``(status, text)`` or raises ``OSError`` (refused, timed out)."""
+    url = service['url'].rstrip('/') + '/chat/completions'
+    body = {'model': service['model'], 'messages': [{'role': 'user', 'content': prompt}],
+            'max_tokens': int(max_tokens)}
+    try:
+        status, text = post(url, body, timeout_s)
+    except OSError as err:
+        return {'service': service, 'status': None, 'json': None, 'msg': 'no answer from %s: %s' % (url, err)}
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    message = None if status == 200 else 'HTTP %s from %s: %s' % (status, url, (text or '')[:300])
+    if status == 200 and not isinstance(parsed, dict):
+        message = 'HTTP 200 from %s but the body is not a JSON object: %r' % (url, (text or '')[:300])
+    return {'service': service, 'status': status, 'json': parsed if isinstance(parsed, dict) else None,
+            'msg': message}
+
+
+def observe(link_interface, peer_address, model_path, services, post, ping_count=3, prompt='', max_tokens=16,
+            request_timeout_s=30.0, tbnet_sysfs_root='/sys', nvml_snapshot=None, sysfs_root='/sys',
+            procfs_root='/proc', popen=subprocess.Popen, run=subprocess.run, import_pynvml=_nvml.import_pynvml):
+    """The observed document host_verify judges (see the host_verify_state filter); raises ``ObserveError`` or the
+    readers' own errors (``SysfsError``, ``NvmlError``) for what cannot be read at all."""
+    pinging = start_ping(link_interface, peer_address, ping_count, popen=popen)
+    try:
+        answers = [ask_service(s, prompt, max_tokens, request_timeout_s, post) for s in services]
+        tbnet = _tbnet.collect(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root)
+        counters, missing = _counters.collect([link_interface], sysfs_root=sysfs_root, procfs_root=procfs_root,
+                                              fail_on_missing=False)
+        counters['missing'] = missing
+        observed = {
+            'tbnet': tbnet,
+            'net': counters,
+            'addresses': link_addresses(link_interface, run=run),
+            'nvml': gpus(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml),
+            'storage': storage(model_path),
+            'services': answers,
+        }
+    finally:
+        ping = finish_ping(pinging)
+    observed['ping'] = ping
+    return observed

@@ -1,0 +1,156 @@
+"""Tests of the host_observe module through main(): a real ping over loopback, a real chat server on loopback, the
+real loopback counters and addresses, a Thunderbolt fixture tree and a recorded NVML snapshot; and what it reports
+or refuses when a part is missing, silent or malformed."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _host_observe
+from ansible_collections.inferlab.distributed.plugins.modules import host_observe
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, run_module, sysfs_tree
+
+REPLY = {"choices": [{"message": {"role": "assistant", "content": "Verified."}}], "usage": {"completion_tokens": 2}}
+
+
+class ChatHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.asked.append((self.path, body))
+        status, payload = self.server.answer
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def chat_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ChatHandler)
+    server.daemon_threads = True
+    server.asked, server.answer = [], (200, REPLY)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def closed_port():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ChatHandler)
+    port = server.server_address[1]
+    server.server_close()
+    return port
+
+
+@pytest.fixture
+def host(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    return {"link_interface": "lo", "peer_address": "127.0.0.1", "ping_count": 2, "model_path": str(model),
+            "tbnet_sysfs_root": str(sysfs_tree("tb_peer", tmp_path / "sys")),
+            "nvml_snapshot": str(FIXTURES / "nvml" / "h200.json")}
+
+
+def service(port, name="original-a"):
+    return {"name": name, "url": f"http://127.0.0.1:{port}/v1/", "model": "m", "gpu_processes": ["python3"]}
+
+
+def test_reads_everything_in_one_call(host, chat_server):
+    args = dict(host, services=[service(chat_server.server_address[1])], prompt="say ok", max_tokens=4)
+    failed, result = run_module(host_observe.main, args)
+    assert not failed, result.get("msg", result)
+    assert result["changed"] is False
+    assert result["ping"]["rc"] == 0 and "2 packets transmitted, 2 received" in result["ping"]["stdout"]
+    assert [a["local"] for link in json.loads(result["addresses"]) for a in link["addr_info"]] == ["127.0.0.1"]
+    assert result["net"]["missing"] == [] and result["net"]["interfaces"]["lo"]["operstate"] == "unknown"
+    assert "RetransSegs" in result["net"]["tcp"]
+    assert result["tbnet"]["peers"][0]["rx_speed_gbps"] == 20.0
+    assert result["nvml"]["source"] == "snapshot" and result["nvml"]["gpus"]
+    assert result["storage"]["exists"] is True and result["storage"]["disk_free_bytes"] > 0
+    [answer] = result["services"]
+    assert answer["status"] == 200 and answer["json"] == REPLY and answer["msg"] is None
+    assert answer["service"]["name"] == "original-a"
+    [(path, body)] = chat_server.asked
+    assert path == "/v1/chat/completions"
+    assert body == {"model": "m", "messages": [{"role": "user", "content": "say ok"}], "max_tokens": 4}
+
+
+def test_silent_and_failing_services_are_observations(host, chat_server):
+    chat_server.answer = (500, "model not loaded")
+    refused = closed_port()
+    args = dict(host, services=[service(chat_server.server_address[1]), service(refused, "original-b")])
+    failed, result = run_module(host_observe.main, args)
+    assert not failed, result.get("msg", result)
+    erroring, silent = result["services"]
+    assert erroring["status"] == 500 and erroring["json"] is None
+    assert "HTTP 500" in erroring["msg"] and "model not loaded" in erroring["msg"]
+    assert silent["status"] is None and silent["msg"].startswith(f"no answer from http://127.0.0.1:{refused}/v1")
+
+
+def test_a_reply_that_is_not_json_is_said(host, chat_server):
+    chat_server.answer = (200, "<html>proxy</html>")
+    failed, result = run_module(host_observe.main, dict(host, services=[service(chat_server.server_address[1])]))
+    assert not failed
+    assert "the body is not a JSON object" in result["services"][0]["msg"]
+
+
+def test_a_missing_interface_path_and_peer_are_observations(host, tmp_path):
+    args = dict(host, link_interface="thunderbolt9", model_path=str(tmp_path / "nowhere"), ping_count=1)
+    failed, result = run_module(host_observe.main, args)
+    assert not failed, result.get("msg", result)
+    assert result["net"]["missing"] == ["thunderbolt9"] and "thunderbolt9" not in result["net"]["interfaces"]
+    assert result["addresses"] == ""
+    assert result["ping"]["rc"] not in (0, None) and "thunderbolt9" in result["ping"]["stderr"]
+    assert result["storage"] == {"model_path": str(tmp_path / "nowhere"), "exists": False, "disk_free_bytes": None}
+
+
+def test_malformed_sysfs_fails_naming_the_file(host, tmp_path):
+    (tmp_path / "sys" / "bus/thunderbolt/devices/0-1/rx_speed").write_text("fast\n")
+    failed, result = run_module(host_observe.main, host)
+    assert failed
+    assert result["msg"] == (f"malformed rx_speed in {tmp_path}/sys/bus/thunderbolt/devices/0-1/rx_speed: 'fast' "
+                             "(expected like '20.0 Gb/s')")
+
+
+def test_a_malformed_nvml_snapshot_fails(host, tmp_path):
+    bad = tmp_path / "nvml.json"
+    bad.write_text("{")
+    failed, result = run_module(host_observe.main, dict(host, nvml_snapshot=str(bad)))
+    assert failed and str(bad) in result["msg"]
+
+
+def test_nvml_without_pynvml_names_the_snapshot_variable(host):
+    def missing():
+        raise ImportError("No module named 'pynvml'")
+    with pytest.raises(_host_observe.ObserveError, match=r"nvidia-ml-py .*inferlab_nvml_snapshot.*pynvml"):
+        _host_observe.observe("lo", "127.0.0.1", host["model_path"], [], post=None, ping_count=1,
+                              tbnet_sysfs_root=host["tbnet_sysfs_root"], import_pynvml=missing)
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"services": [{"name": "a", "url": "http://127.0.0.1:1/v1"}]},
+     'every service needs name, url and model (inferlab_original_services); found [{"name": "a", '
+     '"url": "http://127.0.0.1:1/v1"}]'),
+    ({"ping_count": 0}, "ping_count must be at least 1, got 0"),
+])
+def test_bad_input_is_refused(host, args, message):
+    failed, result = run_module(host_observe.main, dict(host, **args))
+    assert failed and result["msg"] == message
+
+
+def test_ping_that_cannot_run_is_an_observation():
+    def no_ping(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "ping")
+    started = _host_observe.start_ping("lo", "127.0.0.1", 1, popen=no_ping)
+    assert _host_observe.finish_ping(started) == {
+        "rc": None, "stdout": "", "stderr": "ping could not run: [Errno 2] No such file or directory: 'ping'"}
