@@ -418,13 +418,13 @@ def log_size(path):
         return 0
 
 
-def log_tail(path, lines=40, start=0):
-    """The last ``lines`` lines of ``path`` written after byte ``start`` (at most the last 256 KiB), as text; ''
-    when the file is absent or nothing was written."""
+def log_tail(path, lines=40, start=0, max_bytes=LOG_TAIL_MAX_BYTES):
+    """The last ``lines`` lines of ``path`` written after byte ``start`` (at most the last ``max_bytes``), as text;
+    '' when the file is absent or nothing was written."""
     try:
         with open(path, 'rb') as handle:
             size = os.fstat(handle.fileno()).st_size
-            begin = max(int(start), size - LOG_TAIL_MAX_BYTES)
+            begin = max(int(start), size - int(max_bytes))
             if begin >= size:
                 return ''
             handle.seek(begin)

@@ -160,6 +160,20 @@ options:
       - The run, stamped into the ledger lines; the module fails when another run holds the ledger's lock.
         Required for O(state=started).
     type: str
+  log_failure_patterns:
+    description:
+      - With O(state=status), regular expressions (Python) that a healthy process never logs, for example
+        V(CUDA error). The lines of the end of its log that match any come back as RV(failure_lines), so that one
+        call says whether it runs and whether it failed while running.
+      - The log is O(log_path) (V(process), V(systemd), V(podman)) or C(docker logs) (V(docker)).
+    type: list
+    elements: str
+    default: []
+  log_scan_lines:
+    description:
+      - How many of the log's last lines O(log_failure_patterns) are matched against (at most the last 16 MiB).
+    type: int
+    default: 20000
   procfs_root:
     description:
       - Where procfs is mounted; pids, start times, command lines and environments are read below it.
@@ -261,6 +275,13 @@ log_path:
   returned: success
   type: str
   sample: /var/lib/inferlab/logs/rank0.log
+failure_lines:
+  description: The lines of the end of its log that match O(log_failure_patterns) (at most 10; a traceback's first
+    line carries its exception).
+  returned: when O(state=status) and O(log_failure_patterns) is not empty
+  type: list
+  elements: str
+  sample: ["Traceback (most recent call last): ... RuntimeError: NCCL error"]
 log_tail:
   description: The last lines of the log, when the process did not survive O(startup_check_s).
   returned: failure, when the process exited during the startup check
@@ -273,10 +294,11 @@ import time  # noqa: E402 - after the docs, as in community.general
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance, _ledger  # noqa: E402
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm  # noqa: E402
 
 LOG_TAIL_LINES = 40
+LOG_SCAN_MAX_BYTES = 16 * 1024 * 1024
 
 
 class ManagedProcess:
@@ -453,7 +475,24 @@ class ManagedProcess:
         recorded_pid = entries[-1]['params'].get('pid') if entries else None
         result = self.result(False, status, status, entry_id=entries[-1]['id'] if entries else None)
         result.update(running=bool(status['running']), pid=status['pid'] or recorded_pid)
+        if self.params['log_failure_patterns']:
+            try:
+                result['failure_lines'] = _acceptance.log_failure_lines(self.log_end(),
+                                                                         self.params['log_failure_patterns'])
+            except _acceptance.AcceptanceError as err:
+                self.module.fail_json(msg=f'log_failure_patterns: {err}')
         return result
+
+    def log_end(self):
+        """The last log_scan_lines lines of its log: the log file, or, under docker, ``docker logs`` (both
+        streams)."""
+        lines = self.params['log_scan_lines']
+        if self.manager == 'docker':
+            _rc, out, err = self.run_command(pm.container_logs_argv(self.manager, self.name, lines, self.binary))
+            return '\n'.join(t for t in (out.rstrip('\n'), err.rstrip('\n')) if t)
+        if not self.log_path:
+            self.module.fail_json(msg=f'log_failure_patterns needs the log of {self.describe()}: set log_path')
+        return pm.log_tail(self.log_path, lines, max_bytes=LOG_SCAN_MAX_BYTES)
 
     # -- starting ----------------------------------------------------------------------------------------------
 
@@ -585,6 +624,8 @@ def build_module():
             ledger_dir=dict(type='path', required=True),
             ledger_host=dict(type='str', required=True),
             run_id=dict(type='str'),
+            log_failure_patterns=dict(type='list', elements='str', default=[]),
+            log_scan_lines=dict(type='int', default=20000),
             procfs_root=dict(type='path', default='/proc'),
         ),
         required_if=[

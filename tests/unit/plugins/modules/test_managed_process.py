@@ -233,6 +233,28 @@ def test_status_reads_only_and_names_a_dead_process_by_its_recorded_pid(proc_arg
     assert [x["state"] for x in ledger_lines(proc_args)] == ["pending", "applied"], "status must never undo"
 
 
+def test_status_quotes_failure_lines_of_its_log_file(proc_args):
+    _failed, started = run_module(managed_process.main, proc_args)
+    patterns = [r"Traceback \(most recent call last\)", "NCCL WARN"]
+    status_args = dict(proc_args, state="status", argv=None, run_id=None, log_failure_patterns=patterns)
+    failed, clean = run_module(managed_process.main, status_args)
+    assert not failed and (clean["running"], clean["failure_lines"]) == (True, [])
+
+    with open(proc_args["log_path"], "a") as log:
+        log.write("loading\nTraceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: boom\n"
+                  "NCCL WARN socket closed\n")
+    failed, logged = run_module(managed_process.main, status_args)
+    assert not failed and logged["running"] is True and logged["pid"] == started["pid"]
+    assert logged["failure_lines"] == ["Traceback (most recent call last): ... RuntimeError: boom",
+                                       "NCCL WARN socket closed"]
+    failed, tail_only = run_module(managed_process.main, dict(status_args, log_scan_lines=1))
+    assert not failed and tail_only["failure_lines"] == ["NCCL WARN socket closed"]
+
+    failed, result = run_module(managed_process.main, dict(status_args, log_path=None))
+    assert failed and result["msg"] == ("log_failure_patterns needs the log of process t1 (pidfile "
+                                        f"{proc_args['pidfile']}): set log_path")
+
+
 def test_another_argv_or_environment_restarts_the_process(proc_args):
     _failed, first = run_module(managed_process.main, dict(proc_args, environment={"MODE": "baseline"}))
     failed, second = run_module(managed_process.main, dict(proc_args, environment={"MODE": "nextn"}))
@@ -353,5 +375,5 @@ def test_documentation_parses_and_every_return_says_when():
     yaml.safe_load(managed_process.EXAMPLES)
     returns = yaml.safe_load(managed_process.RETURN)
     assert set(returns) == {"state", "running", "pid", "start_time", "command", "unit_text", "entry_id", "undone",
-                            "log_path", "log_tail"}
+                            "log_path", "log_tail", "failure_lines"}
     assert all("returned" in r for r in returns.values())
