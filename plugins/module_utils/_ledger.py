@@ -106,7 +106,12 @@ class LedgerError(Exception):
 
 
 class LockError(LedgerError):
-    """The lock is held by another run (or could not be taken or released)."""
+    """The lock is held by another run (or could not be taken or released). ``holder`` is the lock file's holder
+    when another run holds it (``{'problem': ...}`` for a malformed lock file), else None."""
+
+    def __init__(self, message, holder=None):
+        super().__init__(message)
+        self.holder = holder
 
 
 class UndoError(LedgerError):
@@ -504,7 +509,8 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
             return {'changed': True, 'lock': mine, 'took_over': None,
                     'message': f'locked the ledger of {host} for run {run_id}'}
         if not break_stale:
-            raise LockError(_locked_message(host, holder, problem))
+            raise LockError(_locked_message(host, holder, problem),
+                            holder={'problem': problem} if problem else holder)
         if problem:
             took_over = {'problem': problem}
             what = problem
@@ -535,7 +541,7 @@ def _check_stale(host, holder, controller, holder_alive, path):
         holder_alive = pid_alive(holder.get('pid'))
     if holder_alive:
         raise LockError(f'{locked}; not breaking it: pid {holder.get("pid")} is still alive on controller '
-                        f'{controller}')
+                        f'{controller}', holder=holder)
 
 
 def _write_new_file(path, data):

@@ -247,6 +247,14 @@ lock:
   returned: success, when O(action=lock), O(action=unlock) or O(action=status)
   type: dict
   sample: {run_id: 20261130T101500Z-experiment, controller: ctl1, pid: 4242, time: "2026-11-30T10:15:00Z"}
+held_by:
+  description:
+    - The holder of a lock that O(action=lock) could not take, C({run_id, controller, pid, time}), or C({problem})
+      for a malformed lock file. A caller that may break a stale lock checks this holder's pid on its controller
+      and asks again with O(break_stale) and O(holder_alive).
+  returned: failure, when another run holds the lock
+  type: dict
+  sample: {run_id: 20261129T220000Z-experiment, controller: ctl1, pid: 3999, time: "2026-11-29T22:00:00Z"}
 took_over:
   description: The dead holder whose lock O(break_stale) took over (C({problem}) for a malformed lock file), or
     null.
@@ -337,7 +345,9 @@ class ChangeLedger:
         try:
             result = getattr(self, 'do_' + action)()
         except _ledger.LedgerError as err:
-            self.module.fail_json(msg=str(err), ledger=self._ledger_path())
+            held_by = getattr(err, 'holder', None)
+            self.module.fail_json(msg=str(err), ledger=self._ledger_path(),
+                                  **({'held_by': held_by} if held_by is not None else {}))
         result['ledger'] = self._ledger_path()
         self.module.exit_json(**result)
 

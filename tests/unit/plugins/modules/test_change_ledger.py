@@ -129,6 +129,9 @@ def test_lock_is_idempotent_and_conflicts_name_the_holder(ledger_dir):
     assert failed
     assert result["msg"].startswith("ledger for lab-a is locked by run run1 (controller ctl1, pid 4242, since ")
     assert result["msg"].endswith("run playbooks/restore.yml with ledger_break_stale_lock=true")
+    # the holder comes back with the failure: a caller allowed to break a stale lock checks its pid on its controller
+    assert {k: v for k, v in result["held_by"].items() if k != "time"} == {
+        "run_id": "run1", "controller": "ctl1", "pid": 4242}
 
     failed, result = run(ledger_dir, action="record", kind="file", params={"path": "/x", "existed": False},
                          run_id="run2")
@@ -145,11 +148,27 @@ def test_break_stale_with_the_controllers_answer(ledger_dir):
     run(ledger_dir, action="lock", run_id="old", controller="ctl1", controller_pid=4242)
     failed, result = run(ledger_dir, action="lock", run_id="new", controller="ctl1", controller_pid=5555,
                          break_stale=True, holder_alive=True)
-    assert failed and "still alive" in result["msg"]
+    assert failed and "still alive" in result["msg"] and result["held_by"]["run_id"] == "old"
     failed, result = run(ledger_dir, action="lock", run_id="new", controller="ctl1", controller_pid=5555,
                          break_stale=True, holder_alive=False)
     assert not failed and result["changed"] is True
     assert result["took_over"]["run_id"] == "old" and result["lock"]["run_id"] == "new"
+
+
+def test_a_malformed_lock_file_is_named_as_the_holder(ledger_dir):
+    os.makedirs(ledger_dir, exist_ok=True)
+    with open(os.path.join(ledger_dir, f"{HOST}.lock"), "w") as handle:
+        handle.write("{")
+    failed, result = run(ledger_dir, action="lock", run_id="new", controller="ctl1", controller_pid=5555)
+    assert failed and result["held_by"] == result_problem(ledger_dir)
+    failed, result = run(ledger_dir, action="lock", run_id="new", controller="ctl1", controller_pid=5555,
+                         break_stale=True)
+    assert not failed and result["took_over"] == result_problem(ledger_dir)
+
+
+def result_problem(ledger_dir):
+    return {"problem": f"lock file {ledger_dir}/{HOST}.lock is empty or malformed (1 bytes): a run was probably "
+                       "killed while taking it"}
 
 
 def test_unlock_only_by_the_holder(ledger_dir):
