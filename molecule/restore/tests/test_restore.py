@@ -121,6 +121,14 @@ def test_the_killed_fallback_run_is_undone_on_the_gateway():
         assert answer.headers["x-litellm-model-api-base"] == f"{router['url']}/v1"
 
 
+def test_the_restore_proved_every_public_role_through_the_gateway():
+    fragment = json.loads((RUN_DIR / "fragments" / "restore" / "lab-gw.json").read_text())
+    assert fragment["verified"] is True and fragment["differences"] == []
+    # one real request per model role of the restored config, through the public route with the clients' key
+    assert fragment["public_roles"] == [{"role": "small", "ok": True, "problem": None},
+                                        {"role": "large", "ok": True, "problem": None}]
+
+
 def test_the_paused_primaries_run_again(host):
     name = host.backend.get_hostname()
     ledger = Path(lab_host(host)["state_dir"]) / "ledger" / f"{name}.jsonl"
