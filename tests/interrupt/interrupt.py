@@ -80,6 +80,61 @@ def journal_status(run_dir: Path, stage: str) -> str | None:
         return None
 
 
+def group_members(pgid: int, procfs: Path = Path("/proc")) -> list[int]:
+    """The pids of process group ``pgid`` (field 5 of /proc/PID/stat)."""
+    members = []
+    for entry in procfs.iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 2 and fields[2] == str(pgid):
+                members.append(int(entry.name))
+    return members
+
+
+def unix_socket_paths(pids: list[int], procfs: Path = Path("/proc")) -> set[str]:
+    """The filesystem paths of the unix sockets that ``pids`` hold open (/proc/PID/fd and /proc/net/unix)."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = list((procfs / str(pid) / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:["):-1])
+    paths = set()
+    for line in (procfs / "net" / "unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[6] in inodes and fields[7].startswith("/"):
+            paths.add(fields[7])
+    return paths
+
+
+def kill_run(proc: subprocess.Popen) -> list[str]:
+    """SIGKILL the run's process group, then remove the socket files Mitogen's processes of that group held: a
+    killed multiplexer cannot remove its /tmp/mitogen_unix_*.sock itself. Found by the group's pids, never by a
+    name pattern alone; returns the paths removed."""
+    sockets = sorted(p for p in unix_socket_paths(group_members(proc.pid))
+                     if Path(p).name.startswith("mitogen_unix_"))
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    removed = []
+    for path in sockets:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
+
+
 def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dict, timeout_s: float) -> dict:
     """Start the experiment in its own session; SIGKILL its whole process group at the point."""
     run_dir.mkdir(parents=True)
@@ -97,13 +152,11 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
         if reached is None and journal_status(run_dir, point["stage"]) is not None:
             reached = time.monotonic()
         if reached is not None and time.monotonic() - reached >= point["delay_s"]:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            removed = kill_run(proc)
             return {"killed": True, "stage_status": journal_status(run_dir, point["stage"]),
-                    "killed_after_s": round(time.monotonic() - started, 1)}
+                    "killed_after_s": round(time.monotonic() - started, 1), "sockets_removed": removed}
         time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_run(proc)
     return {"killed": False, "reason": f"{point['point']} not reached within {timeout_s:.0f} s"}
 
 

@@ -2,6 +2,9 @@
 switch, and the plan a point's run gets."""
 
 import importlib.util
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +57,31 @@ def test_a_run_log_without_a_failed_task_gives_its_last_lines_and_a_missing_log_
     log.write_text("one\ntwo\nthree\n")
     assert interrupt.failed_task(log, lines=2) == ["two", "three"]
     assert interrupt.failed_task(tmp_path / "missing.log") == []
+
+
+def test_kill_run_removes_the_socket_files_its_process_group_held(interrupt, tmp_path):
+    """A real process group holding a listening unix socket named as Mitogen names its multiplexer's, and one
+    named otherwise: the kill removes only the first. A socket file of another process is never touched."""
+    ours, other, foreign = (tmp_path / "mitogen_unix_t1.sock", tmp_path / "other.sock",
+                            tmp_path / "mitogen_unix_foreign.sock")
+    script = ("import socket, sys, time\n"
+              "held = []\n"
+              "for path in sys.argv[1:]:\n"
+              "    s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(); held.append(s)\n"
+              "print('ready', flush=True); time.sleep(60)\n")
+    foreign_socket = socket.socket(socket.AF_UNIX)
+    foreign_socket.bind(str(foreign))
+    proc = subprocess.Popen([sys.executable, "-c", script, str(ours), str(other)], stdout=subprocess.PIPE,
+                            start_new_session=True, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        assert proc.pid in interrupt.group_members(proc.pid)
+        assert interrupt.unix_socket_paths([proc.pid]) == {str(ours), str(other)}
+        assert interrupt.kill_run(proc) == [str(ours)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        foreign_socket.close()
+    assert proc.returncode == -9
+    assert not ours.exists() and other.exists() and foreign.exists()
