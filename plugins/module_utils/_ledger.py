@@ -796,8 +796,9 @@ def _as_float(value, name):
         number = float(value)
     except (TypeError, ValueError):
         raise LedgerError(f'"{name}" must be a number of seconds, got {value!r}') from None
-    if number < 0:
-        raise LedgerError(f'"{name}" must not be negative, got {value!r}')
+    if not math.isfinite(number) or number < 0:
+        # an infinite or NaN stop timeout would make an undo wait forever
+        raise LedgerError(f'"{name}" must be a finite number of seconds, not negative, got {value!r}')
     return number
 
 

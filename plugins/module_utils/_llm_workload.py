@@ -66,6 +66,9 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._sse import S
 
 KINDS = ("single_stream", "concurrent", "repeated_prefix", "long_context")
 APIS = ("openai_chat", "sglang_generate")
+# Each request in flight is a thread of this process: more than this is a typo, not a workload.
+MAX_CONCURRENCY = 1024
+MAX_REQUESTS = 100000
 PATHS = {"openai_chat": "/v1/chat/completions", "sglang_generate": "/generate"}
 DEFAULT_CAPTURE_HEADERS = ["x-inferlab-host", "x-litellm-model-api-base", "x-litellm-model-group",
                            "x-litellm-attempted-fallbacks"]
@@ -180,9 +183,12 @@ def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1
                                ("prefix_tokens", prefix_tokens, 1)):
         if value is not None and value < least:
             problems.append("%s must be at least %d, got %d" % (name, least, value))
+    for name, value, most in (("requests", requests, MAX_REQUESTS), ("concurrency", concurrency, MAX_CONCURRENCY)):
+        if value is not None and value > most:
+            problems.append("%s must be at most %d, got %d" % (name, most, value))
     for name, value in (("first_token_timeout_s", first_token_timeout_s), ("total_timeout_s", total_timeout_s)):
-        if not value > 0:
-            problems.append("%s must be more than 0, got %r" % (name, value))
+        if not (value > 0 and math.isfinite(value)):
+            problems.append("%s must be a finite number more than 0, got %r" % (name, value))
     if concurrency > requests:
         problems.append("concurrency (%d) must not exceed requests (%d)" % (concurrency, requests))
     if kind == "single_stream" and concurrency != 1:

@@ -290,7 +290,8 @@ log_tail:
   sample: ["Traceback (most recent call last):", "RuntimeError: CUDA out of memory"]
 """
 
-import time  # noqa: E402 - after the docs, as in community.general
+import math  # noqa: E402 - after the docs, as in community.general
+import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -327,8 +328,9 @@ class ManagedProcess:
         params = self.params
         self.name = pm.check_name(params['name'])
         for option in ('stop_timeout_s', 'startup_check_s'):
-            if params[option] < 0:
-                raise pm.ProcessManagerError(f'{option} must not be negative, got {params[option]}')
+            if not math.isfinite(params[option]) or params[option] < 0:
+                raise pm.ProcessManagerError(f'{option} must be a finite number of seconds, not negative, got '
+                                             f'{params[option]}')
         self.environment = pm.check_environment(params['environment'])
         self.argv = pm.check_argv(params['argv']) if params['argv'] else None
         self.log_path = params['log_path']

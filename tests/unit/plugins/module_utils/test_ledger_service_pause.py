@@ -192,7 +192,7 @@ def test_check_normalises_params(ledger_dir):
     (dict(PROCESS, environment={"A=B": "1"}), '"environment" of a service_pause entry must map'),
     (dict(PROCESS, pid=12), 'a service_pause entry with pid 12 needs "start_time"'),
     (dict(PROCESS, pid=0, start_time=1), '"pid" must be at least 1'),
-    (dict(PROCESS, start_timeout=-1), '"start_timeout" must not be negative'),
+    (dict(PROCESS, start_timeout=-1), '"start_timeout" must be a finite number of seconds, not negative'),
     (dict(PROCESS, how="a\nb"), '"how" of a service_pause entry must be a one-line note'),
     ({"manager": "systemd", "name": "a"}, '"unit" must be a service unit name'),
     ({"manager": "systemd", "name": "a", "unit": "a.socket"}, '"unit" must be a service unit name'),

@@ -562,8 +562,8 @@ def test_a_failed_stop_leaves_the_entry_pending(service, tmp_path):
 @pytest.mark.parametrize(("args", "message"), [
     (dict(name=""), "name must be the name of the service (one line, not empty), got ''"),
     (dict(name="a\nb"), "name must be the name of the service"),
-    (dict(stop_timeout_s=-1), "stop_timeout_s must not be negative"),
-    (dict(start_timeout_s=-1), "start_timeout_s must not be negative"),
+    (dict(stop_timeout_s=-1), "stop_timeout_s must be a finite number of seconds, not negative, got -1.0"),
+    (dict(start_timeout_s=float("inf")), "start_timeout_s must be a finite number of seconds, not negative, got inf"),
     (dict(pidfile=OMIT), "manager=process state=paused needs pidfile"),
     (dict(run_id=OMIT), "state is paused but all of the following are missing: run_id"),
     (dict(manager="systemd", unit="a b"), '"unit" must be a service unit name'),
