@@ -11,7 +11,7 @@ module: host_observe
 short_description: Observe a ring host for its verification in one call
 version_added: 0.2.0
 description:
-  - Reads what the P(inferlab.distributed.host_verify_state#filter) filter judges, in one call on the host: the
+  - Reads what the P(inferlab.distributed.host_verify_state#filter) filter judges, in one call on the host - the
     Thunderbolt facts (as M(inferlab.distributed.tbnet_info)), the direct link's state and counters (as
     M(inferlab.distributed.net_counters)) and IPv4 addresses (C(ip -j -4 addr show dev IF)), the GPUs (as
     M(inferlab.distributed.nvml_info)), a ping of the peer across the link, the model path and the space free on
@@ -174,8 +174,8 @@ def post_json(url, body, timeout_s):
         raise OSError('%s: %s' % (type(err).__name__, err)) from err
 
 
-def main():
-    module = AnsibleModule(
+def build_module():
+    return AnsibleModule(
         argument_spec=dict(
             link_interface=dict(type='str', required=True),
             peer_address=dict(type='str', required=True),
@@ -183,7 +183,7 @@ def main():
             model_path=dict(type='path', required=True),
             services=dict(type='list', elements='dict', default=[]),
             prompt=dict(type='str', default='Reply with one short sentence about verification.'),
-            max_tokens=dict(type='int', default=16),
+            max_tokens=dict(type='int', default=16, no_log=False),  # a count of tokens, not a secret
             request_timeout_s=dict(type='float', default=30),
             tbnet_sysfs_root=dict(type='path', default='/sys'),
             nvml_snapshot=dict(type='path'),
@@ -192,6 +192,10 @@ def main():
         ),
         supports_check_mode=True,
     )
+
+
+def main():
+    module = build_module()
     params = module.params
     incomplete = [s for s in params['services'] if not all(s.get(k) for k in ('name', 'url', 'model'))]
     if incomplete:

@@ -479,8 +479,8 @@ class ManagedProcess:
         result.update(running=bool(status['running']), pid=status['pid'] or recorded_pid)
         if self.params['log_failure_patterns']:
             try:
-                result['failure_lines'] = _acceptance.log_failure_lines(self.log_end(),
-                                                                         self.params['log_failure_patterns'])
+                result['failure_lines'] = _acceptance.log_failure_lines(
+                    self.log_end(), self.params['log_failure_patterns'])
             except _acceptance.AcceptanceError as err:
                 self.module.fail_json(msg=f'log_failure_patterns: {err}')
         return result

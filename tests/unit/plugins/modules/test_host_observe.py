@@ -7,10 +7,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import yaml
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _host_observe
 from ansible_collections.inferlab.distributed.plugins.modules import host_observe
-from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, run_module, sysfs_tree
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
+    FIXTURES,
+    run_module,
+    set_module_args,
+    sysfs_tree,
+)
 
 REPLY = {"choices": [{"message": {"role": "assistant", "content": "Verified."}}], "usage": {"completion_tokens": 2}}
 
@@ -154,3 +160,18 @@ def test_ping_that_cannot_run_is_an_observation():
     started = _host_observe.start_ping("lo", "127.0.0.1", 1, popen=no_ping)
     assert _host_observe.finish_ping(started) == {
         "rc": None, "stdout": "", "stderr": "ping could not run: [Errno 2] No such file or directory: 'ping'"}
+
+
+def test_argument_spec_matches_documentation():
+    options = yaml.safe_load(host_observe.DOCUMENTATION)["options"]
+    with set_module_args({"link_interface": "lo", "peer_address": "127.0.0.1", "model_path": "/m"}):
+        spec = host_observe.build_module().argument_spec
+
+    def shape(opts):
+        return {name: (o["type"], o.get("default"), o.get("required", False), o.get("elements"))
+                for name, o in opts.items()}
+
+    assert shape(options) == shape(spec)
+    yaml.safe_load(host_observe.EXAMPLES)
+    assert set(yaml.safe_load(host_observe.RETURN)) == {"tbnet", "net", "addresses", "nvml", "ping", "storage",
+                                                        "services"}
