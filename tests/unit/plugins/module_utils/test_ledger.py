@@ -797,8 +797,8 @@ def test_systemd_unit_and_container_checks_normalise_params(ledger_dir):
     ("systemd_unit", {"unit": "a/b.service"}, '"unit" must be a service unit name'),
     ("systemd_unit", {"unit": "inferlab.scope"}, '"unit" must be a service unit name'),
     ("systemd_unit", {"unit": "x" * 250}, '"unit" must be a service unit name'),
-    ("systemd_unit", {"unit": "u", "stop_timeout": -1}, '"stop_timeout" must be a finite number of seconds, not '
-                                                         'negative, got -1'),
+    ("systemd_unit", {"unit": "u", "stop_timeout": -1},
+     '"stop_timeout" must be a finite number of seconds, not negative, got -1'),
     ("container", {"engine": "docker", "name": "r0", "stop_timeout": "inf"},
      '"stop_timeout" must be a finite number of seconds, not negative, got \'inf\''),
     ("process", {"pid": 1, "start_time": 1, "stop_timeout": float("nan")},
