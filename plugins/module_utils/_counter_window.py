@@ -28,15 +28,7 @@ def snapshot(interfaces, fail_on_missing=True, sysfs_root='/sys', tbnet_sysfs_ro
     counters, missing = _counters.collect(list(dict.fromkeys(interfaces)), sysfs_root=sysfs_root,
                                           procfs_root=procfs_root, fail_on_missing=fail_on_missing)
     tbnet = _tbnet.collect(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root)
-    if nvml_snapshot:
-        nvml = _nvml.load_snapshot(nvml_snapshot)
-    else:
-        try:
-            pynvml = import_pynvml()
-        except ImportError as err:
-            raise WindowError('reading the GPUs needs nvidia-ml-py (pynvml) and the NVIDIA driver, or a recorded '
-                              'snapshot (inferlab_nvml_snapshot): %s' % err) from err
-        nvml = _nvml.collect(pynvml, procfs_root=procfs_root)
+    nvml = _nvml.read(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml)
     return {'counters': counters, 'missing': missing, 'tbnet': tbnet, 'nvml': nvml}
 
 

@@ -22,17 +22,13 @@ PING_INTERVAL_S = '0.2'
 PING_WAIT_S = '1'
 
 
-class ObserveError(Exception):
-    """A read that cannot be judged at all (a malformed sysfs file, NVML missing); the message says which."""
-
-
 def ping_argv(interface, peer_address, count):
     return ['ping', '-n', '-c', str(int(count)), '-i', PING_INTERVAL_S, '-W', PING_WAIT_S, '-I', interface,
             peer_address]
 
 
 def start_ping(interface, peer_address, count, popen=subprocess.Popen):
-    """The ping, started now and collected by finish_ping; ``None`` when ping cannot run (its error is kept)."""
+    """The ping, started now and collected by finish_ping; the OSError when ping cannot run."""
     environment = dict(os.environ, LC_ALL='C')
     try:
         return popen(ping_argv(interface, peer_address, count), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -71,17 +67,6 @@ def storage(model_path):
     return {'model_path': model_path, 'exists': exists, 'disk_free_bytes': free}
 
 
-def gpus(nvml_snapshot, procfs_root='/proc', import_pynvml=_nvml.import_pynvml):
-    if nvml_snapshot:
-        return _nvml.load_snapshot(nvml_snapshot)
-    try:
-        pynvml = import_pynvml()
-    except ImportError as err:
-        raise ObserveError('reading the GPUs needs nvidia-ml-py (pynvml) and the NVIDIA driver, or a recorded '
-                           'snapshot (inferlab_nvml_snapshot): %s' % err) from err
-    return _nvml.collect(pynvml, procfs_root=procfs_root)
-
-
 def ask_service(service, prompt, max_tokens, timeout_s, post):
     """One real chat completion from an original service: ``{service, status, json, msg}``.
 
@@ -107,8 +92,8 @@ def ask_service(service, prompt, max_tokens, timeout_s, post):
 def observe(link_interface, peer_address, model_path, services, post, ping_count=3, prompt='', max_tokens=16,
             request_timeout_s=30.0, tbnet_sysfs_root='/sys', nvml_snapshot=None, sysfs_root='/sys',
             procfs_root='/proc', popen=subprocess.Popen, run=subprocess.run, import_pynvml=_nvml.import_pynvml):
-    """The observed document host_verify judges (see the host_verify_state filter); raises ``ObserveError`` or the
-    readers' own errors (``SysfsError``, ``NvmlError``) for what cannot be read at all."""
+    """The observed document host_verify judges (see the host_verify_state filter); raises the readers' own errors
+    (``SysfsError``, ``NvmlError``) for what cannot be read at all."""
     pinging = start_ping(link_interface, peer_address, ping_count, popen=popen)
     try:
         answers = [ask_service(s, prompt, max_tokens, request_timeout_s, post) for s in services]
@@ -120,7 +105,7 @@ def observe(link_interface, peer_address, model_path, services, post, ping_count
             'tbnet': tbnet,
             'net': counters,
             'addresses': link_addresses(link_interface, run=run),
-            'nvml': gpus(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml),
+            'nvml': _nvml.read(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml),
             'storage': storage(model_path),
             'services': answers,
         }

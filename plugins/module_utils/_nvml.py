@@ -273,6 +273,19 @@ def load_snapshot(path):
             'cuda_driver_version': doc['cuda_driver_version'], 'gpus': gpus, 'notes': [note]}
 
 
+def read(snapshot=None, procfs_root='/proc', import_pynvml=import_pynvml):
+    """The ``nvml`` facts: replayed from ``snapshot`` when given, else read through NVML. Raises
+    NvmlUnavailableError, naming the snapshot variable, when nvidia-ml-py is missing."""
+    if snapshot:
+        return load_snapshot(snapshot)
+    try:
+        pynvml = import_pynvml()
+    except ImportError as err:
+        raise NvmlUnavailableError('reading the GPUs needs nvidia-ml-py (pynvml) and the NVIDIA driver, or a '
+                                   'recorded snapshot (inferlab_nvml_snapshot): %s' % err) from err
+    return collect(pynvml, procfs_root=procfs_root)
+
+
 def snapshot_document(nvml, hostname=None, recorded_at=None):
     """The snapshot file content for collected ``nvml`` facts."""
     if recorded_at is None:

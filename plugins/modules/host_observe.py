@@ -210,7 +210,7 @@ def main():
             request_timeout_s=params['request_timeout_s'], tbnet_sysfs_root=params['tbnet_sysfs_root'],
             nvml_snapshot=params['nvml_snapshot'], sysfs_root=params['sysfs_root'],
             procfs_root=params['procfs_root'])
-    except (_host_observe.ObserveError, SysfsError, _nvml.NvmlError) as err:
+    except (SysfsError, _nvml.NvmlError) as err:
         module.fail_json(msg=str(err))
     module.exit_json(changed=False, **observed)
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _host_observe
+from ansible_collections.inferlab.distributed.plugins.module_utils import _host_observe, _nvml
 from ansible_collections.inferlab.distributed.plugins.modules import host_observe
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
     FIXTURES,
@@ -138,7 +138,7 @@ def test_a_malformed_nvml_snapshot_fails(host, tmp_path):
 def test_nvml_without_pynvml_names_the_snapshot_variable(host):
     def missing():
         raise ImportError("No module named 'pynvml'")
-    with pytest.raises(_host_observe.ObserveError, match=r"nvidia-ml-py .*inferlab_nvml_snapshot.*pynvml"):
+    with pytest.raises(_nvml.NvmlUnavailableError, match=r"nvidia-ml-py .*inferlab_nvml_snapshot.*pynvml"):
         _host_observe.observe("lo", "127.0.0.1", host["model_path"], [], post=None, ping_count=1,
                               tbnet_sysfs_root=host["tbnet_sysfs_root"], import_pynvml=missing)
 
