@@ -485,13 +485,18 @@ class ManagedProcess:
                 self.module.fail_json(msg=f'log_failure_patterns: {err}')
         return result
 
+    def container_log(self, lines):
+        """``(argv, text)`` of ``docker logs``/``podman logs`` for its last ``lines`` lines, both streams."""
+        argv = pm.container_logs_argv(self.manager, self.name, lines, self.binary)
+        _rc, out, err = self.run_command(argv)
+        return argv, '\n'.join(t for t in (out.rstrip('\n'), err.rstrip('\n')) if t)
+
     def log_end(self):
         """The last log_scan_lines lines of its log: the log file, or, under docker, ``docker logs`` (both
         streams)."""
         lines = self.params['log_scan_lines']
         if self.manager == 'docker':
-            _rc, out, err = self.run_command(pm.container_logs_argv(self.manager, self.name, lines, self.binary))
-            return '\n'.join(t for t in (out.rstrip('\n'), err.rstrip('\n')) if t)
+            return self.container_log(lines)[1]
         if not self.log_path:
             self.module.fail_json(msg=f'log_failure_patterns needs the log of {self.describe()}: set log_path')
         return pm.log_tail(self.log_path, lines, max_bytes=LOG_SCAN_MAX_BYTES)
@@ -566,9 +571,7 @@ class ManagedProcess:
 
     def startup_failed(self, entry_id, after, log_start):
         if self.manager in ('docker', 'podman'):
-            argv = pm.container_logs_argv(self.manager, self.name, LOG_TAIL_LINES, self.binary)
-            _rc, out, err = self.run_command(argv)
-            tail = '\n'.join(t for t in (out.rstrip('\n'), err.rstrip('\n')) if t)
+            argv, tail = self.container_log(LOG_TAIL_LINES)
             source = ' '.join(argv)
         elif self.log_path:
             tail = pm.log_tail(self.log_path, LOG_TAIL_LINES, start=log_start)
