@@ -24,6 +24,7 @@ Standard library only (plus ``_ledger``), Python 3.8+: it runs on the managed ho
 
 from __future__ import annotations
 
+import math
 import os
 import pwd
 import re
@@ -57,6 +58,14 @@ def check_name(name):
         raise ProcessManagerError(f'name must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names a container or a systemd '
                                   f'unit), got {name!r}')
     return name
+
+
+def check_seconds(option, value):
+    """A module's timeout option: finite and not negative (an infinite or NaN stop timeout would make an undo wait
+    forever)."""
+    if not math.isfinite(value) or value < 0:
+        raise ProcessManagerError(f'{option} must be a finite number of seconds, not negative, got {value}')
+    return value
 
 
 def check_argv(argv):

@@ -290,8 +290,7 @@ log_tail:
   sample: ["Traceback (most recent call last):", "RuntimeError: CUDA out of memory"]
 """
 
-import math  # noqa: E402 - after the docs, as in community.general
-import time  # noqa: E402
+import time  # noqa: E402 - after the docs, as in community.general
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -328,9 +327,7 @@ class ManagedProcess:
         params = self.params
         self.name = pm.check_name(params['name'])
         for option in ('stop_timeout_s', 'startup_check_s'):
-            if not math.isfinite(params[option]) or params[option] < 0:
-                raise pm.ProcessManagerError(f'{option} must be a finite number of seconds, not negative, got '
-                                             f'{params[option]}')
+            pm.check_seconds(option, params[option])
         self.environment = pm.check_environment(params['environment'])
         self.argv = pm.check_argv(params['argv']) if params['argv'] else None
         self.log_path = params['log_path']

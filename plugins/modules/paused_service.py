@@ -246,9 +246,7 @@ class PausedService:
             raise pm.ProcessManagerError(f'name must be the name of the service (one line, not empty), got '
                                          f'{self.name!r}')
         for option in ('stop_timeout_s', 'start_timeout_s'):
-            if not math.isfinite(params[option]) or params[option] < 0:
-                raise pm.ProcessManagerError(f'{option} must be a finite number of seconds, not negative, got '
-                                             f'{params[option]}')
+            pm.check_seconds(option, params[option])
         self.unit = pm.service_unit(params['unit'] or self.name) if self.manager == 'systemd' else None
         self.container = None
         if self.manager in ('docker', 'podman'):
