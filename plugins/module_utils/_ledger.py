@@ -360,33 +360,101 @@ def mark(ledger_dir, host, entry_id, state, params=None, run_id=None, check_mode
     return True, line, previous
 
 
-def leftovers(ledger_dir, host, procfs_root='/proc'):
-    """Processes this host's ledger closed (``undone``) that still run: the recorded pid with its recorded start
-    time, and, for an entry recorded with its process group, every live member of that group (a child that outlived
-    its leader: the group's id is not reused while the group exists). Matched by the ledger's identity only, never
-    by a command line, so a production process that the restore resumed is never one, whatever its arguments.
-    Returns ``[{id, kind, pid, cmdline, message}]``, oldest entry first."""
+def leftovers(ledger_dir, host, procfs_root='/proc', ctx=None):
+    """What this host's ledger closed (``undone``) that still runs, matched by the ledger's identity only, never by a
+    command line, so a production process that the restore resumed is never one, whatever its arguments:
+
+    - ``process``: the recorded pid with its recorded start time, and, for an entry recorded with its process group,
+      every live member of that group (a child that outlived its leader: the group's id is not reused while the
+      group exists);
+    - ``systemd_unit``: the recorded unit, still active (``systemctl is-active``);
+    - ``container``: the recorded container, still running (``ENGINE container inspect``).
+
+    A unit or container that an open entry names again (a later start under the same name) is that entry's, not a
+    leftover, and a name undone several times is one leftover (its newest entry); a host without systemctl or the
+    engine runs no unit or container. ``ctx`` (UndoContext) names the
+    commands. Returns ``[{id, kind, pid, what, message}]`` (``cmdline`` for processes, ``unit`` or ``engine`` and
+    ``name`` for the others), oldest entry first; ``what`` names the thing: its pid, ``unit NAME`` or ``ENGINE
+    container NAME``."""
+    ctx = ctx or UndoContext(procfs_root=procfs_root)
     lines, _problems = read_ledger(ledger_dir, host)
+    view = current_entries(lines).values()
+    open_names = {_managed_name(e) for e in view if e['state'] in OPEN_STATES} - {None}
+    # a name started and undone several times is checked once, under its newest entry
+    newest = {_managed_name(e): e['id'] for e in view if e['state'] == 'undone'}
     found = []
-    for entry in current_entries(lines).values():
-        params = entry['params']
-        pid, start_time = params.get('pid'), params.get('start_time')
-        if entry['state'] != 'undone' or entry['kind'] != 'process' or not isinstance(pid, int):
+    for entry in view:
+        name = _managed_name(entry)
+        if entry['state'] != 'undone':
             continue
-        leader = read_proc_stat(pid, procfs_root)
-        leader_alive = leader is not None and leader['state'] not in ('Z', 'X')
-        if leader_alive and leader['start_time'] != start_time:
-            continue  # the pid belongs to another process now
-        pids = _group_members(pid, procfs_root) if params.get('process_group') else []
-        if leader_alive and pid not in pids:
-            pids.append(pid)
-        for member in sorted(pids):
-            argv = read_proc_cmdline(member, procfs_root)
-            label = _cmdline_text(argv) or _cmdline_text(params.get('cmdline')) or 'process'
-            what = 'the recorded process' if member == pid else f'a member of the recorded process group {pid}'
-            found.append({'id': entry['id'], 'kind': 'process', 'pid': member, 'cmdline': argv,
-                          'message': f'"{label}" still runs ({what}) although entry {entry["id"]} is undone'})
+        if entry['kind'] == 'process':
+            found.extend(_process_leftovers(entry, procfs_root))
+        elif name is not None and name not in open_names and newest[name] == entry['id']:
+            found.extend(_managed_leftovers(entry, ctx))
     return found
+
+
+def _managed_name(entry):
+    """``(kind, engine, name)`` of a systemd_unit or container entry, else None."""
+    params = entry['params']
+    if entry['kind'] == 'systemd_unit':
+        return ('systemd_unit', None, params.get('unit'))
+    if entry['kind'] == 'container':
+        return ('container', params.get('engine'), params.get('name'))
+    return None
+
+
+def _process_leftovers(entry, procfs_root):
+    params = entry['params']
+    pid, start_time = params.get('pid'), params.get('start_time')
+    if not isinstance(pid, int):
+        return []
+    leader = read_proc_stat(pid, procfs_root)
+    leader_alive = leader is not None and leader['state'] not in ('Z', 'X')
+    if leader_alive and leader['start_time'] != start_time:
+        return []  # the pid belongs to another process now
+    pids = _group_members(pid, procfs_root) if params.get('process_group') else []
+    if leader_alive and pid not in pids:
+        pids.append(pid)
+    found = []
+    for member in sorted(pids):
+        argv = read_proc_cmdline(member, procfs_root)
+        label = _cmdline_text(argv) or _cmdline_text(params.get('cmdline')) or 'process'
+        what = 'the recorded process' if member == pid else f'a member of the recorded process group {pid}'
+        found.append({'id': entry['id'], 'kind': 'process', 'pid': member, 'what': str(member), 'cmdline': argv,
+                      'message': f'"{label}" still runs ({what}) although entry {entry["id"]} is undone'})
+    return found
+
+
+def _managed_leftovers(entry, ctx):
+    """The unit still active, or the container still running, of an undone systemd_unit or container entry. A state
+    that cannot be read is reported as one (the restore must not pass on what it could not check)."""
+    params = entry['params']
+    if entry['kind'] == 'systemd_unit':
+        what = f'unit {params["unit"]}'
+        found = {'unit': params['unit'], 'what': what}
+        command, package, running = 'systemctl', 'package systemd', UNIT_UP_STATES + UNIT_STARTING_STATES
+        configured, query = ctx.systemctl_command, ['is-active', params['unit']]
+    else:
+        what = f'{params["engine"]} container {params["name"]}'
+        found = {'engine': params['engine'], 'name': params['name'], 'what': what}
+        command, package, running = params['engine'], f'the {params["engine"]} CLI', ('running', 'restarting', 'paused')
+        configured = ctx.container_commands.get(params['engine'])
+        query = ['container', 'inspect', '-f', '{{.State.Status}}', params['name']]
+    try:
+        base = _command_argv(configured, command, package, what)
+    except UndoError:
+        return []  # not installed on this host: nothing of that kind can run
+    try:
+        rc, out, err = _run_command(base + query, ctx)
+    except UndoError as exc:
+        return [{'id': entry['id'], 'kind': entry['kind'], 'pid': params.get('pid'), **found,
+                 'message': f'cannot tell whether {what} still runs: {exc}'}]
+    state = out.strip().splitlines()[0].strip() if out.strip() else ''
+    if state not in running:
+        return []
+    return [{'id': entry['id'], 'kind': entry['kind'], 'pid': params.get('pid'), **found,
+             'message': f'{what} is still {state} although entry {entry["id"]} is undone'}]
 
 
 def status(ledger_dir, host):

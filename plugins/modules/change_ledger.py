@@ -60,8 +60,9 @@ options:
       - V(undo) undoes every open entry (V(pending), V(applied), V(undo_failed)) newest first, or only O(id), and
         fails when any undo failed.
       - V(status) reads the ledger and the lock and changes nothing.
-      - V(leftovers) lists the processes of V(undone) V(process) entries that still run (RV(leftovers)), matched by
-        their recorded pid and start time or process group, never by a command line; it changes nothing.
+      - V(leftovers) lists what V(undone) entries started that still runs (RV(leftovers)) - a V(process) entry's
+        process by its recorded pid and start time or process group, a V(systemd_unit) entry's unit still active, a
+        V(container) entry's container still running - never matched by a command line; it changes nothing.
     type: str
     required: true
     choices: [lock, unlock, record, mark, undo, status, leftovers]
@@ -311,11 +312,13 @@ problems:
   sample: ["/var/lib/inferlab/ledger/lab-a.jsonl line 7: truncated last line (a writer was killed mid-write),
            ignored: b'{\"id\": \"2026'"]
 leftovers:
-  description: The processes of V(undone) V(process) entries that still run, oldest entry first.
+  description: What V(undone) entries started that still runs, oldest entry first - C(what) names it (a pid,
+    C(unit NAME), C(ENGINE container NAME)); processes add C(cmdline), units C(unit), containers C(engine) and
+    C(name). A unit or container whose state could not be read is listed too, its message says so.
   returned: success, when O(action=leftovers)
   type: list
   elements: dict
-  sample: [{id: 20261130T101502Z-process-3fa9, kind: process, pid: 4243,
+  sample: [{id: 20261130T101502Z-process-3fa9, kind: process, pid: 4243, what: '4243',
             cmdline: [python3, -m, sglang.launch_server, --nnodes, '2'],
             message: '"python3 -m sglang.launch_server --nnodes 2" still runs (a member of the recorded process
               group 4242) although entry 20261130T101502Z-process-3fa9 is undone'}]

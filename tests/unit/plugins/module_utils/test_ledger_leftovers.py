@@ -1,5 +1,7 @@
-"""``_ledger.leftovers``: the processes of undone ``process`` entries that still run, found by the ledger's identity
-(pid and start time, process group) on real processes, never by a command line."""
+"""``_ledger.leftovers``: what undone entries started that still runs, found by the ledger's identity, never by a
+command line: ``process`` entries (pid and start time, process group) on real processes; ``systemd_unit`` and
+``container`` entries through ``systemctl is-active`` and ``ENGINE container inspect``, answered here as systemd and
+docker answer (the real systemd path runs in molecule ``kernel``'s guest)."""
 
 import json
 import os
@@ -42,7 +44,7 @@ def test_an_undone_entry_whose_process_still_runs_is_a_leftover(procs, ledger_di
     proc = start(procs, ["sleep", "301"])
     entry = recorded(ledger_dir, proc.pid)
     assert _ledger.leftovers(ledger_dir, HOST) == [{
-        "id": entry, "kind": "process", "pid": proc.pid, "cmdline": ["sleep", "301"],
+        "id": entry, "kind": "process", "pid": proc.pid, "what": str(proc.pid), "cmdline": ["sleep", "301"],
         "message": f'"sleep 301" still runs (the recorded process) although entry {entry} is undone'}]
 
 
@@ -91,3 +93,95 @@ def test_a_cut_last_line_is_skipped(ledger_dir, line, procs):
         handle.write(line)
     assert [f["id"] for f in _ledger.leftovers(ledger_dir, HOST)] == [entry]
     assert json.loads(open(_ledger.ledger_path(ledger_dir, HOST)).readline())["id"] == entry
+
+
+class Commands:
+    """A run_command for UndoContext: answers ``(rc, stdout, stderr)`` by the argv's tail, records every argv."""
+
+    def __init__(self, answers):
+        self.answers, self.argvs = answers, []
+
+    def __call__(self, argv, timeout):
+        self.argvs.append(argv)
+        answer = self.answers[tuple(argv[1:])]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def managed(ledger_dir, kind, params, state="undone"):
+    entry = _ledger.record(ledger_dir, HOST, kind, params)["id"]
+    _ledger.mark(ledger_dir, HOST, entry, "applied")
+    if state == "undone":
+        _ledger.mark(ledger_dir, HOST, entry, "undone")
+    return entry
+
+
+def context(answers):
+    commands = Commands(answers)
+    ctx = _ledger.UndoContext(systemctl_command=["/bin/systemctl"],
+                              container_commands={"docker": ["/usr/bin/docker"], "podman": ["/usr/bin/podman"]},
+                              run_command=commands)
+    return ctx, commands
+
+
+def test_an_undone_unit_still_active_and_a_container_still_running_are_leftovers(ledger_dir):
+    unit = managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0", "pid": 812})
+    gone = managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank1"})
+    container = managed(ledger_dir, "container", {"engine": "docker", "name": "rank0"})
+    removed = managed(ledger_dir, "container", {"engine": "podman", "name": "rank1"})
+    ctx, commands = context({
+        ("is-active", "inferlab-rank0.service"): (0, "active\n", ""),
+        # systemctl prints the state and exits 3 for every state but active
+        ("is-active", "inferlab-rank1.service"): (3, "inactive\n", ""),
+        ("container", "inspect", "-f", "{{.State.Status}}", "rank0"): (0, "running\n", ""),
+        ("container", "inspect", "-f", "{{.State.Status}}", "rank1"):
+            (125, "", "Error: no such container rank1\n"),
+    })
+    found = _ledger.leftovers(ledger_dir, HOST, ctx=ctx)
+    assert found == [
+        {"id": unit, "kind": "systemd_unit", "pid": 812, "unit": "inferlab-rank0.service",
+         "what": "unit inferlab-rank0.service",
+         "message": f"unit inferlab-rank0.service is still active although entry {unit} is undone"},
+        {"id": container, "kind": "container", "pid": None, "engine": "docker", "name": "rank0",
+         "what": "docker container rank0",
+         "message": f"docker container rank0 is still running although entry {container} is undone"},
+    ]
+    assert gone not in str(found) and removed not in str(found)
+    assert len(commands.argvs) == 4
+
+
+def test_a_unit_or_container_that_an_open_entry_names_again_is_not_a_leftover(ledger_dir):
+    managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
+    managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0.service"}, state="applied")  # started again
+    managed(ledger_dir, "container", {"engine": "docker", "name": "rank0"})
+    managed(ledger_dir, "container", {"engine": "docker", "name": "rank0"}, state="applied")
+    ctx, commands = context({})
+    assert _ledger.leftovers(ledger_dir, HOST, ctx=ctx) == [] and commands.argvs == []
+
+
+def test_a_state_that_cannot_be_read_is_reported_not_passed(ledger_dir):
+    unit = managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
+    ctx, _commands = context({("is-active", "inferlab-rank0.service"):
+                              _ledger.UndoError("/bin/systemctl is-active inferlab-rank0.service could not run: "
+                                                "timed out after 60 seconds")})
+    [found] = _ledger.leftovers(ledger_dir, HOST, ctx=ctx)
+    assert found["id"] == unit and found["what"] == "unit inferlab-rank0.service"
+    assert found["message"].startswith("cannot tell whether unit inferlab-rank0.service still runs: ")
+
+
+def test_a_host_without_systemctl_or_the_engine_has_no_unit_or_container_leftovers(ledger_dir, monkeypatch):
+    managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
+    managed(ledger_dir, "container", {"engine": "podman", "name": "rank0"})
+    monkeypatch.setenv("PATH", str(ledger_dir))
+    monkeypatch.setattr(_ledger, "COMMAND_DIRS", (str(ledger_dir),))
+    ctx = _ledger.UndoContext(run_command=Commands({}))
+    assert _ledger.leftovers(ledger_dir, HOST, ctx=ctx) == []
+
+
+def test_a_unit_started_and_undone_twice_is_one_leftover_under_its_newest_entry(ledger_dir):
+    managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
+    newest = managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
+    ctx, commands = context({("is-active", "inferlab-rank0.service"): (0, "active\n", "")})
+    assert [f["id"] for f in _ledger.leftovers(ledger_dir, HOST, ctx=ctx)] == [newest]
+    assert len(commands.argvs) == 1
