@@ -665,7 +665,9 @@ def undo(ledger_dir, host, ids=None, run_id=None, ctx=None, check_mode=False, ex
     ``ids``, leaving out the ids in ``exclude`` (the dead man's switch leaves its own process entry). Appends
     ``undone`` or ``undo_failed`` for each; one failure does not stop the others. Returns
     ``{changed, undone, failed, skipped, details, problems, message}``; an empty or fully undone ledger is a
-    no-op with ``changed: false``."""
+    no-op with ``changed: false``. A mark that cannot be written (a full or read-only filesystem) stops nothing:
+    every other entry is still undone, the mark is tried again at the end, and one still unwritten is a failure
+    that says so (the entry reads open, and a later undo finds its change already undone)."""
     ctx = ctx or UndoContext()
     if check_mode or not os.path.isdir(ledger_dir):
         return _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude)
@@ -685,7 +687,7 @@ def _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude=None):
     selected = [e for e in view.values() if (not ids or e['id'] in ids) and e['id'] not in excluded]
     skipped = [e['id'] for e in selected if e['state'] not in OPEN_STATES]
     todo = sorted((e for e in selected if e['state'] in OPEN_STATES), key=lambda e: e['first_line'], reverse=True)
-    undone, failed, details = [], [], []
+    undone, failed, details, unwritten = [], [], [], []
     for entry in todo:
         detail = {'id': entry['id'], 'kind': entry['kind'], 'state': entry['state']}
         details.append(detail)
@@ -704,14 +706,28 @@ def _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude=None):
         except Exception as exc:  # recorded as undo_failed and reported: never swallowed
             error = f'undo of the {entry["kind"]} entry failed: {type(exc).__name__}: {exc}'
         new_state = 'undo_failed' if error else 'undone'
-        append_line(ledger_dir, host, _make_line(entry['id'], entry['kind'], entry['params'], new_state,
-                                                 run_id=run_id or entry.get('run_id'), error=error))
+        line = _make_line(entry['id'], entry['kind'], entry['params'], new_state,
+                          run_id=run_id or entry.get('run_id'), error=error)
+        try:
+            append_line(ledger_dir, host, line)
+        except OSError as exc:  # a full or read-only filesystem: the other entries are undone all the same
+            unwritten.append((line, detail, exc))
         if error:
             failed.append({'id': entry['id'], 'kind': entry['kind'], 'error': error})
             detail.update(result='undo_failed', message=error)
         else:
             undone.append(entry['id'])
             detail.update(result='undone', message=message)
+    for line, detail, exc in _retry_marks(ledger_dir, host, unwritten):
+        error = (f'{"undone" if line["state"] == "undone" else "its undo failed"}, but the {line["state"]} mark '
+                 f'could not be written to the ledger ({exc}), so the entry still reads open: free the ledger\'s '
+                 'filesystem and run the undo again (it finds what was undone already undone)')
+        if line['id'] in undone:
+            undone.remove(line['id'])
+            failed.append({'id': line['id'], 'kind': line['kind'], 'error': error})
+        else:
+            failed[[f['id'] for f in failed].index(line['id'])]['error'] += f'; {error}'
+        detail.update(result='mark_not_written', message=f'{detail["message"]}; {error}'.lstrip('; '))
     if not todo:
         message = (f'nothing to undo on {host} ({len(selected)} entries, all undone)' if selected
                    else f'nothing to undo on {host} (empty ledger)')
@@ -723,6 +739,18 @@ def _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude=None):
         message += ' (ledger problems: ' + '; '.join(problems) + ')'
     return {'changed': bool(todo), 'undone': undone, 'failed': failed, 'skipped': skipped, 'details': details,
             'problems': problems, 'message': message}
+
+
+def _retry_marks(ledger_dir, host, unwritten):
+    """Try once more, after every undo, to write the marks that could not be written; return the ones that still
+    cannot be, as ``(line, detail, error)``."""
+    left = []
+    for line, detail, _first in unwritten:
+        try:
+            append_line(ledger_dir, host, line)
+        except OSError as exc:
+            left.append((line, detail, exc))
+    return left
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1912,7 +1940,7 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
     if self_id:
         try:
             changed, line, previous = mark(ledger_dir, host, self_id, 'undone', run_id=run_id)
-        except LedgerError as exc:
+        except (LedgerError, OSError) as exc:  # OSError: a full or read-only ledger filesystem
             result['self'] = {'id': self_id, 'error': str(exc)}
             result['failed'].append({'id': self_id, 'kind': kind_of_id(self_id),
                                      'error': f'cannot mark its own entry undone: {exc}'})
