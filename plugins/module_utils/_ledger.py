@@ -91,6 +91,15 @@ MARK_TRANSITIONS = {
     'undo_failed': ('undone',),
     'undone': (),
 }
+# What a line of the ledger may move an entry to (the marks, and the undo's undone and undo_failed); a line that
+# repeats the state (new params) is fine. Anything else - an entry reopened after its undo - is a problem reported
+# by the reader, never a reopened entry.
+LINE_TRANSITIONS = {
+    'pending': ('applied', 'undone', 'undo_failed'),
+    'applied': ('undone', 'undo_failed'),
+    'undo_failed': ('undone',),
+    'undone': (),
+}
 
 EXIT_OK = 0
 EXIT_UNDO_FAILED = 1
@@ -202,7 +211,8 @@ def fsync_dir(path):
 
 def read_ledger(ledger_dir, host):
     """Read ``<host>.jsonl``. Returns ``(entries, problems)``: the well-formed lines in file order (each dict gets
-    ``_line``, its 1-based line number) and human-readable problems with the lines that were skipped."""
+    ``_line``, its 1-based line number) and human-readable problems with the lines that were skipped: malformed
+    ones, and lines that move an entry backwards (LINE_TRANSITIONS), e.g. ``applied`` after ``undone``."""
     path = ledger_path(ledger_dir, host)
     try:
         with open(path, 'rb') as handle:
@@ -213,6 +223,7 @@ def read_ledger(ledger_dir, host):
         raise LedgerError(f'cannot read ledger {path}: {exc}') from exc
     entries = []
     problems = []
+    states = {}  # id -> its state so far, for the transition check
     complete = data.endswith(b'\n')
     lines = data.split(b'\n')
     if complete:
@@ -234,6 +245,12 @@ def read_ledger(ledger_dir, host):
         if problem:
             problems.append(f'{path} line {number}: {problem}, ignored')
             continue
+        previous = states.get(entry['id'])
+        if previous not in (None, entry['state']) and entry['state'] not in LINE_TRANSITIONS[previous]:
+            problems.append(f'{path} line {number}: entry {entry["id"]} goes from {previous} back to '
+                            f'{entry["state"]}, which no inferlab writer does; ignored (the entry stays {previous})')
+            continue
+        states[entry['id']] = entry['state']
         if unterminated:
             problems.append(f'{path} line {number}: the last line has no newline (a writer was killed before '
                             'finishing it); it parses, so it is used')

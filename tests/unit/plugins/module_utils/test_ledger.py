@@ -129,6 +129,25 @@ def test_malformed_lines_are_skipped(ledger_dir):
     assert any("unknown state 'bogus'" in p for p in problems)
 
 
+def test_a_line_that_reopens_an_undone_entry_is_a_problem_not_a_reopened_entry(tmp_path, ledger_dir):
+    # a file the change created, undone; an `applied` line for it appended afterwards (not by inferlab's writers),
+    # then a file created later at that path by someone else: the next undo must not delete it
+    entry_id = file_change(tmp_path, ledger_dir, "made", "x")
+    _ledger.undo(ledger_dir, HOST)
+    [undone] = [line for line in lines_of(ledger_dir) if line["state"] == "undone"]
+    with open(_ledger.ledger_path(ledger_dir, HOST), "a") as handle:
+        handle.write(json.dumps({**undone, "state": "applied"}) + "\n")
+    (tmp_path / "made").write_text("someone else's file\n")
+    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    assert [e["state"] for e in entries] == ["pending", "applied", "undone"]
+    [problem] = problems
+    assert f"entry {entry_id} goes from undone back to applied" in problem and "ignored" in problem
+    result = _ledger.undo(ledger_dir, HOST)
+    assert result["undone"] == [] and result["problems"] == [problem]
+    assert (tmp_path / "made").read_text() == "someone else's file\n"
+    assert _ledger.status(ledger_dir, HOST)["open"] == []
+
+
 def test_unknown_kind_fails_at_record_time(ledger_dir):
     with pytest.raises(_ledger.LedgerError,
                        match=r"unknown ledger kind 'tc_profil': known kinds are build_dir, container, file, "
