@@ -30,7 +30,8 @@ CACHE=${1:-$ROOT/.cache/kernel}
 SUITE=bookworm
 KERNEL_SERIES=6.1
 KERNEL_META=linux-image-amd64
-ROOT_PACKAGES=(python3-minimal python3 openssh-server kmod iproute2)
+# systemd-sysv: systemd as PID 1, for the process managers' real systemd path (bookworm's minbase has no init)
+ROOT_PACKAGES=(python3-minimal python3 openssh-server kmod iproute2 systemd-sysv)
 GUEST_MODULES=(thunderbolt thunderbolt_net virtio_pci virtio_net virtio_rng)
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C
@@ -182,50 +183,58 @@ if [[ ! -f $KEY || ! -f $KEY.pub ]]; then
 fi
 
 # --- 4. the initramfs -------------------------------------------------------------------------------------------
-# PID 1 of the guest: mounts, the virtio modules (modules in Debian's kernel), the first non-lo interface on QEMU's
-# user network (reaches nothing: restrict=on), sshd, then a reaper.
+# The guest's /init: the virtio modules (modules in Debian's kernel), then systemd as PID 1 (exec keeps the pid),
+# which boots default.target as a normal system (no /etc/initrd-release: systemd's initrd mode is off). The first
+# non-lo interface on QEMU's user network (reaches nothing: restrict=on) comes up in a oneshot unit before sshd.
 init_script() {
   cat <<'EOF'
 #!/bin/sh
-# inferlab kernel guest: PID 1 (written by tests/kernel/build_guest.sh)
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+# inferlab kernel guest: /init, PID 1 until it hands over to systemd (written by tests/kernel/build_guest.sh)
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mkdir -p /dev/pts /dev/shm
-mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
-mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
-mkdir -p /run/sshd /run/lock
-hostname inferlab-guest
 for m in virtio_pci virtio_net virtio_rng; do
   modprobe "$m" || echo "inferlab-guest: modprobe $m failed"
 done
+echo "inferlab-guest: kernel $(uname -r), handing over to systemd"
+exec /lib/systemd/systemd
+EOF
+}
+guest_net_script() {
+  cat <<'EOF'
+#!/bin/sh
+# inferlab kernel guest: the first non-lo interface on QEMU's user network (written by tests/kernel/build_guest.sh)
+set -e
 ip link set lo up
-iface=
 for n in /sys/class/net/*; do
   n=${n##*/}
-  if [ "$n" != lo ]; then iface=$n; break; fi
+  if [ "$n" != lo ]; then
+    ip addr add 10.0.2.15/24 dev "$n"
+    ip link set "$n" up
+    ip route add default via 10.0.2.2
+    echo "inferlab-guest: interface $n"
+    exit 0
+  fi
 done
-if [ -n "$iface" ]; then
-  ip addr add 10.0.2.15/24 dev "$iface"
-  ip link set "$iface" up
-  ip route add default via 10.0.2.2
-fi
-echo "inferlab-guest: kernel $(uname -r), interface ${iface:-none}"
-if /usr/sbin/sshd; then
-  echo "inferlab-guest: sshd started"
-else
-  echo "inferlab-guest: sshd failed to start"
-fi
-exec /usr/bin/python3 -c '
-import os, time
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        time.sleep(1)
-'
+echo "inferlab-guest: no interface"
+exit 1
+EOF
+}
+guest_net_unit() {
+  cat <<'EOF'
+[Unit]
+Description=inferlab kernel guest: QEMU user network
+DefaultDependencies=no
+After=systemd-modules-load.service
+Before=network.target ssh.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/inferlab-guest-net
+
+[Install]
+WantedBy=multi-user.target
 EOF
 }
 make_initrd() {
@@ -250,6 +259,21 @@ make_initrd() {
   done
   init_script >"$work/init"
   chmod 0755 "$work/init"
+  guest_net_script >"$work/usr/local/sbin/inferlab-guest-net"
+  chmod 0755 "$work/usr/local/sbin/inferlab-guest-net"
+  guest_net_unit >"$work/etc/systemd/system/inferlab-guest-net.service"
+  mkdir -p "$work/etc/systemd/system/multi-user.target.wants"
+  ln -sfn /etc/systemd/system/inferlab-guest-net.service \
+    "$work/etc/systemd/system/multi-user.target.wants/inferlab-guest-net.service"
+  ln -sfn /lib/systemd/system/ssh.service "$work/etc/systemd/system/multi-user.target.wants/ssh.service"
+  # masked: login prompts, time sync, timers and mounts or modules nothing in a guest that lives minutes uses (each
+  # costs boot time under TCG)
+  for u in getty@tty1.service serial-getty@ttyS0.service getty-static.service systemd-timesyncd.service \
+      apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer e2scrub_reap.service \
+      fstrim.timer dev-hugepages.mount dev-mqueue.mount sys-kernel-debug.mount sys-kernel-tracing.mount \
+      modprobe@dm_mod.service modprobe@efi_pstore.service modprobe@fuse.service modprobe@loop.service; do
+    ln -sfn /dev/null "$work/etc/systemd/system/$u"
+  done
   # sshd: key-only root login, no PAM, no DNS look-ups (the drop-in is read before the stock settings).
   mkdir -p "$work/etc/ssh/sshd_config.d"
   printf '%s\n' 'PermitRootLogin prohibit-password' 'PasswordAuthentication no' 'KbdInteractiveAuthentication no' \
@@ -267,7 +291,7 @@ make_initrd() {
 GUEST=$CACHE/guest/$ABI
 INITRD=$GUEST/initrd.img
 initrd_stamp=$(printf '%s\n' "$image_stamp" "$base_stamp" "$(<"$KEY.pub")" "${GUEST_MODULES[*]}" \
-  "$(declare -f init_script make_initrd)" | sha256sum | cut -c1-64)
+  "$(declare -f init_script guest_net_script guest_net_unit make_initrd)" | sha256sum | cut -c1-64)
 if [[ ! -f $INITRD || ! -f $INITRD.stamp || $(<"$INITRD.stamp") != "$initrd_stamp" ]]; then
   log "initramfs: root + modules ${GUEST_MODULES[*]} + /init"
   mkdir -p "$GUEST"

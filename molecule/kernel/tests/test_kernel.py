@@ -1,21 +1,15 @@
 """What the candidate driver did on a real Debian 6.1 kernel, and what it left behind."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from conftest import EPHEMERAL, guest_testinfra_hosts
 
-EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 RESULTS = json.loads((EPHEMERAL / "results.json").read_text())
 GUEST = json.loads((EPHEMERAL / "guest.json").read_text())
 GATES = json.loads((EPHEMERAL / "check_patch.json").read_text())
-# the guest's host keys come from a cached image, the same on every boot: not pinned (the guest is local and sealed)
-SSH_CONFIG = EPHEMERAL / "ssh_config"
-SSH_CONFIG.write_text(f"Host guest\n  HostName 127.0.0.1\n  Port {GUEST['port']}\n  User root\n"
-                      f"  IdentityFile {GUEST['ssh_key']}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
-                      "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
-testinfra_hosts = [f"ssh://guest?ssh_config={SSH_CONFIG}"]
+testinfra_hosts = guest_testinfra_hosts()
 
 TAINT_OOT_MODULE, TAINT_UNSIGNED_MODULE = 1 << 12, 1 << 13
 
@@ -133,5 +127,6 @@ def test_the_guest_runs_the_distribution_driver_and_the_ledger_is_closed(host):
     for line in host.file("/var/lib/inferlab/ledger/guest.jsonl").content_string.splitlines():
         entry = json.loads(line)
         last[entry["id"]] = entry
-    assert {e["kind"] for e in last.values()} == {"kernel_module", "build_dir"}
+    # the driver's entries, then the systemd part's (systemd.yml)
+    assert {e["kind"] for e in last.values()} == {"kernel_module", "build_dir", "service_pause", "systemd_unit"}
     assert {e["state"] for e in last.values()} == {"undone"}
