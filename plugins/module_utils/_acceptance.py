@@ -14,6 +14,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+
 LADDER_STEPS = ('first_response', 'repeated', 'concurrent', 'repeated_prefix', 'long_context')
 TRIAL_KINDS = ('single_stream', 'concurrent')
 # The per-trial figures: name -> (kind of the batch it comes from, definition). A trial's figure is one number, so
@@ -349,8 +351,6 @@ def acceptance_summary(steps, traffic, trials=None):
 
 
 def public_environment(environment):
-    """An environment for the record: NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES and PYTHONPATH as they are, other values
-    hidden (a token passed to a rank must not reach the record)."""
-    environment = _mapping(environment, 'environment')
-    shown = ('NCCL_', 'GLOO_', 'CUDA_VISIBLE_DEVICES', 'PYTHONPATH')
-    return dict((key, value if key.startswith(shown) else '(set)') for key, value in environment.items())
+    """An environment for the record: the values of _ledger.VISIBLE_ENV_PREFIXES's names as they are, other values
+    redacted (a token passed to a rank must not reach the record)."""
+    return _ledger.redact_environment(_mapping(environment, 'environment'))

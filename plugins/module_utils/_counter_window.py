@@ -34,7 +34,7 @@ def snapshot(interfaces, fail_on_missing=True, sysfs_root='/sys', tbnet_sysfs_ro
 
 def open_samplers(ledger_dir, host, pidfile):
     """Ids of this window's sampler entries still open (a pidfile names one window of one run)."""
-    return [e['id'] for e in _ledger.status(ledger_dir, host)['entries']
+    return [e['id'] for e in _ledger.entries(ledger_dir, host)
             if e['kind'] == 'sampler' and e['state'] in _ledger.OPEN_STATES and e['params'].get('pidfile') == pidfile]
 
 

@@ -284,9 +284,75 @@ def current_entries(entries):
     return view
 
 
-def _public(entry):
-    """An entry as returned to callers: without the internal line numbers."""
+def _plain(entry):
+    """An entry without the internal line numbers."""
     return {k: v for k, v in entry.items() if not k.startswith('_') and k != 'first_line'}
+
+
+def _public(entry):
+    """An entry as a result shows it: plain, its environment values redacted (redact_line)."""
+    return redact_line(_plain(entry))
+
+
+def redact_line(line):
+    """A ledger line or entry with its params' environment values redacted (redact_params), for a result."""
+    if not isinstance(line.get('params'), dict):
+        return dict(line)
+    return {**line, 'params': redact_params(line['params'])}
+
+
+def entries(ledger_dir, host):
+    """The current entries of a host's ledger, in order of first appearance, unredacted: for the code that acts on
+    them (a start compares the command it would run with the recorded one). Results show ``status``'s."""
+    lines, _problems = read_ledger(ledger_dir, host)
+    return [_plain(e) for e in current_entries(lines).values()]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# secrets: environment values (a paused service's, a rank's HF_TOKEN) stay in the ledger file (0600, in a 0700
+# directory) and in the process; every result shows their names and only the values of the allow-listed settings.
+
+# never secrets, and needed to read a run: NCCL's and Gloo's transport settings, the GPUs and the import path
+VISIBLE_ENV_PREFIXES = ('NCCL_', 'GLOO_', 'CUDA_VISIBLE_DEVICES', 'PYTHONPATH')
+REDACTED = '<redacted>'
+
+
+def redact_environment(environment):
+    """``environment`` with every value replaced by REDACTED, except the allow-listed names'."""
+    return {k: v if str(k).startswith(VISIBLE_ENV_PREFIXES) else REDACTED for k, v in environment.items()}
+
+
+def _redact_assignment(text):
+    key, sep, _value = text.partition('=')
+    return text if not sep or key.startswith(VISIBLE_ENV_PREFIXES) else f'{key}={REDACTED}'
+
+
+def redact_command(argv):
+    """A start command with the values of its environment assignments redacted: systemd-run's ``--setenv=K=V``,
+    docker's and podman's ``-e K=V``, ``--env K=V`` and ``--env=K=V``."""
+    redacted, value_next = [], False
+    for arg in argv:
+        if not isinstance(arg, str):
+            redacted.append(arg)
+        elif value_next:
+            redacted.append(_redact_assignment(arg))
+        elif arg.startswith(('--setenv=', '--env=')):
+            option, _sep, assignment = arg.partition('=')
+            redacted.append(f'{option}={_redact_assignment(assignment)}')
+        else:
+            redacted.append(arg)
+        value_next = arg in ('-e', '--env', '--setenv')
+    return redacted
+
+
+def redact_params(params):
+    """An entry's params as shown to callers: ``environment`` and ``command`` redacted."""
+    shown = dict(params)
+    if isinstance(shown.get('environment'), dict):
+        shown['environment'] = redact_environment(shown['environment'])
+    if isinstance(shown.get('command'), list):
+        shown['command'] = redact_command(shown['command'])
+    return shown
 
 
 def _make_line(entry_id, kind, params, state, run_id=None, error=None):
@@ -367,7 +433,7 @@ def mark(ledger_dir, host, entry_id, state, params=None, run_id=None, check_mode
         merged.update(params)
         merged = check_kind(current['kind'], merged)
     if previous == state and merged == current['params']:
-        return False, _public(current), previous
+        return False, _plain(current), previous
     if previous != state and state not in MARK_TRANSITIONS.get(previous, ()):
         raise LedgerError(f'entry {entry_id} is {previous} and cannot be marked {state}; record a new entry for a '
                           'new change')

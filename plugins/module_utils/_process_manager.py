@@ -475,7 +475,7 @@ def open_entries(ledger_dir, host, manager, identity):
     """The open (pending, applied, undo_failed) entries of the managed process ``identity`` names, oldest first."""
     kind = LEDGER_KINDS[manager]
     found = []
-    for entry in _ledger.status(ledger_dir, host)['entries']:
+    for entry in _ledger.entries(ledger_dir, host):
         if entry['kind'] != kind or entry['state'] not in _ledger.OPEN_STATES:
             continue
         params = dict(entry['params'])

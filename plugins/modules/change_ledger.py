@@ -342,6 +342,8 @@ class ChangeLedger:
         self.check_mode = module.check_mode
         self.ledger_dir = self.params['ledger_dir']
         self.host = self.params['host']
+        # the echo of the arguments: an entry's environment values redacted, as in every result
+        self.invocation = {'module_args': dict(self.params, params=_ledger.redact_params(self.params['params'] or {}))}
 
     def run(self):
         action = self.params['action']
@@ -349,10 +351,10 @@ class ChangeLedger:
             result = getattr(self, 'do_' + action)()
         except _ledger.LedgerError as err:
             held_by = getattr(err, 'holder', None)
-            self.module.fail_json(msg=str(err), ledger=self._ledger_path(),
+            self.module.fail_json(msg=str(err), ledger=self._ledger_path(), invocation=self.invocation,
                                   **({'held_by': held_by} if held_by is not None else {}))
         result['ledger'] = self._ledger_path()
-        self.module.exit_json(**result)
+        self.module.exit_json(invocation=self.invocation, **result)
 
     def _ledger_path(self):
         try:
@@ -378,13 +380,14 @@ class ChangeLedger:
         params = self._with_start_time(kind, dict(self.params['params']))
         line = _ledger.record(self.ledger_dir, self.host, kind, params, run_id=self.params['run_id'],
                               check_mode=self.check_mode)
-        return dict(changed=True, id=line['id'], entry=line, msg=f'recorded {kind} entry {line["id"]} as pending')
+        return dict(changed=True, id=line['id'], entry=_ledger.redact_line(line),
+                    msg=f'recorded {kind} entry {line["id"]} as pending')
 
     def do_mark(self):
         entry_id = self.params['id']
         params = self.params['params']
         if params:
-            current = {e['id']: e for e in _ledger.status(self.ledger_dir, self.host)['entries']}
+            current = {e['id']: e for e in _ledger.entries(self.ledger_dir, self.host)}
             if entry_id in current:
                 params = self._with_start_time(current[entry_id]['kind'], dict(params),
                                                recorded=current[entry_id]['params'])
@@ -393,7 +396,7 @@ class ChangeLedger:
                                                check_mode=self.check_mode)
         msg = (f'marked {entry_id} {self.params["state"]} (was {previous})' if changed
                else f'{entry_id} is already {previous}')
-        return dict(changed=changed, id=entry_id, entry=line, previous_state=previous, msg=msg)
+        return dict(changed=changed, id=entry_id, entry=_ledger.redact_line(line), previous_state=previous, msg=msg)
 
     def do_undo(self):
         ids = [self.params['id']] if self.params['id'] else None
@@ -404,7 +407,7 @@ class ChangeLedger:
                    skipped=result['skipped'], details=result['details'], problems=result['problems'],
                    msg=result['message'])
         if result['failed']:
-            self.module.fail_json(ledger=self._ledger_path(), **out)
+            self.module.fail_json(ledger=self._ledger_path(), invocation=self.invocation, **out)
         return out
 
     def do_leftovers(self):

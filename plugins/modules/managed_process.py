@@ -78,6 +78,15 @@ options:
         container starts from its image's.
     type: dict
     default: {}
+  secret_environment:
+    description:
+      - Variables set for the process like O(environment), for values that are secrets (V(HF_TOKEN)). Ansible never
+        logs them (C(no_log)) and no result shows them; they are kept in the host's ledger (mode C(0600) in a
+        C(0700) directory) with the command that starts the process.
+      - Results show O(environment)'s names, but its values only for C(NCCL_*), C(GLOO_*), C(CUDA_VISIBLE_DEVICES)
+        and C(PYTHONPATH); every other value reads C(<redacted>).
+    type: dict
+    default: {}
   working_dir:
     description:
       - The directory the process runs in (absolute). V(process) and V(systemd) default to C(/).
@@ -311,6 +320,20 @@ class ManagedProcess:
         self.procfs_root = self.params['procfs_root']
         self.started = self.params['state'] == 'started'
         self.undone = []
+        self.command = None
+        # what results echo of the arguments: environment values redacted, secret_environment's names only (Ansible
+        # masks its values too, no_log)
+        secret = self.params['secret_environment'] or {}
+        self.invocation = {'module_args': dict(
+            self.params, environment=_ledger.redact_environment(self.params['environment'] or {}),
+            secret_environment={k: _ledger.REDACTED for k in secret})}
+
+    def fail(self, **result):
+        self.module.fail_json(invocation=self.invocation, **result)
+
+    def shown_command(self):
+        """The start command as results show it: environment values redacted."""
+        return _ledger.redact_command(self.command) if self.command else self.command
 
     def run(self):
         try:
@@ -318,8 +341,8 @@ class ManagedProcess:
             state = self.params['state']
             result = self.start() if state == 'started' else self.stop() if state == 'stopped' else self.report()
         except (pm.ProcessManagerError, _ledger.LedgerError) as err:
-            self.module.fail_json(msg=str(err))
-        self.module.exit_json(**result)
+            self.fail(msg=str(err))
+        self.module.exit_json(invocation=self.invocation, **result)
 
     # -- options, commands and what names this process ---------------------------------------------------------
 
@@ -329,6 +352,11 @@ class ManagedProcess:
         for option in ('stop_timeout_s', 'startup_check_s'):
             pm.check_seconds(option, params[option])
         self.environment = pm.check_environment(params['environment'])
+        secret = pm.check_environment(params['secret_environment'])
+        both = sorted(set(self.environment) & set(secret))
+        if both:
+            self.fail(msg=f'{", ".join(both)} set in both environment and secret_environment; set each in one')
+        self.environment.update(secret)
         self.argv = pm.check_argv(params['argv']) if params['argv'] else None
         self.log_path = params['log_path']
         if self.manager == 'docker' and self.log_path and self.started:
@@ -341,7 +369,7 @@ class ManagedProcess:
                                            ('log_path', self.manager == 'process'),
                                            ('image', self.manager in ('docker', 'podman'))) if needed and not params[o]]
             if missing:
-                self.module.fail_json(msg=f'manager={self.manager} state=started needs {", ".join(missing)}')
+                self.fail(msg=f'manager={self.manager} state=started needs {", ".join(missing)}')
         self.binary = None
         if self.manager == 'systemd':
             self.binary = self.module.get_bin_path('systemctl', required=True)
@@ -374,11 +402,13 @@ class ManagedProcess:
     def run_command(self, argv):
         return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False)
 
-    def checked_command(self, argv, what, **extra):
+    def checked_command(self, argv, what, shown=None, **extra):
+        """Run ``argv``; fail naming it as ``shown`` (redacted), or as itself."""
         rc, out, err = self.run_command(argv)
         if rc != 0:
-            self.module.fail_json(msg=f'{what}: {" ".join(argv)} exited {rc}: {err.strip() or out.strip()}', rc=rc,
-                                  stdout=out, stderr=err, cmd=argv, **extra)
+            shown = shown or argv
+            self.fail(msg=f'{what}: {" ".join(shown)} exited {rc}: {err.strip() or out.strip()}', rc=rc, stdout=out,
+                      stderr=err, cmd=shown, **extra)
         return out
 
     def status(self, entries):
@@ -400,7 +430,7 @@ class ManagedProcess:
         try:
             state = pm.parse_container_status(rc, out, err)
         except pm.ProcessManagerError as exc:
-            self.module.fail_json(msg=f'cannot read {self.describe()}: {exc}', rc=rc, stdout=out, stderr=err)
+            self.fail(msg=f'cannot read {self.describe()}: {exc}', rc=rc, stdout=out, stderr=err)
         state['start_time'] = self.start_time(state['pid'])
         return state
 
@@ -421,7 +451,7 @@ class ManagedProcess:
     def not_ours(self, status):
         hint = {'process': f'kill {status["pid"]}', 'systemd': f'systemctl stop {self.unit}',
                 'docker': f'docker rm -f {self.name}', 'podman': f'podman rm -f {self.name}'}[self.manager]
-        self.module.fail_json(
+        self.fail(
             msg=f'{self.describe()} runs (pid {status["pid"]}) but has no open entry in the ledger of {self.host}, '
                 f'so it was not started by inferlab (or its entry was closed) and a restore could not stop it; stop '
                 f'it yourself ({hint}) or pick another name', pid=status['pid'])
@@ -437,8 +467,8 @@ class ManagedProcess:
         result = _ledger.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
         self.undone += result['undone']
         if result['failed']:
-            self.module.fail_json(msg=f'could not stop {self.describe()}: {result["message"]}',
-                                  failures=result['failed'], details=result['details'], undone=self.undone)
+            self.fail(msg=f'could not stop {self.describe()}: {result["message"]}',
+                      failures=result['failed'], details=result['details'], undone=self.undone)
         return result
 
     def undo_command(self, argv, timeout):
@@ -479,7 +509,7 @@ class ManagedProcess:
                 result['failure_lines'] = _acceptance.log_failure_lines(
                     self.log_end(), self.params['log_failure_patterns'])
             except _acceptance.AcceptanceError as err:
-                self.module.fail_json(msg=f'log_failure_patterns: {err}')
+                self.fail(msg=f'log_failure_patterns: {err}')
         return result
 
     def container_log(self, lines):
@@ -495,7 +525,7 @@ class ManagedProcess:
         if self.manager == 'docker':
             return self.container_log(lines)[1]
         if not self.log_path:
-            self.module.fail_json(msg=f'log_failure_patterns needs the log of {self.describe()}: set log_path')
+            self.fail(msg=f'log_failure_patterns needs the log of {self.describe()}: set log_path')
         return pm.log_tail(self.log_path, lines, max_bytes=LOG_SCAN_MAX_BYTES)
 
     # -- starting ----------------------------------------------------------------------------------------------
@@ -510,8 +540,8 @@ class ManagedProcess:
             if self.runs_as_asked(status, current):
                 return self.result(False, status, status, entry_id=current['id'])
         elif status.get('exists') and not entries:
-            self.module.fail_json(msg=f'a stopped {self.describe()} exists and is not in the ledger of {self.host}; '
-                                      f'remove it ({self.manager} rm {self.name}) or pick another name')
+            self.fail(msg=f'a stopped {self.describe()} exists and is not in the ledger of {self.host}; '
+                      f'remove it ({self.manager} rm {self.name}) or pick another name')
         if self.module.check_mode:
             self.undone = [e['id'] for e in reversed(entries)]
             return self.result(True, status, {'running': True, 'pid': None, 'start_time': None})
@@ -543,8 +573,8 @@ class ManagedProcess:
             pid = pm.spawn_detached(self.argv, self.environment, self.log_path, params['pidfile'],
                                     params['working_dir'])
         except pm.ProcessManagerError as err:
-            self.module.fail_json(msg=f'{err}; ledger entry {entry_id} stays pending for the restore, which finds '
-                                      'nothing to stop', entry_id=entry_id, command=self.command)
+            self.fail(msg=f'{err}; ledger entry {entry_id} stays pending for the restore, which finds '
+                      'nothing to stop', entry_id=entry_id, command=self.shown_command())
         start_time = self.start_time(pid)
         self.mark_applied(entry_id, pid, start_time)
         running = pm.wait_alive(pid, params['startup_check_s'], self.procfs_root)
@@ -554,8 +584,8 @@ class ManagedProcess:
         """systemd-run or docker/podman run, then the startup check."""
         if self.log_path:
             pm.make_parent_dir(self.log_path)
-        self.checked_command(self.command, f'cannot start {self.describe()}', entry_id=entry_id,
-                             command=self.command)
+        self.checked_command(self.command, f'cannot start {self.describe()}', shown=self.shown_command(),
+                             entry_id=entry_id, command=self.shown_command())
         time.sleep(self.params['startup_check_s'])
         after = self.status([])
         self.mark_applied(entry_id, after['pid'], after['start_time'])
@@ -577,11 +607,12 @@ class ManagedProcess:
             tail, source = '', f'no log_path; see journalctl -u {self.unit}'
         lines = tail.splitlines()[-LOG_TAIL_LINES:]
         quoted = '\n'.join(lines) if lines else '(nothing)'
-        self.module.fail_json(
+        self.fail(
             msg=f'{self.describe()} did not stay up for {self.params["startup_check_s"]}s after its start '
                 f'({after.get("how") or "it exited"}); its ledger entry {entry_id} stays open for the restore. Last '
                 f'lines of its output ({source}):\n{quoted}',
-            entry_id=entry_id, pid=after['pid'], command=self.command, log_path=self.log_path, log_tail=lines)
+            entry_id=entry_id, pid=after['pid'], command=self.shown_command(), log_path=self.log_path,
+            log_tail=lines)
 
     # -- the result --------------------------------------------------------------------------------------------
 
@@ -590,17 +621,18 @@ class ManagedProcess:
         result = dict(changed=changed, state=self.params['state'], pid=after['pid'], start_time=after['start_time'],
                       entry_id=entry_id, undone=self.undone, log_path=self.log_path)
         if self.started:
-            result['command'] = self.command
+            result['command'] = self.shown_command()
             if self.manager == 'systemd':
                 params = self.params
-                result['unit_text'] = pm.systemd_unit_text(self.unit, self.argv, self.environment,
+                result['unit_text'] = pm.systemd_unit_text(self.unit, self.argv,
+                                                           _ledger.redact_environment(self.environment),
                                                            params['working_dir'], params['systemd_properties'],
                                                            self.log_path, params['stop_timeout_s'])
         if self.module._diff:
             result['diff'] = dict(
                 before={'state': 'started' if before['running'] else 'stopped', 'pid': before['pid']},
                 after={'state': 'started' if after['running'] else 'stopped', 'pid': after['pid'],
-                       'command': self.command})
+                       'command': self.shown_command()})
         return result
 
 
@@ -612,6 +644,7 @@ def build_module():
             manager=dict(type='str', choices=list(pm.MANAGERS), default='process'),
             argv=dict(type='list', elements='str'),
             environment=dict(type='dict', default={}),
+            secret_environment=dict(type='dict', default={}, no_log=True),
             working_dir=dict(type='path'),
             log_path=dict(type='path'),
             pidfile=dict(type='path'),

@@ -276,7 +276,7 @@ class PausedService:
 
     def open_entries(self):
         """This service's open service_pause entries, oldest first."""
-        return [e for e in _ledger.status(self.ledger_dir, self.host)['entries']
+        return [e for e in _ledger.entries(self.ledger_dir, self.host)
                 if e['kind'] == KIND and e['state'] in _ledger.OPEN_STATES and e['params'].get('name') == self.name]
 
     def run_command(self, argv):

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 RUN = RUN_DIR / "experiment"
@@ -109,3 +109,9 @@ def test_the_controller_and_gateway_ledgers_are_closed(ledger):
 
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0
+
+
+def test_the_ranks_secret_is_nowhere_in_what_the_run_wrote():
+    # the lab gives every rank a canary secret (inferlab_sglang_secret_environment): no record, fragment, log or
+    # ansible-runner job event of the whole run may hold it
+    assert files_holding(lab_canary(), RUN_DIR / "experiment") == []

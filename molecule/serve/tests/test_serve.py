@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -128,3 +128,9 @@ def test_the_gpu_is_free_again_once_the_ranks_stopped(host):
     name = host.backend.get_hostname()
     [card] = json.loads(host.file(f"{LAB_DIR}/hosts/{name[-1]}/gpu/nvml.json").content_string)["gpus"]
     assert card["compute_processes"] == []
+
+
+def test_the_ranks_secret_is_nowhere_in_the_run_directory():
+    # the lab gives every rank a canary secret (inferlab_sglang_secret_environment): no record, fragment or rank log
+    # may hold it
+    assert files_holding(lab_canary(), RUN_DIR) == []

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import testinfra.utils.ansible_runner
+import yaml
 
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
@@ -46,6 +47,21 @@ def pytest_runtest_makereport(item, call):
     host = item.funcargs.get("host") if hasattr(item, "funcargs") else None
     if report.when == "call" and report.failed and host is not None:
         report.sections.append(("lab logs", log_tails(lab_host(host))))
+
+
+def lab_canary() -> str:
+    """The secret the lab gives every rank (inventory/lab/group_vars/ring.yml, inferlab_sglang_secret_environment)."""
+    group_vars = yaml.safe_load((REPO_ROOT / "inventory" / "lab" / "group_vars" / "ring.yml").read_text())
+    return group_vars["inferlab_sglang_secret_environment"]["INFERLAB_LAB_CANARY"]
+
+
+def files_holding(text: str, root: Path) -> list:
+    """The files under ``root`` whose bytes contain ``text``; fails when ``root`` holds no file at all (a search of
+    nothing would pass)."""
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert files, f"{root} holds no file to search"
+    needle = text.encode()
+    return [str(p) for p in files if needle in p.read_bytes()]
 
 
 def assert_records_valid(run_dir: Path = RUN_DIR) -> int:

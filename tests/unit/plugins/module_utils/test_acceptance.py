@@ -325,7 +325,7 @@ def test_failed_trials_fail_the_acceptance():
 def test_public_environment_hides_other_values():
     env = {"NCCL_SOCKET_IFNAME": "=thunderbolt0", "GLOO_SOCKET_IFNAME": "thunderbolt0", "HF_TOKEN": "hf_secret"}
     assert acc.public_environment(env) == {"NCCL_SOCKET_IFNAME": "=thunderbolt0",
-                                           "GLOO_SOCKET_IFNAME": "thunderbolt0", "HF_TOKEN": "(set)"}
+                                           "GLOO_SOCKET_IFNAME": "thunderbolt0", "HF_TOKEN": "<redacted>"}
 
 
 def test_filters_wrap_errors():

@@ -262,3 +262,24 @@ def test_docs_match_the_argument_spec_and_the_kinds():
     yaml.safe_load(change_ledger.EXAMPLES)
     returns = yaml.safe_load(change_ledger.RETURN)
     assert all("returned" in value for value in returns.values())
+
+
+CANARY = "hf_inferlab_canary_51d0"
+
+
+def test_no_result_shows_a_paused_services_environment_values(ledger_dir):
+    """A paused service's environment is kept in the ledger to start it again (0600); status, record and mark show
+    its names, and only the allow-listed values (NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES, PYTHONPATH)."""
+    params = {"manager": "process", "name": "original-a", "pidfile": "/run/a.pid", "argv": ["/usr/bin/server"],
+              "environment": {"HF_TOKEN": CANARY, "NCCL_DEBUG": "INFO"}, "working_dir": "/srv", "log_path": "/dev/null"}
+    failed, recorded = run(ledger_dir, action="record", kind="service_pause", params=params)
+    assert not failed, recorded
+    failed, marked = run(ledger_dir, action="mark", id=recorded["id"], state="applied")
+    assert not failed, marked
+    failed, status = run(ledger_dir, action="status")
+    assert not failed, status
+    shown = {"HF_TOKEN": "<redacted>", "NCCL_DEBUG": "INFO"}
+    assert recorded["entry"]["params"]["environment"] == marked["entry"]["params"]["environment"] == shown
+    assert status["entries"][0]["params"]["environment"] == shown
+    assert CANARY not in json.dumps([recorded, marked, status])  # the echo of the arguments (invocation) included
+    assert CANARY in (Path(ledger_dir) / f"{HOST}.jsonl").read_text()  # kept where the undo needs it

@@ -143,16 +143,55 @@ def test_systemd_returns_its_unit_text(tmp_path, binaries, monkeypatch):
     show = [BINARIES["systemctl"], "show", "-p", "ActiveState,MainPID", "inferlab-r0.service"]
     install(monkeypatch, [{"command": show, "rc": 0, "out": "MainPID=0\nActiveState=inactive\n"}])
     failed, result = run_module(managed_process.main, dict(
-        name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], environment={"A": "1"}, working_dir="/srv",
-        systemd_properties=["MemoryMax=1G"], stop_timeout_s=2.5, ledger_dir=str(tmp_path / "l"), ledger_host=HOST,
-        run_id="r", _ansible_check_mode=True, _ansible_diff=True))
+        name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], environment={"A": "1", "NCCL_DEBUG": "INFO"},
+        working_dir="/srv", systemd_properties=["MemoryMax=1G"], stop_timeout_s=2.5, ledger_dir=str(tmp_path / "l"),
+        ledger_host=HOST, run_id="r", _ansible_check_mode=True, _ansible_diff=True))
     assert not failed, result.get("msg", result)
-    assert result["unit_text"] == pm.systemd_unit_text("inferlab-r0", ["/usr/bin/sleep", "30"], {"A": "1"}, "/srv",
+    # the values are redacted but the allow-listed ones (NCCL_*)
+    assert result["unit_text"] == pm.systemd_unit_text("inferlab-r0", ["/usr/bin/sleep", "30"],
+                                                       {"A": "<redacted>", "NCCL_DEBUG": "INFO"}, "/srv",
                                                        ["MemoryMax=1G"], None, 2.5)
-    assert "TimeoutStopSec=2500ms\nMemoryMax=1G\nEnvironment=\"A=1\"\nWorkingDirectory=/srv\n" in result["unit_text"]
+    assert ("TimeoutStopSec=2500ms\nMemoryMax=1G\nEnvironment=\"A=<redacted>\"\nEnvironment=\"NCCL_DEBUG=INFO\"\n"
+            "WorkingDirectory=/srv\n") in result["unit_text"]
     assert result["diff"] == {"before": {"state": "stopped", "pid": None},
                               "after": {"state": "started", "pid": None, "command": result["command"]}}
     assert not (tmp_path / "l").exists()
+
+
+CANARY = "hf_inferlab_canary_7f3a9c"
+
+
+def test_no_result_shows_an_environment_value_but_nccl_and_gloo_settings(tmp_path, binaries, monkeypatch):
+    """A secret in secret_environment or environment reaches the command that runs, and the ledger file, never a
+    result: not the command, the unit text, the diff, the ledger's view, nor the echo of the arguments."""
+    command = [BINARIES["systemd-run"], "--unit=inferlab-r0.service", "--collect", "--property=KillMode=control-group",
+               "--property=TimeoutStopSec=30s", f"--setenv=HF_TOKEN={CANARY}", "--setenv=NCCL_DEBUG=INFO",
+               f"--setenv=OTHER={CANARY}2", "--", "/usr/bin/sleep", "30"]
+    show = [BINARIES["systemctl"], "show", "-p", "ActiveState,MainPID", "inferlab-r0.service"]
+    install(monkeypatch, [{"command": show, "rc": 0, "out": "MainPID=0\nActiveState=inactive\n"},
+                          {"command": command, "rc": 0},
+                          {"command": show, "rc": 0, "out": "MainPID=0\nActiveState=active\n"}])
+    ledger_dir = tmp_path / "l"
+    failed, result = run_module(managed_process.main, dict(
+        name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], secret_environment={"HF_TOKEN": CANARY},
+        environment={"NCCL_DEBUG": "INFO", "OTHER": CANARY + "2"}, ledger_dir=str(ledger_dir), ledger_host=HOST,
+        run_id="r", startup_check_s=0, _ansible_diff=True))
+    assert not failed, result.get("msg", result)
+    assert CANARY not in json.dumps(result)
+    assert "--setenv=NCCL_DEBUG=INFO" in result["command"] and "--setenv=HF_TOKEN=<redacted>" in result["command"]
+    assert result["invocation"]["module_args"]["environment"] == {"NCCL_DEBUG": "INFO", "OTHER": "<redacted>"}
+    assert CANARY not in json.dumps(_ledger.status(str(ledger_dir), HOST))
+    # the ledger itself keeps the command that ran (its file is 0600 in a 0700 directory)
+    assert CANARY in Path(_ledger.ledger_path(str(ledger_dir), HOST)).read_text()
+    assert os.stat(_ledger.ledger_path(str(ledger_dir), HOST)).st_mode & 0o777 == 0o600
+
+
+def test_a_variable_in_both_environments_is_refused(tmp_path, binaries):
+    failed, result = run_module(managed_process.main, dict(
+        name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], secret_environment={"HF_TOKEN": CANARY},
+        environment={"HF_TOKEN": "x"}, ledger_dir=str(tmp_path / "l"), ledger_host=HOST, run_id="r"))
+    assert failed and result["msg"] == "HF_TOKEN set in both environment and secret_environment; set each in one"
+    assert CANARY not in json.dumps(result)
 
 
 # --- the process manager, for real --------------------------------------------------------------------------------
@@ -379,3 +418,16 @@ def test_documentation_parses_and_every_return_says_when():
     assert set(returns) == {"state", "running", "pid", "start_time", "command", "unit_text", "entry_id", "undone",
                             "log_path", "log_tail", "failure_lines"}
     assert all("returned" in r for r in returns.values())
+
+
+def test_a_secret_reaches_the_process_and_no_result_or_ledger_line(proc_args):
+    args = dict(proc_args, secret_environment={"HF_TOKEN": CANARY}, environment={"NCCL_DEBUG": "INFO"})
+    failed, started = run_module(managed_process.main, args)
+    assert not failed, started
+    environ = Path(f"/proc/{started['pid']}/environ").read_bytes().split(b"\0")
+    assert f"HF_TOKEN={CANARY}".encode() in environ and b"NCCL_DEBUG=INFO" in environ
+    assert CANARY not in json.dumps(started)
+    # the process manager records the command line, not the environment: the secret stays in the process alone
+    assert CANARY not in Path(args["ledger_dir"], f"{HOST}.jsonl").read_text()
+    failed, again = run_module(managed_process.main, args)
+    assert not failed and again["changed"] is False  # the secret counts in "runs as asked"
