@@ -28,6 +28,14 @@ def test_the_pause_stopped_the_unit_once_and_the_resume_kept_its_environment_and
     assert SYSTEMD["resumed_env"] == ["ORIGINAL_ROLE=small", "ORIGINAL_SITE=dropin"]
 
 
+def test_the_ranks_secret_reached_it_and_no_result():
+    # the shell read shows which variables the rank's process has, never their values
+    assert SYSTEMD["rank_env"] == ["HF_TOKEN=(set)", "NCCL_DEBUG=(set)"]
+    assert "inferlab-kernel-canary" not in json.dumps(SYSTEMD)
+    assert "--setenv=HF_TOKEN=<redacted>" in SYSTEMD["rank"]["command"]
+    assert "--setenv=NCCL_DEBUG=INFO" in SYSTEMD["rank"]["command"]
+
+
 def test_the_rank_ran_as_a_transient_unit_and_its_stop_unloaded_it():
     rank = SYSTEMD["rank"]
     assert rank["changed"] and "--unit=inferlab-rank0.service" in json.dumps(rank)
