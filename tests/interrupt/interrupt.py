@@ -201,10 +201,14 @@ def open_entries(path: Path) -> list[str]:
 
 
 def wait_for_deadman(lab_dir: Path, timeout_s: float) -> float | None:
-    """Seconds until no ring or gateway ledger has an open entry (the switches fired), or None."""
+    """Seconds until no ring or gateway ledger has an open entry (the switches fired), or None - None too when
+    there is no ring or gateway ledger at all (nothing to wait for is not a switch that fired)."""
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
-        if not [e for path in ledgers(lab_dir) if "controller" not in path.parts for e in open_entries(path)]:
+        watched = [path for path in ledgers(lab_dir) if "controller" not in path.parts]
+        if not watched:
+            return None
+        if not [e for path in watched for e in open_entries(path)]:
             return round(time.monotonic() - started, 1)
         time.sleep(0.5)
     return None

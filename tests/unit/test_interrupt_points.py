@@ -85,3 +85,17 @@ def test_kill_run_removes_the_socket_files_its_process_group_held(interrupt, tmp
         foreign_socket.close()
     assert proc.returncode == -9
     assert not ours.exists() and other.exists() and foreign.exists()
+
+
+def test_the_switch_wait_finds_nothing_to_wait_for_a_failure_and_an_open_entry_a_wait(interrupt, tmp_path):
+    # no ring or gateway ledger at all: nothing fired, so no time is reported (the point fails)
+    (tmp_path / "controller" / "state" / "ledger").mkdir(parents=True)
+    (tmp_path / "controller" / "state" / "ledger" / "localhost.jsonl").write_text("")
+    assert interrupt.wait_for_deadman(tmp_path, 5.0) is None
+    ledger = tmp_path / "hosts" / "a" / "state" / "ledger"
+    ledger.mkdir(parents=True)
+    line = '{"id": "x", "time": "t", "kind": "file", "params": {}, "state": "%s"}\n'
+    (ledger / "lab-a.jsonl").write_text(line % "applied")
+    assert interrupt.wait_for_deadman(tmp_path, 0.2) is None  # still open when the time is up
+    (ledger / "lab-a.jsonl").write_text(line % "applied" + line % "undone")
+    assert interrupt.wait_for_deadman(tmp_path, 5.0) == 0.0

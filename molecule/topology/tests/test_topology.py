@@ -74,7 +74,9 @@ def test_the_restore_undid_the_quarantine_and_verified_every_host():
 
 
 def test_no_open_ledger_entry_is_left():
-    for ledger in LAB_DIR.glob("**/state/ledger/*.jsonl"):
+    ledgers = list(LAB_DIR.glob("**/state/ledger/*.jsonl"))
+    assert ledgers, f"no ledger under {LAB_DIR}: nothing was checked"
+    for ledger in ledgers:
         last = {}
         for line in ledger.read_text().splitlines():
             entry = json.loads(line)
