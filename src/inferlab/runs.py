@@ -19,6 +19,8 @@ from inferlab import paths
 
 RUN_DIR_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<stem>[A-Za-z0-9_.-]+?)(?:\.(?P<n>\d+))?$")
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+# what a run is while its `inferlab run` still works on it: never pruned
+BUSY = ("running", "restoring")
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,9 @@ def pid_alive(pid: int) -> bool:
 
 def describe(path: Path) -> RunDir:
     """What a run directory says about itself: record.json first, then run.json (written when ansible-runner
-    returned), then ansible-runner's own artifacts/*/status and rc; a run with none of them is `running` while the
-    controller process named in env/extravars lives, else `interrupted`."""
+    returned), then ansible-runner's own artifacts/*/status and rc. A run without record.json whose controller
+    process (env/extravars) lives is `running`, or `restoring` once its restore after a cancel has started; one
+    with no status at all whose controller is gone is `interrupted`."""
     started_from_name, _n = parse_name(path.name)
     run = _read_json(path / "record.json").get("run") or {}
     summary = _read_json(path / "run.json")
@@ -109,8 +112,13 @@ def describe(path: Path) -> RunDir:
         ansible_rc = int(rc_text) if rc_text and rc_text.lstrip("-").isdigit() else None
     pid = _read_json(path / "env" / "extravars").get("inferlab_controller_pid")
     pid = pid if isinstance(pid, int) else None
+    alive = pid_alive(pid) if pid else False
+    if alive and not (path / "record.json").exists():
+        # its `inferlab run` still works on it: the playbook, or the restore after a cancel (run.json already
+        # says canceled), or the record
+        status = "restoring" if (path / "artifacts" / "restore").is_dir() else "running"
     if not status:
-        status = ("running" if pid_alive(pid) else "interrupted") if pid else "unknown"
+        status = "interrupted" if pid else "unknown"
     exit_code = run.get("exit_code")
     return RunDir(
         name=path.name,
@@ -135,12 +143,13 @@ def list_runs(runs_root: Path | None = None) -> list[RunDir]:
 
 
 def select_prunable(runs: list[RunDir], keep: int) -> tuple[list[RunDir], list[RunDir]]:
-    """(to remove, kept although old) for keeping the `keep` newest: a run that is still running is never removed."""
+    """(to remove, kept although old) for keeping the `keep` newest: a run that is still running, or restoring
+    after a cancel, is never removed."""
     if keep < 1:
         raise ValueError(f"--keep must be at least 1, got {keep}")
     ordered = sorted(runs, key=lambda r: (parse_name(r.name), r.name))
     old = ordered[:-keep]
-    return [r for r in old if r.status != "running"], [r for r in old if r.status == "running"]
+    return [r for r in old if r.status not in BUSY], [r for r in old if r.status in BUSY]
 
 
 def remove(run: RunDir) -> None:

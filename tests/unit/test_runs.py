@@ -11,12 +11,12 @@ from inferlab import cli, exit_codes, paths, runs
 
 
 def make_run(root, name, record=None, run_json=None, artifacts=None, pid=None, payload=b""):
-    """A run directory as runner.run_playbook leaves it: env/extravars, then artifacts/ansible/{status,rc} and
-    run.json when ansible-runner returned, then record.json."""
+    """A run directory as runner.run_playbook leaves it: env/extravars (its controller's pid, by default one that
+    ended), then artifacts/ansible/{status,rc} and run.json when ansible-runner returned, then record.json."""
     path = root / name
     (path / "env").mkdir(parents=True)
     (path / "env" / "extravars").write_text(
-        json.dumps({"inferlab_run_dir": str(path), "inferlab_controller_pid": pid or 1})
+        json.dumps({"inferlab_run_dir": str(path), "inferlab_controller_pid": pid or DEAD_PID})
     )
     if artifacts:
         (path / "artifacts" / "ansible").mkdir(parents=True)
@@ -34,6 +34,9 @@ def dead_pid() -> int:
     child = subprocess.Popen(["true"])
     child.wait()
     return child.pid
+
+
+DEAD_PID = dead_pid()  # the controller of a run that ended
 
 
 @pytest.fixture
@@ -233,3 +236,17 @@ def test_cli_list_json_and_table(root, capsys, monkeypatch):
 )
 def test_human_size(size, text):
     assert runs.human_size(size) == text
+
+
+def test_a_canceled_run_still_restoring_is_never_pruned(root):
+    # ansible-runner returned (run.json: canceled), and the same `inferlab run` process runs restore.yml in the run
+    # directory before it writes record.json
+    path = make_run(root, "20261130T093000Z-experiment", artifacts=("canceled", 254), pid=os.getpid(),
+                    run_json={"playbook": "experiment", "status": "canceled", "ansible_rc": 254})
+    (path / "artifacts" / "restore").mkdir()
+    [restoring] = [r for r in runs.list_runs(root) if r.name == path.name]
+    assert restoring.status == "restoring"
+    doomed, kept = runs.select_prunable(runs.list_runs(root), keep=1)
+    assert path.name in [r.name for r in kept] and path.name not in [r.name for r in doomed]
+    (path / "record.json").write_text(json.dumps({"schema_version": 1, "run": {"status": "canceled"}}))
+    assert [r.status for r in runs.list_runs(root) if r.name == path.name] == ["canceled"]  # its record: done
