@@ -289,6 +289,16 @@ def _utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _scrub_key(error, api_key):
+    """Remove the key from a failed request's message and body: a server may echo what it was sent (an
+    authentication error quoting the bearer token), and the records go into results and the run directory."""
+    if not error:
+        return
+    for field in ("message", "body"):
+        if isinstance(error.get(field), str) and api_key in error[field]:
+            error[field] = error[field].replace(api_key, "<redacted>")
+
+
 def _cut(text, limit=ERROR_BODY_LIMIT):
     if text is not None and len(text) > limit:
         return text[:limit] + "... (cut at %d characters)" % limit
@@ -645,6 +655,9 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
     else:
         _in_waves(run_one, list(range(requests)), concurrency)
 
+    if api_key:
+        for record in records:
+            _scrub_key(record.get("error"), api_key)
     wall_s = max(r["end_offset_s"] for r in records) - min(r["start"]["offset_s"] for r in records)
     batch.update(summarize(records, wall_s))
     accepts = [r["spec_accept_length"] for r in records if r["ok"] and r["spec_accept_length"] is not None]

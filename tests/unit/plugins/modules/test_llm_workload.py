@@ -577,3 +577,15 @@ def test_api_key_file_missing_or_empty_fails_before_any_request(server, tmp_path
 def test_api_key_and_api_key_file_are_exclusive(server, tmp_path):
     failed, result = run(server, api_key="k", api_key_file=str(tmp_path / "key"), **CHAT)
     assert failed and "mutually exclusive: api_key|api_key_file" in result["msg"]
+
+
+def test_a_key_the_server_echoes_in_an_error_is_removed_from_the_records(server, tmp_path):
+    key = "sk-inferlab-canary-0c7e"
+    key_file = tmp_path / "key"
+    key_file.write_text(key + "\n")
+    server.routes[("POST", "/v1/chat/completions")] = reply(
+        401, {"error": {"message": f"Authentication Error, invalid key {key}"}})
+    failed, result = run(server, api_key_file=str(key_file), **CHAT)
+    assert failed
+    error = result["batch"]["records"][0]["error"]
+    assert "invalid key <redacted>" in error["body"] and key not in json.dumps(result)
