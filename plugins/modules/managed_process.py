@@ -81,8 +81,8 @@ options:
   secret_environment:
     description:
       - Variables set for the process like O(environment), for values that are secrets (V(HF_TOKEN)). Ansible never
-        logs them (C(no_log)) and no result shows them; they are kept in the host's ledger (mode C(0600) in a
-        C(0700) directory) with the command that starts the process.
+        logs them (C(no_log)) and no result shows them. Under V(systemd), V(docker) and V(podman) the host's ledger
+        (mode C(0600) in a C(0700) directory) keeps them with the command that starts the process.
       - Results show O(environment)'s names, but its values only for C(NCCL_*), C(GLOO_*), C(CUDA_VISIBLE_DEVICES)
         and C(PYTHONPATH); every other value reads C(<redacted>).
     type: dict
