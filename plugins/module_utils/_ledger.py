@@ -510,34 +510,34 @@ def _process_leftovers(entry, procfs_root):
 
 
 def _managed_leftovers(entry, ctx):
-    """The unit still active, or the container still running, of an undone systemd_unit or container entry. A state
-    that cannot be read is reported as one (the restore must not pass on what it could not check)."""
+    """The unit still active, or the container still running, of an undone systemd_unit or container entry, read as
+    the undo reads them (``_unit_state``, ``_container_state``). A state that cannot be read is reported as one (the
+    restore must not pass on what it could not check)."""
     params = entry['params']
-    if entry['kind'] == 'systemd_unit':
-        what = f'unit {params["unit"]}'
-        found = {'unit': params['unit'], 'what': what}
-        command, package, running = 'systemctl', 'package systemd', UNIT_UP_STATES + UNIT_STARTING_STATES
-        configured, query = ctx.systemctl_command, ['is-active', params['unit']]
-    else:
-        what = f'{params["engine"]} container {params["name"]}'
-        found = {'engine': params['engine'], 'name': params['name'], 'what': what}
-        command, package, running = params['engine'], f'the {params["engine"]} CLI', ('running', 'restarting', 'paused')
-        configured = ctx.container_commands.get(params['engine'])
-        query = ['container', 'inspect', '-f', '{{.State.Status}}', params['name']]
     try:
-        base = _command_argv(configured, command, package, what)
+        if entry['kind'] == 'systemd_unit':
+            found = {'unit': params['unit'], 'what': f'unit {params["unit"]}'}
+            base = _command_argv(ctx.systemctl_command, 'systemctl', 'package systemd', found['what'])
+            running = UNIT_UP_STATES + UNIT_STARTING_STATES
+        else:
+            engine = params['engine']
+            found = {'engine': engine, 'name': params['name'], 'what': f'{engine} container {params["name"]}'}
+            base = _command_argv(ctx.container_commands.get(engine), engine, f'the {engine} CLI', found['what'])
+            running = ('running', 'restarting', 'paused')
     except UndoError:
         return []  # not installed on this host: nothing of that kind can run
     try:
-        rc, out, err = _run_command(base + query, ctx)
+        if entry['kind'] == 'systemd_unit':
+            state = _unit_state(base, params['unit'], ctx)
+        else:
+            state = _container_state(base, engine, params['name'], ctx, missing_ok=True)
     except UndoError as exc:
         return [{'id': entry['id'], 'kind': entry['kind'], 'pid': params.get('pid'), **found,
-                 'message': f'cannot tell whether {what} still runs: {exc}'}]
-    state = out.strip().splitlines()[0].strip() if out.strip() else ''
+                 'message': f'cannot tell whether {found["what"]} still runs: {exc}'}]
     if state not in running:
         return []
     return [{'id': entry['id'], 'kind': entry['kind'], 'pid': params.get('pid'), **found,
-             'message': f'{what} is still {state} although entry {entry["id"]} is undone'}]
+             'message': f'{found["what"]} is still {state} although entry {entry["id"]} is undone'}]
 
 
 def status(ledger_dir, host):
@@ -1633,13 +1633,16 @@ def _resume_unit(params, ctx):
         time.sleep(ctx.poll_interval)
 
 
-def _container_state(base, engine, name, ctx):
-    """``<engine> container inspect -f {{.State.Status}} NAME``: running, exited, created, restarting..."""
+def _container_state(base, engine, name, ctx, missing_ok=False):
+    """``<engine> container inspect -f {{.State.Status}} NAME``: running, exited, created, restarting... A container
+    that does not exist is None with ``missing_ok``, else UndoError."""
     argv = base + ['container', 'inspect', '-f', '{{.State.Status}}', name]
     rc, out, err = _run_command(argv, ctx)
     said = _output(out, err)
     if rc != 0:
         if _no_such_container(said) or 'no such object' in said.lower():
+            if missing_ok:
+                return None
             raise UndoError(f'there is no {engine} container {name} any more (removed while paused?), so it cannot '
                             'be started again: start the service by hand')
         raise UndoError(f'{" ".join(argv)} exited {rc}: {said}')

@@ -170,6 +170,17 @@ def test_a_state_that_cannot_be_read_is_reported_not_passed(ledger_dir):
     assert found["message"].startswith("cannot tell whether unit inferlab-rank0.service still runs: ")
 
 
+def test_a_container_engine_that_cannot_answer_is_reported_not_passed(ledger_dir):
+    container = managed(ledger_dir, "container", {"engine": "docker", "name": "rank0"})
+    ctx, _commands = context({("container", "inspect", "-f", "{{.State.Status}}", "rank0"):
+                              (1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                                      "Is the docker daemon running?\n")})
+    [found] = _ledger.leftovers(ledger_dir, HOST, ctx=ctx)
+    assert found["id"] == container and found["what"] == "docker container rank0"
+    assert found["message"].startswith("cannot tell whether docker container rank0 still runs: ")
+    assert "Cannot connect to the Docker daemon" in found["message"]
+
+
 def test_a_host_without_systemctl_or_the_engine_has_no_unit_or_container_leftovers(ledger_dir, monkeypatch):
     managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     managed(ledger_dir, "container", {"engine": "podman", "name": "rank0"})
