@@ -845,6 +845,7 @@ def status(where, probe=None) -> dict:
         "hosts": [],
         "stray_netns": [],
         "problems": [],
+        "restart": None,
     }
     if record is None:
         result["stray_netns"] = leftovers
@@ -882,7 +883,26 @@ def status(where, probe=None) -> dict:
         result["problems"].append(f"stray namespaces not in lab.json: {', '.join(result['stray_netns'])}")
     result["healthy"] = not result["problems"]
     result["state"] = "up" if result["healthy"] else "degraded"
+    result["restart"] = restart_plan(result)
     return result
+
+
+def restart_plan(result: dict) -> list[dict] | None:
+    """What ``lab up`` may start again alone instead of rebuilding the lab: ``[]`` for a healthy lab, the daemons
+    to start (``{"kind": "service", "host", "name"}``, ``{"kind": "router"}``) when every problem is one of those
+    daemons no longer running, ``None`` when anything else is wrong (a rebuild). A service is started again only
+    inside a host whose namespaces, links and sshd all pass their checks (it runs in sshd's namespaces); an
+    unhealthy daemon that still runs, a gateway daemon or a hardware daemon always means a rebuild."""
+    restart: list[dict] = []
+    for host in result["hosts"]:
+        dead = [s for s in host["services"] if not s["alive"]]
+        if dead and not all(v for k, v in host["checks"].items() if k != "services"):
+            return None
+        restart.extend({"kind": "service", "host": host["name"], "name": s["name"]} for s in dead)
+    router = result.get("router")
+    if router and not router["alive"]:
+        restart.append({"kind": "router"})
+    return restart if len(restart) == len(result["problems"]) else None
 
 
 def gpu_holders(snapshot: str) -> list[dict]:

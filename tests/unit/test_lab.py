@@ -530,6 +530,32 @@ def test_status_degraded(built_lab, kwargs, words):
     assert "problem:" in lab.render_status_text(st)
 
 
+@pytest.mark.parametrize("kwargs, restart", [
+    ({}, []),
+    ({"dead_pids": {1011}}, [{"kind": "service", "host": "lab-b", "name": "original-b"}]),
+    ({"dead_pids": {1099}}, [{"kind": "router"}]),
+    ({"dead_pids": {1001, 1099}}, [{"kind": "service", "host": "lab-a", "name": "original-a"}, {"kind": "router"}]),
+    # anything but a stopped service or router means a rebuild
+    ({"dead_pids": {1000}}, None),
+    ({"dead_pids": {1011}, "down_links": {"ilab-b"}}, None),
+    ({"bad_health": {"http://169.254.77.2:8000/health"}}, None),
+    ({"bad_health": {"http://169.254.77.1:8100/readiness"}}, None),
+    ({"dead_pids": {1201}}, None),
+    ({"dead_pids": {1011, 1201}}, None),
+    ({"missing_netns": {"ilab-b"}}, None),
+])
+def test_status_restart_plan(built_lab, kwargs, restart):
+    """What `lab up` may start again alone instead of rebuilding the lab (roles/lab/tasks/build.yml)."""
+    lab_dir, spec = built_lab
+    st = lab.status(lab_dir, probe=FakeProbe(spec, **kwargs))
+    assert st["restart"] == restart, st["problems"]
+
+
+def test_status_restart_plan_of_a_lab_not_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
+    assert lab.status(tmp_path / "ilab")["restart"] is None
+
+
 def test_status_follows_a_restarted_daemon_through_its_pidfile(built_lab):
     """A service paused and resumed, or a gateway instance restarted with another config, runs under a new pid:
     the status reads the pidfile, not the pid lab.json recorded at build time."""
