@@ -15,6 +15,7 @@ The run directory is ansible-runner's private_data_dir, so its artifacts (`artif
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 from collections.abc import Callable
@@ -107,8 +108,26 @@ def restore_after_cancel(
     return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
 
 
+# An extra var whose name says it holds a secret is kept out of record.json; a name that says it holds where one is
+# kept (a file, a path, a directory) is not a secret.
+SECRET_VAR_RE = re.compile(r"token|secret|passw|key", re.IGNORECASE)
+NOT_SECRET_VAR_SUFFIXES = ("_file", "_path", "_dir")
+REDACTED = "<redacted>"
+
+
+def redact_vars(value):
+    """``value`` (extra vars) with the value of every key that names a secret replaced by ``<redacted>``, at any
+    depth."""
+    if isinstance(value, dict):
+        return {k: REDACTED if (SECRET_VAR_RE.search(str(k)) and not str(k).endswith(NOT_SECRET_VAR_SUFFIXES))
+                else redact_vars(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_vars(v) for v in value]
+    return value
+
+
 def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict:
-    """The record's `run` section (see record.schema.json)."""
+    """The record's `run` section (see record.schema.json); extra vars that name a secret are redacted."""
     playbook = outcome.playbook
     return {
         "id": outcome.run_dir.name,
@@ -122,7 +141,7 @@ def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict
         "ansible_rc": outcome.rc,
         "exit_code": code,
         "exit_meaning": exit_codes.MEANING[code],
-        "extravars": extravars,
+        "extravars": redact_vars(extravars),
         "stats": outcome.stats,
     }
 

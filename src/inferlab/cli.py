@@ -97,6 +97,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except strategy.StrategyError as exc:
         raise UsageError(str(exc)) from None
     run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook)
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        # its fragments, known-good snapshots and artifacts would mix with the new run's in one record
+        raise UsageError(f"the run directory {run_dir} exists and is not empty: a run directory holds one run; name a "
+                         "new one with --run-dir, or leave --run-dir out for runs/<UTC stamp>-<playbook>/")
     return run_and_record(playbook, inventory, run_dir, extravars, check=args.check, strategy_name=args.strategy)
 
 

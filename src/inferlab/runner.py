@@ -54,6 +54,22 @@ def new_run_dir(playbook: Path, runs_root: Path = paths.RUNS) -> Path:
     return candidate
 
 
+def make_private_dir(path: Path) -> None:
+    """A run directory readable by its owner only (0700): it holds the run's extra vars and its records."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` with mode 0600 from the start (never readable by others, not even briefly)."""
+    make_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+        handle.write(text)
+    tmp.replace(path)
+
+
 def resolve_playbook(name: str) -> Path:
     """Accept `playbooks/verify.yml`, `verify.yml` or `verify`, relative to the cwd or the checkout."""
     given = Path(name)
@@ -82,10 +98,13 @@ def run_playbook(
     artifacts directory (`artifacts/<ident>/`): the restore that follows a canceled run keeps its own.
     `strategy_name` is the Ansible strategy (inferlab.strategy); run.json says which one ran.
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(run_dir)
     started = utc_iso()
     # The ledger lock names this process as the run's holder, so a lock left by a killed run is seen as stale.
     all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_controller_pid": os.getpid(), **(extravars or {})}
+    # Never on a command line: ansible-runner would put a dict of extra vars in ansible-playbook's argv (and in
+    # artifacts/<ident>/command), where `ps` shows them. A file it passes as `-e @env/extravars` instead.
+    write_private(run_dir / "env" / "extravars", json.dumps(all_vars))
     envvars = {
         "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
         "ANSIBLE_NOCOLOR": "0" if sys.stdout.isatty() else "1",
@@ -100,7 +119,6 @@ def run_playbook(
         private_data_dir=str(run_dir),
         playbook=str(playbook),
         inventory=str(inventory),
-        extravars=all_vars,
         envvars=envvars,
         quiet=quiet,
         ident=ident,

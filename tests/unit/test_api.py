@@ -128,10 +128,14 @@ def test_a_canceled_run_is_restored_before_run_returns(project, tmp_path):
     restore = tmp_path / "restore.yml"
     restore.write_text(RESTORE)
     run_dir = tmp_path / "run"
-    result = api.run(playbook, inventory, {"sleep_s": "120"}, run_dir,
+    canary = "sk-canary-" + "51d0e2"
+    result = api.run(playbook, inventory, {"sleep_s": "120", "site_token": canary}, run_dir,
                      cancel_callback=(run_dir / "changed").exists, restore_playbook=restore)
     assert result.status == "canceled"
     assert result.restore == {"status": "successful", "ansible_rc": 0, "verified": True}
+    # the restore gets the run's extra vars from the run directory's 0600 file too, never on its command line
+    for ident in ("ansible", "restore"):
+        assert canary not in (run_dir / "artifacts" / ident / "command").read_text(), ident
     assert result.rc == exit_codes.EXPERIMENT_FAILED_RESTORED
     assert (run_dir / "artifacts" / "restore" / "status").read_text() == "successful"
     assert result.record["restore"]["local"]["known_good"] == str(run_dir / "known_good")
@@ -201,3 +205,36 @@ def test_inferlab_run_is_the_cli_of_api_run(project, tmp_path, capsys):
     assert captured.out.strip().splitlines()[-1] == str(run_dir.resolve())
     assert "inferlab: failed, exit 10 (a precondition failed and nothing was changed)" in captured.err
     assert json.loads((run_dir / "record.json").read_text())["run"]["exit_code"] == 10
+
+
+def test_extra_vars_reach_the_play_through_a_private_file_never_argv(project, tmp_path):
+    """ansible-runner puts a dict of extra vars on ansible-playbook's command line (and in artifacts/<ident>/command),
+    where `ps` shows them: they go in env/extravars (0600, in a 0700 run directory) instead, and record.json keeps
+    a secret's name but not its value."""
+    playbook, inventory = project
+    canary = "sk-canary-" + "7f3a9c"
+    result = api.run(playbook, inventory, {"fail_early": "true", "gateway_api_token": canary,
+                                           "nested": {"password": canary, "api_key_file": "/etc/key"}},
+                     tmp_path / "run")
+    assert result.rc == exit_codes.PRECONDITION_FAILED  # fail_early reached the play
+    command = (result.run_dir / "artifacts" / "ansible" / "command").read_text()
+    assert canary not in command and "@" + str(result.run_dir / "env" / "extravars") in command
+    extravars = result.run_dir / "env" / "extravars"
+    assert json.loads(extravars.read_text())["gateway_api_token"] == canary
+    assert extravars.stat().st_mode & 0o777 == 0o600
+    assert result.run_dir.stat().st_mode & 0o777 == 0o700
+    recorded = result.record["run"]["extravars"]
+    assert recorded == {"fail_early": "true", "gateway_api_token": "<redacted>",
+                        "nested": {"password": "<redacted>", "api_key_file": "/etc/key"}}
+    assert canary not in (result.run_dir / "record.json").read_text()
+
+
+def test_inferlab_run_refuses_a_run_directory_that_holds_a_run(project, tmp_path, capsys):
+    playbook, inventory = project
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "record.json").write_text("{}\n")
+    code = cli.main(["run", str(playbook), "-i", str(inventory), "--run-dir", str(run_dir)])
+    assert code == exit_codes.USAGE
+    assert f"the run directory {run_dir.resolve()} exists and is not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in run_dir.iterdir()) == ["record.json"]
