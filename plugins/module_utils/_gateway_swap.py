@@ -737,9 +737,10 @@ def _exit_reason(instance, procfs_root):
     if state in ('ours', 'foreign', 'absent'):
         return None
     proc = _ledger.SPAWNED.get(pid) if pid else None
+    # poll(), not returncode: an exited child stays a zombie, its status unread, until someone reaps it
+    code = proc.poll() if proc is not None else None
     how = ''
-    if proc is not None and proc.returncode is not None:
-        code = proc.returncode
+    if code is not None:
         how = f' (killed by signal {-code})' if code < 0 else f' (exit status {code})'
     return f'{instance["name"]} (pid {pid}) exited{how}; see its log {instance["log"]}'
 
