@@ -52,6 +52,33 @@ done
 
 log() { echo "fetch_sources: $*" >&2; }
 now() { date +%s.%N; }
+
+# What apt lists is resolved again only when its lists or this script changed: the last answer is kept in
+# CACHE/sources.resolved.json with a key made of both, and read back (every source's extraction stamps still there)
+# instead of asking apt-cache again, which costs about 15 CPU-s for the three sources.
+RESOLVED=$CACHE/sources.resolved.json
+RESOLVED_KEY=$( { sha256sum "$0"; ls -l --time-style=+%s /var/lib/apt/lists/ 2>/dev/null || true; } | sha256sum \
+  | cut -d' ' -f1)
+if python3 - "$RESOLVED" "$RESOLVED_KEY" <<'EOF'
+import json
+import os
+import sys
+
+try:
+    with open(sys.argv[1]) as handle:
+        kept = json.load(handle)
+except (OSError, ValueError):
+    sys.exit(1)
+sources = kept.get('sources') if isinstance(kept, dict) else None
+if kept.get('key') != sys.argv[2] or not sources or not all(
+        os.path.isfile(os.path.join(path, '.inferlab-extracted')) for s in sources for path in s['stamped_dirs']):
+    sys.exit(1)
+print(json.dumps({**{k: v for k, v in kept.items() if k != 'key'}, 'resolved_from_cache': True}, indent=2))
+EOF
+then
+  log "apt's lists and this script are unchanged since the last run: its sources ($RESOLVED)"
+  exit 0
+fi
 elapsed() { python3 -c 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$1" "$(now)"; }
 
 # The Depends field of PKG at VERSION, one package name per line (version constraints and alternatives dropped).
@@ -164,6 +191,8 @@ print(json.dumps({
     'line': kver, 'version': version, 'suite': suite, 'candidate': is_candidate == 'yes',
     'meta_package': meta, 'abi': abi, 'headers_dir': headers, 'source_dir': src, 'driver_files': driver,
     'checkpatch': os.path.join(src, 'scripts', 'checkpatch.pl'),
+    # the directories whose .inferlab-extracted stamp says they are complete (the resolution's cache checks them)
+    'stamped_dirs': [os.path.join(os.path.dirname(src), 'root'), src],
     'debs': [os.path.basename(path) for path in sys.argv[12:]],
     'seconds': {'download': float(t_dl), 'extract_headers': float(t_hdr), 'extract_source': float(t_src)},
 }))
@@ -198,10 +227,16 @@ T0=$(now)
 fetch_line 6.1 linux-headers-amd64
 fetch_line 6.12 linux-headers-6.12-amd64
 
-python3 - "$CACHE" "$(elapsed "$T0")" "${SOURCES_JSON[@]}" <<'EOF'
+python3 - "$CACHE" "$(elapsed "$T0")" "$RESOLVED" "$RESOLVED_KEY" "${SOURCES_JSON[@]}" <<'EOF'
 import json
+import os
 import sys
 
-print(json.dumps({'format': 'inferlab.kernel_sources/1', 'cache_dir': sys.argv[1], 'seconds': float(sys.argv[2]),
-                  'sources': [json.loads(text) for text in sys.argv[3:]]}, indent=2))
+result = {'format': 'inferlab.kernel_sources/1', 'cache_dir': sys.argv[1], 'seconds': float(sys.argv[2]),
+          'sources': [json.loads(text) for text in sys.argv[5:]], 'resolved_from_cache': False}
+tmp = sys.argv[3] + '.tmp'
+with open(tmp, 'w') as handle:
+    json.dump({**result, 'key': sys.argv[4]}, handle, indent=2)
+os.replace(tmp, sys.argv[3])
+print(json.dumps(result, indent=2))
 EOF
