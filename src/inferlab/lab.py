@@ -955,6 +955,11 @@ def render_status_text(st: dict) -> str:
             lines.append(f"  gateway {gateway['public_url']} (key file {gateway['key_file']}): {daemons}")
     for problem in st["problems"]:
         lines.append(f"  problem: {problem}")
+    if st["problems"] and st["built"]:
+        restart = st.get("restart")
+        lines.append("  `inferlab lab up` would " + (
+            "start again: " + ", ".join(r.get("name", r["kind"]) for r in restart) if restart
+            else "remove the lab and build it again"))
     return "\n".join(lines)
 
 

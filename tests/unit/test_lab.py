@@ -549,6 +549,13 @@ def test_status_restart_plan(built_lab, kwargs, restart):
     lab_dir, spec = built_lab
     st = lab.status(lab_dir, probe=FakeProbe(spec, **kwargs))
     assert st["restart"] == restart, st["problems"]
+    text = lab.render_status_text(st)
+    if restart:
+        assert "`inferlab lab up` would start again: " + ", ".join(r.get("name", "router") for r in restart) in text
+    elif restart is None:
+        assert "`inferlab lab up` would remove the lab and build it again" in text
+    else:
+        assert "`inferlab lab up` would" not in text
 
 
 def test_status_restart_plan_of_a_lab_not_built(tmp_path, monkeypatch):
