@@ -57,9 +57,9 @@ now() { date +%s.%N; }
 # CACHE/sources.resolved.json with a key made of both, and read back (every source's extraction stamps still there)
 # instead of asking apt-cache again, which costs about 15 CPU-s for the three sources.
 RESOLVED=$CACHE/sources.resolved.json
-RESOLVED_KEY=$( { sha256sum "$0"; ls -l --time-style=+%s /var/lib/apt/lists/ 2>/dev/null || true; } | sha256sum \
+RESOLVED_KEY=$( { sha256sum < "$0"; ls -l --time-style=+%s /var/lib/apt/lists/ 2>/dev/null || true; } | sha256sum \
   | cut -d' ' -f1)
-if python3 - "$RESOLVED" "$RESOLVED_KEY" <<'EOF'
+if python3 - "$RESOLVED" "$RESOLVED_KEY" "$CACHE" <<'EOF'
 import json
 import os
 import sys
@@ -70,7 +70,7 @@ try:
 except (OSError, ValueError):
     sys.exit(1)
 sources = kept.get('sources') if isinstance(kept, dict) else None
-if kept.get('key') != sys.argv[2] or not sources or not all(
+if kept.get('key') != sys.argv[2] or kept.get('cache_dir') != sys.argv[3] or not sources or not all(
         os.path.isfile(os.path.join(path, '.inferlab-extracted')) for s in sources for path in s['stamped_dirs']):
     sys.exit(1)
 print(json.dumps({**{k: v for k, v in kept.items() if k != 'key'}, 'resolved_from_cache': True}, indent=2))
