@@ -637,7 +637,9 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
                  check_mode=False):
     """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, message}``.
 
-    Re-acquiring by the same run_id is a no-op. A lock held by another run raises LockError naming the holder,
+    Re-acquiring by the same run_id from the same ``controller`` is a no-op; the same run_id from another controller
+    is another run (a run id copied, or two controllers that named their runs alike) and is refused like one. A lock
+    held by another run raises LockError naming the holder,
     unless ``break_stale`` and the holder is known dead: it must have taken the lock from the same ``controller``
     and its pid must not be alive there. ``holder_alive`` is that liveness as checked on the controller by the
     caller; when None it is checked here, which is only valid when this machine is that controller (same
@@ -651,6 +653,10 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
     with _DirGuard(ledger_dir):
         holder, problem = read_lock(ledger_dir, host)
         if holder and holder.get('run_id') == run_id:
+            if holder.get('controller') != controller:
+                raise LockError(f'{_locked_message(host, holder)}: the same run id {run_id}, but taken from '
+                                f'controller {holder.get("controller")}, not from this controller {controller}; '
+                                'two runs may not share an id', holder=holder)
             return {'changed': False, 'lock': holder, 'took_over': None,
                     'message': f'the ledger of {host} is already locked by this run {run_id}'}
         if holder is None:

@@ -130,7 +130,7 @@ def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict
     """The record's `run` section (see record.schema.json); extra vars that name a secret are redacted."""
     playbook = outcome.playbook
     return {
-        "id": outcome.run_dir.name,
+        "id": outcome.run_id or outcome.run_dir.name,
         "playbook": str(playbook.relative_to(paths.REPO_ROOT))
         if playbook.is_relative_to(paths.REPO_ROOT)
         else str(playbook),

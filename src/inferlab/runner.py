@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ class RunOutcome:
     started: str = ""
     finished: str = ""
     strategy: str = ""
+    run_id: str = ""  # the id its ledger entries and locks carry (run_id_for)
 
     @property
     def succeeded(self) -> bool:
@@ -52,6 +54,18 @@ def new_run_dir(playbook: Path, runs_root: Path = paths.RUNS) -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}.{n}")
     return candidate
+
+
+def run_id_for(run_dir: Path) -> str:
+    """The id of the run in ``run_dir``: the directory's name and 8 random hex digits, so that two runs started in the
+    same second (two controllers, two operators) never share one, and a lock or ledger entry names exactly one run.
+    The restore after a cancel runs in the same directory and keeps the run's id (env/extravars has it), so the
+    locks the run holds are its own."""
+    try:
+        known = json.loads((run_dir / "env" / "extravars").read_text()).get("inferlab_run_id")
+    except (OSError, ValueError, AttributeError):
+        known = None
+    return known if isinstance(known, str) and known else f"{run_dir.name}-{secrets.token_hex(4)}"
 
 
 def make_private_dir(path: Path) -> None:
@@ -101,7 +115,8 @@ def run_playbook(
     make_private_dir(run_dir)
     started = utc_iso()
     # The ledger lock names this process as the run's holder, so a lock left by a killed run is seen as stale.
-    all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_controller_pid": os.getpid(), **(extravars or {})}
+    all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_run_id": run_id_for(run_dir),
+                "inferlab_controller_pid": os.getpid(), **(extravars or {})}
     # Never on a command line: ansible-runner would put a dict of extra vars in ansible-playbook's argv (and in
     # artifacts/<ident>/command), where `ps` shows them. A file it passes as `-e @env/extravars` instead.
     write_private(run_dir / "env" / "extravars", json.dumps(all_vars))
@@ -136,6 +151,7 @@ def run_playbook(
         started=started,
         finished=utc_iso(),
         strategy=strategy_name,
+        run_id=all_vars["inferlab_run_id"],
     )
     if ident == "ansible":
         (run_dir / "run.json").write_text(json.dumps(outcome_summary(outcome), indent=2) + "\n")

@@ -2,6 +2,7 @@
 run directory and record; cancellation through the cancel callback; and `inferlab run` as its CLI."""
 
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -143,6 +144,8 @@ def test_a_canceled_run_is_restored_before_run_returns(project, tmp_path):
     assert result.record["stages"]["demo"]["local"]["strategy"] == "mitogen_linear"
     assert result.record["restore"]["local"]["strategy"] == "linear"
     assert json.loads((run_dir / "run.json").read_text())["status"] == "canceled"
+    # the restore ran as the run itself (its extra vars rewritten with the run's id), so the run's locks are its own
+    assert json.loads((run_dir / "env" / "extravars").read_text())["inferlab_run_id"] == result.record["run"]["id"]
 
 
 def test_signal_handlers_are_put_back(project, tmp_path):
@@ -238,3 +241,17 @@ def test_inferlab_run_refuses_a_run_directory_that_holds_a_run(project, tmp_path
     assert code == exit_codes.USAGE
     assert f"the run directory {run_dir.resolve()} exists and is not empty" in capsys.readouterr().err
     assert sorted(p.name for p in run_dir.iterdir()) == ["record.json"]
+
+
+def test_two_runs_in_directories_of_one_name_get_two_ids(project, tmp_path):
+    """A run id was the run directory's name, a time to the second: two controllers starting a run in the same second
+    shared it, and each took the other's ledger lock as its own. The directory's name and 8 random hex digits now."""
+    playbook, inventory = project
+    ids = []
+    for controller in ("a", "b"):
+        result = api.run(playbook, inventory, {"fail_early": "true"}, tmp_path / controller / "20261203T101500Z-tiny")
+        extravars = json.loads((result.run_dir / "env" / "extravars").read_text())
+        assert extravars["inferlab_run_id"] == result.record["run"]["id"]  # what the play and its ledgers got
+        ids.append(result.record["run"]["id"])
+    assert ids[0] != ids[1]
+    assert all(re.fullmatch(r"20261203T101500Z-tiny-[0-9a-f]{8}", run_id) for run_id in ids), ids

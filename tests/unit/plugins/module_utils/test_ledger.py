@@ -233,6 +233,18 @@ def test_lock_acquire_reacquire_release(ledger_dir):
     assert _ledger.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is False
 
 
+def test_the_same_run_id_from_another_controller_is_another_run(ledger_dir):
+    # two controllers whose runs started in the same second once got the same id, and the second took the first's
+    # lock as its own
+    _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
+    with pytest.raises(_ledger.LockError) as err:
+        _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl2", pid=4242)
+    assert "locked by run 20261130T101500Z-experiment (controller ctl1, pid 4242" in str(err.value)
+    assert "taken from controller ctl1, not from this controller ctl2; two runs may not share an id" in str(err.value)
+    assert err.value.holder["controller"] == "ctl1"
+    assert json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["controller"] == "ctl1"
+
+
 def test_lock_conflict_names_the_holder(ledger_dir):
     _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
     since = json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["time"]
