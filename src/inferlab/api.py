@@ -77,8 +77,9 @@ def exit_code(outcome: runner.RunOutcome) -> int:
     return runner.classify(outcome)
 
 
-# Playbooks whose cancel is not followed by a restore: the restore itself and the lab's own set-up and tear-down.
-NO_RESTORE_AFTER_CANCEL = {"restore", "lab_up", "lab_down"}
+# Playbooks whose cancel is not followed by a restore: the restore itself, the site dry run (it changes nothing) and
+# the lab's own set-up and tear-down.
+NO_RESTORE_AFTER_CANCEL = {"restore", "preflight", "lab_up", "lab_down"}
 
 
 def restore_after_cancel(
