@@ -2,7 +2,7 @@
 # Copyright (c) 2026, inferlab developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The problems a site dry run (playbooks/preflight.yml) notes: one JSON line each in <run dir>/preflight/problems.jsonl.
+"""The problems a site dry run (playbooks/preflight.yml) notes: a JSON line each in <run dir>/preflight/problems.jsonl.
 
 Every check that found a problem appends its line as it runs (forks write at once: one ``write`` of one line, opened
 with O_APPEND, which POSIX keeps whole); the preflight's last play reads them all and fails listing every one."""

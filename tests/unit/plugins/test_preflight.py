@@ -78,7 +78,8 @@ PLAYBOOK = """\
     - name: Stop if the port is busy
       inferlab.distributed.preflight_check:
         that: port_free | bool
-        fail_msg: "Stop if a port is busy on {{ inventory_hostname }}: expected 30000 free, found a listener; set sglang_tp_port"
+        fail_msg: >-
+          Stop if a port is busy on {{ inventory_hostname }}: expected 30000 free, found a listener; set sglang_tp_port
         quiet: true
 
     - name: Stop if a test port is busy
@@ -116,7 +117,8 @@ def run_playbook(tmp_path, *extra):
 def test_in_a_stage_it_is_assert(tmp_path):
     proc = run_playbook(tmp_path, "-e", f"inferlab_run_dir={tmp_path}")
     assert proc.returncode == 2, proc.stdout[-3000:]
-    assert "Stop if a port is busy on localhost: expected 30000 free, found a listener; set sglang_tp_port" in proc.stdout
+    assert ("Stop if a port is busy on localhost: expected 30000 free, found a listener; set sglang_tp_port"
+            in proc.stdout)
     assert "went on" not in proc.stdout
     assert not (tmp_path / PROBLEMS_FILE).exists()
 
