@@ -29,7 +29,8 @@ class ActionModule(AssertAction):
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        collect = boolean(task_vars.get("inferlab_preflight_collect", False), strict=False)
+        # a play may set it from an expression (experiment.yml: ansible_check_mode), which task_vars hold untemplated
+        collect = boolean(self._templar.template(task_vars.get("inferlab_preflight_collect", False)), strict=False)
         if not collect:
             return super().run(tmp, task_vars)
         try:

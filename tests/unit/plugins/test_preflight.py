@@ -74,6 +74,9 @@ PLAYBOOK = """\
 - name: Checks as a stage and the dry run run them
   hosts: all
   gather_facts: false
+  vars:
+    # an expression, as experiment.yml sets it from ansible_check_mode: the action must template it
+    inferlab_preflight_collect: "{{ dry_run | default(false) }}"
   tasks:
     - name: Stop if the port is busy
       inferlab.distributed.preflight_check:
@@ -124,7 +127,7 @@ def test_in_a_stage_it_is_assert(tmp_path):
 
 
 def test_in_a_dry_run_it_notes_every_problem_and_the_play_goes_on(tmp_path):
-    proc = run_playbook(tmp_path, "-e", f"inferlab_run_dir={tmp_path}", "-e", "inferlab_preflight_collect=true")
+    proc = run_playbook(tmp_path, "-e", f"inferlab_run_dir={tmp_path}", "-e", "dry_run=true")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "went on" in proc.stdout
     problems = read_problems(str(tmp_path))
@@ -141,6 +144,6 @@ def test_in_a_dry_run_it_notes_every_problem_and_the_play_goes_on(tmp_path):
 
 
 def test_a_dry_run_without_a_run_directory_fails_saying_so(tmp_path):
-    proc = run_playbook(tmp_path, "-e", "inferlab_preflight_collect=true")
+    proc = run_playbook(tmp_path, "-e", "dry_run=true")
     assert proc.returncode == 2
     assert "inferlab_run_dir, found nothing" in proc.stdout
