@@ -161,7 +161,12 @@ test:
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
 	kernel= checks=
 	if [ $$status = 0 ]; then
-	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
+	  # the checks stay in make's session at renice 19: the unit tests' timing bounds failed when their autogroup got
+	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
+	  ( renice -n 19 -p $$BASHPID > /dev/null; ionice -c 3 -p $$BASHPID
+	    for name in $(TEST_BACKGROUND_GATES); do
+	      bash tests/gate.sh $$name $(TEST_TIMES) > .cache/gate-$$name.log 2>&1 || true
+	    done ) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel & kernel=$$!
 	  trap 'wait $$kernel $$checks 2> /dev/null || true' EXIT  # never leave them running
 	fi
