@@ -135,14 +135,14 @@ kernel-cache: deb
 	bash tests/kernel/build_guest.sh $(KERNEL_CACHE) > /dev/null
 
 # Every gate, each timed (tests/gate.sh); the table of durations is printed at the end, passed or not. After bootstrap,
-# two chains run in the background, out of the way of the foreground (tests/background_gates.sh: a session of their
-# own whose autogroup has nice 19, the idle I/O class), their output in .cache/gate-<gate>.log: the unit tests and
-# what only reads the code (unit, lint, contract, sanity), and the kernel guest's downloads (kernel-cache) followed by
-# the kernel scenario (molecule-kernel), which waits until the first chain is done. The scenarios on the embedded lab
-# run in the foreground. They leave a CPU idle for most of their time (they wait on requests, restarts and
-# measurements: 45 % of the 2 CPUs busy on average once the checks are done), which the kernel scenario's QEMU guest
-# and gcc take. The unit tests mostly wait on the processes and servers they start, and bound ratios or generous
-# ceilings, never tight wall times.
+# two chains run in the background (tests/background_gates.sh: the lowest CPU priority, the idle I/O class), their
+# output in .cache/gate-<gate>.log: the unit tests and what only reads the code (unit, lint, contract, sanity), in
+# make's session at renice 19, and the kernel guest's downloads (kernel-cache) followed by the kernel scenario
+# (molecule-kernel), which waits until the first chain is done, in a session of its own whose autogroup has nice 19
+# (out of the lab daemons' way too). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
+# for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
+# the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
+# processes and servers they start, and bound ratios or generous ceilings, never tight wall times.
 TEST_BACKGROUND_GATES := unit lint contract sanity
 TEST_KERNEL_GATES := kernel-cache molecule-kernel
 test:
@@ -161,12 +161,9 @@ test:
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
 	kernel= checks=
 	if [ $$status = 0 ]; then
-	  # the checks stay in make's session at renice 19: the unit tests' timing bounds failed when their autogroup got
+	  # the checks stay in make's session (no setsid): the unit tests' timing bounds failed when their autogroup got
 	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
-	  ( renice -n 19 -p $$BASHPID > /dev/null; ionice -c 3 -p $$BASHPID
-	    for name in $(TEST_BACKGROUND_GATES); do
-	      bash tests/gate.sh $$name $(TEST_TIMES) > .cache/gate-$$name.log 2>&1 || true
-	    done ) & checks=$$!
+	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel & kernel=$$!
 	  trap 'wait $$kernel $$checks 2> /dev/null || true' EXIT  # never leave them running
 	fi

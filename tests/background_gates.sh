@@ -4,7 +4,8 @@
 # exited before the gates that follow it (another chain, which this one cannot `wait` for). Every gate runs, whether
 # the one before it passed or not; the caller reads the results from TIMES.
 #
-#     setsid -w bash tests/background_gates.sh TIMES GATE [GATE | --after PID] ...
+#     setsid -w bash tests/background_gates.sh TIMES GATE [GATE | --after PID] ...   # out of every session's way
+#     bash tests/background_gates.sh TIMES GATE ...   # out of the caller's session's way only (renice 19)
 #
 # Out of the way: the lowest CPU priority and the idle I/O class. With the kernel's autogroups
 # (/proc/sys/kernel/sched_autogroup_enabled), a nice value ranks a process only against those of its own session:
@@ -15,7 +16,8 @@
 set -uo pipefail
 times=${1:?usage: bash tests/background_gates.sh TIMES GATE [GATE | --after PID] ...}
 shift
-if [ -w /proc/self/autogroup ]; then echo 19 > /proc/self/autogroup; fi
+# only as the leader of a session of its own (setsid): in the caller's session the autogroup is the caller's too
+if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ]; then echo 19 > /proc/self/autogroup; fi
 renice -n 19 -p $$ > /dev/null
 ionice -c 3 -p $$
 while [ $# -gt 0 ]; do
