@@ -1,11 +1,11 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The experiment_plan_problems, experiment_plan, experiment_plan_line and experiment_driver_layer_problems filters:
-the staged experiment's plan, checked and previewed.
+"""The experiment_plan_problems, experiment_plan and experiment_plan_line filters: the staged experiment's plan,
+checked and previewed.
 
-Their DOCUMENTATION, EXAMPLES and RETURN are in the sidecar files experiment_plan_problems.yml, experiment_plan.yml,
-experiment_plan_line.yml and experiment_driver_layer_problems.yml beside this file. The logic is in
+Their DOCUMENTATION, EXAMPLES and RETURN are in the sidecar files experiment_plan_problems.yml, experiment_plan.yml
+and experiment_plan_line.yml beside this file. The logic is in
 plugins/plugin_utils/_experiment_plan.py.
 """
 
@@ -29,12 +29,7 @@ def experiment_plan_line(row):
     return _experiment_plan.plan_line(plain(row))
 
 
-def experiment_driver_layer_problems(rows, host_layers):
-    return _experiment_plan.driver_layer_problems(plain(rows), plain(host_layers))
-
-
 class FilterModule(object):
     def filters(self):
         return {'experiment_plan_problems': experiment_plan_problems, 'experiment_plan': experiment_plan,
-                'experiment_plan_line': experiment_plan_line,
-                'experiment_driver_layer_problems': experiment_driver_layer_problems}
+                'experiment_plan_line': experiment_plan_line}

@@ -12,9 +12,6 @@ plugins/filter/experiment.py and by their unit tests. A plan is refused, with on
 - a measured stage's control is not in the plan (a partial run must keep the control of what it measures);
 - a measured stage changes more (or less) than exactly one declared layer against its control;
 - a layer has a value outside its declared values.
-
-``driver_layer_problems`` refuses, in the same way, a selected stage whose conditions the ring hosts' driver layer
-cannot produce (``driver_layers`` in the table: the network-only A/B's conditions are the lab's tc link profiles).
 """
 
 from __future__ import annotations
@@ -96,27 +93,8 @@ def preview(selected, table):
                      'always': bool(entry.get('always')), 'changes': entry.get('changes', ''),
                      'opt_ins': list(entry.get('opt_ins') or []), 'measured': bool(entry.get('measured')),
                      'control': control, 'layer': changed[0][0] if len(changed) == 1 else None,
-                     'layer_change': '; '.join('%s %s -> %s' % c for c in changed) or None,
-                     'driver_layers': list(entry.get('driver_layers') or []),
-                     'driver_layers_why': entry.get('driver_layers_why', '')})
+                     'layer_change': '; '.join('%s %s -> %s' % c for c in changed) or None})
     return rows
-
-
-def driver_layer_problems(rows, host_layers):
-    """Sentences for each selected stage of the preview ``rows`` that runs only on some driver layers, when a ring
-    host has another; ``host_layers``: ring host -> its ``inferlab_driver_layer``."""
-    problems = []
-    for row in rows:
-        allowed = row.get('driver_layers') or []
-        if not row.get('selected') or not allowed:
-            continue
-        wrong = ['%s: %s' % (host, layer) for host, layer in sorted(host_layers.items()) if layer not in allowed]
-        if wrong:
-            why = ' (%s)' % row['driver_layers_why'] if row.get('driver_layers_why') else ''
-            problems.append('stage %s runs only where inferlab_driver_layer is %s%s, found %s: drop %s from '
-                            'experiment_stages' % (row['stage'], ' or '.join(allowed), why, ', '.join(wrong),
-                                                   row['stage']))
-    return problems
 
 
 def plan_line(row):

@@ -220,11 +220,22 @@ def _link_tests(host: str, result: dict) -> list[str]:
     return lines
 
 
+def _condition_applied(ab: dict) -> str:
+    """How each condition was produced: a driver state on every ring host, or a tc profile on one host."""
+    applied = []
+    for condition in ab.get("conditions") or []:
+        if condition.get("hook") == "driver":
+            applied.append(f"{condition['name']}: the {condition.get('driver')} driver on every ring host")
+        else:
+            applied.append(f"{condition['name']}: link profile {condition.get('profile')} on {ab.get('shaped_host')}")
+    return "".join(f"; {text}" for text in applied)
+
+
 def _link_ab(host: str, ab: dict) -> list[str]:
     conditions = [row["condition"] for row in ab["table"]]
     lines = [
         f"### {' vs '.join(conditions)} ({ab['repetitions']} interleaved repetitions, transport: "
-        f"{ab['transport_label']}, shaped host {ab['shaped_host']})",
+        f"{ab['transport_label']}{_condition_applied(ab)})",
         "",
         "Each cell: median (min to max, n runs). Metrics named a_to_b / b_to_a run from the first ring host to the "
         "second and back; _a / _b are each host's own counter-window deltas.",

@@ -27,7 +27,9 @@ def test_link_sections_and_plots(tmp_path):
     write_fragment(tmp_path, "link_test", "lab-a", suite)
     rows = [{"condition": c, "repetition": 1, "metrics": link_ab_metrics(suite)} for c in ("stock", "candidate")]
     write_fragment(tmp_path, "link_ab", "lab-a", {
-        "conditions": [], "repetitions": 1, "shaped_host": "lab-b", "tests": ["asymmetry"],
+        "conditions": [{"name": "stock", "hook": "driver", "driver": "stock"},
+                       {"name": "candidate", "hook": "link_profile", "profile": "clean"}],
+        "repetitions": 1, "shaped_host": "lab-b", "tests": ["asymmetry"],
         "transport_label": "emulated", "runs": rows, "table": link_condition_table(rows)})
     data = json.loads(record.write(tmp_path, RUN).read_text())
 
@@ -36,7 +38,8 @@ def test_link_sections_and_plots(tmp_path):
     assert "- asymmetry: symmetric (ratio" in text
     assert "| asymmetry (bidir) |" in text and "700 (7%)" in text
     assert "A veth never counts receiver CRC or overrun errors" in text
-    assert "### stock vs candidate (1 interleaved repetitions" in text
+    assert ("### stock vs candidate (1 interleaved repetitions, transport: emulated; stock: the stock driver on "
+            "every ring host; candidate: link profile clean on lab-b)") in text
     assert "| asymmetry_b_tcp_retrans_pct | 7 (7 to 7, 1) | 7 (7 to 7, 1) |" in text
     assert "| asymmetry_b_tcp_retrans | 700 (700 to 700, 1) |" in text
 

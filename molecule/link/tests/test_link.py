@@ -57,11 +57,18 @@ def test_every_test_carries_both_hosts_window_deltas(host, condition):
         assert all(isinstance(c["RetransSegs"], int) for c in counters.values())
 
 
-def test_ab_table_sets_the_conditions_side_by_side(host):
+def test_ab_table_sets_the_driver_states_side_by_side(host):
+    """Each condition came from a reload on both hosts and the link's return; the driver, not a tc profile the
+    roles set, made the stock condition lossy (the lab's link hardware gives each driver its profile)."""
     ab = json.loads((RUN_DIR / "fragments" / "link_ab" / "lab-a.json").read_text())
+    assert ab["shaped_host"] is None and ab["transport_label"] == "emulated"
     table = {row["condition"]: row["metrics"] for row in ab["table"]}
-    assert list(table) == ["stock", "candidate"]
-    assert [(run["condition"], run["repetition"]) for run in ab["runs"]] == [("stock", 1), ("candidate", 1)]
+    assert list(table) == ["candidate", "stock"]
+    assert [(run["condition"], run["repetition"]) for run in ab["runs"]] == [("candidate", 1), ("stock", 1)]
+    for run in ab["runs"]:
+        for name, driver in run["driver"].items():
+            assert driver["state"] == run["condition"] and driver["changed"], (name, run)
+            assert 0 < driver["link_back_s"] < 60, (name, run)
     stock, candidate = table["stock"], table["candidate"]
     stock_retrans = stock["asymmetry_b_tcp_retrans_pct"]["median"]
     assert stock_retrans > 10 * max(candidate["asymmetry_b_tcp_retrans_pct"]["median"], 0.5)

@@ -96,19 +96,3 @@ def test_the_filters_and_the_plan_line():
     assert lines[8] == (' 9 tp2_nextn            runs: starts SGLang TP with NEXTN, then stops it (ledger); needs '
                         'inferlab_allow_pause_production; measured against tp2_baseline (speculation none -> nextn)')
     assert lines[10].startswith('11 link_ab              skipped: ')
-
-
-def test_the_network_only_ab_is_refused_on_real_driver_layers_before_anything_changes():
-    rows = _experiment_plan.preview(DEFAULT_STAGES + ['link_ab'], TABLE)
-    real = {'gpu-b': 'kernel', 'gpu-a': 'kernel'}
-    assert experiment.experiment_driver_layer_problems(rows, real) == [
-        "stage link_ab runs only where inferlab_driver_layer is emulated (its conditions are the lab's tc link "
-        "profiles; the driver-state conditions of real hosts are not built), found gpu-a: kernel, gpu-b: kernel: "
-        "drop link_ab from experiment_stages"]
-    assert _experiment_plan.driver_layer_problems(rows, {'lab-a': 'emulated', 'lab-b': 'kernel'}) == [
-        "stage link_ab runs only where inferlab_driver_layer is emulated (its conditions are the lab's tc link "
-        "profiles; the driver-state conditions of real hosts are not built), found lab-b: kernel: drop link_ab from "
-        "experiment_stages"]
-    assert _experiment_plan.driver_layer_problems(rows, {'lab-a': 'emulated', 'lab-b': 'emulated'}) == []
-    # not selected: nothing to refuse on real hosts
-    assert _experiment_plan.driver_layer_problems(_experiment_plan.preview(DEFAULT_STAGES, TABLE), real) == []
