@@ -534,9 +534,9 @@ def reading(test: stats.RankSumTest, alpha: float, better: str | None) -> str:
     difference, or no verdict possible when no samples of these sizes could reach `alpha`."""
     if better is None:
         return NO_DIRECTION
-    if test.smallest_p > alpha:
+    if not stats.reaches(test.smallest_p, alpha):
         return UNATTAINABLE
-    if test.p_two_sided > alpha:
+    if not stats.reaches(test.p_two_sided, alpha):
         return NO_CLEAR
     return B_BETTER if test.b_higher == (better == "higher") else B_WORSE
 

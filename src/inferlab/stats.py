@@ -55,6 +55,11 @@ class ShiftInterval:
     exact: bool
 
 
+def reaches(p: float, alpha: float) -> bool:
+    """p <= alpha, forgiving the rounding of a level written as a percentage (1 - 90/100 is 0.0999...98)."""
+    return p <= alpha * (1 + 1e-9)
+
+
 def smallest_p(m: int, n: int) -> float:
     """The smallest two-sided p of a rank-sum test of m against n samples: every sample of one side beyond every
     sample of the other, 1 split in C(m+n, n) each way."""
@@ -64,7 +69,7 @@ def smallest_p(m: int, n: int) -> float:
 def samples_needed(alpha: float, at_most: int = 30) -> int | None:
     """The fewest samples a side (the same number on both) with which a two-sided rank-sum test can reach alpha;
     None when more than `at_most` would be needed."""
-    return next((k for k in range(1, at_most + 1) if smallest_p(k, k) <= alpha), None)
+    return next((k for k in range(1, at_most + 1) if reaches(smallest_p(k, k), alpha)), None)
 
 
 def doubled_midranks(values: list[float]) -> list[int]:
@@ -175,7 +180,7 @@ def hodges_lehmann(a, b, confidence_pct: float = 95) -> ShiftInterval:
     if exact:
         lower_tail = _lower_tail_u(m, n)
         k = 0
-        while k < len(lower_tail) and 2 * lower_tail[k] <= alpha:
+        while k < len(lower_tail) and reaches(2 * lower_tail[k], alpha):
             k += 1  # the interval [D(k), D(mn+1-k)] covers with 1 - 2 * P(U <= k-1)
         coverage = 1 - 2 * lower_tail[max(k - 1, 0)]
     else:
