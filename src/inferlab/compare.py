@@ -818,11 +818,12 @@ def compare(
     if require_fresh:
         fresh_b = _group_fresh(group_b)
         verdicts = [Verdict(v.claim, v.verdict, v.reason, v.verdict == SUPPORTED and fresh_b[0]) for v in verdicts]
-    notes.append(
-        f"a supported verdict is what these {'runs' if repeated else 'two runs'} show; why B differs stays a "
-        "theory until the effect reproduces in a separate run that started from a fresh lab or restore "
-        "(--require-fresh)"
-    )
+    if changed is not None:
+        notes.append(
+            f"a supported verdict is what these {'runs' if repeated else 'two runs'} show; why B differs stays a "
+            "theory until the effect reproduces in a separate run that started from a fresh lab or restore "
+            "(--require-fresh)"
+        )
     return Comparison(
         run_a=_run_summary(group_a),
         run_b=_run_summary(group_b),
