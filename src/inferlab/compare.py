@@ -9,17 +9,22 @@ What it does, in order:
   tok/s, aggregate tok/s, TTFT), per-request rates and TTFT of every ladder step (by kind and cache label, never
   mixed), the link tests' per-second throughput, the link A/B repetitions, and counter-window deltas. Where a mode
   ran trials, its speed claim rests on them and the ladder's per-request rates are info only.
-- Per metric: median, min and max per run; B - A as the difference of medians; its 95% confidence interval by a
-  percentile bootstrap (BOOTSTRAP_RESAMPLES resamples of each run with replacement, random.Random(BOOTSTRAP_SEED));
-  with fewer than MIN_SAMPLES samples in either run, no CI and no verdict from that metric.
+- Per metric: median, min and max per side; B - A as the difference of medians. With at least MIN_SAMPLES samples a
+  side (stats.py): the exact two-sided Wilcoxon-Mann-Whitney rank-sum test (its p-value counts the equally likely
+  splits of the pooled samples; ties take midranks) and the Hodges-Lehmann shift with its exact distribution-free
+  CONFIDENCE_PCT% interval, or none where no such interval exists at that n (3 vs 3). A metric whose sizes cannot
+  reach the level it is read at says so (`no verdict possible at n=3 vs 3: the smallest exact p is 0.1`).
 - Verdicts for "B is faster" (speed metrics) and "B has fewer transport errors" (receiver errors on real hosts; TCP
   retransmissions where the driver layer is emulated, labelled `emulated`): `supported` when at least one metric's
-  family CI lies on B's side of 0 and none on A's side, `not supported` when the reverse, `inconclusive` otherwise.
-  A claim resting on k metrics uses Bonferroni-adjusted CIs (confidence 100 - 5/k %, `family_ci`), so that the
-  claim as a whole keeps a 5% error rate: with eight speed metrics, one 95% CI off 0 by chance is likely.
+  test puts B on its better side and none on A's, `not supported` when the reverse, `inconclusive` otherwise. A
+  claim resting on k metrics reads each at ALPHA / k (Bonferroni, `family_alpha`), so that the claim as a whole
+  keeps a 5% error rate. Withheld: one run a side gives `inconclusive` ("one run a side", with what would give a
+  verdict), since its samples share one deployment and the test cannot cover the spread between whole runs; runs
+  that declare no differing layer are an A/A pair and get `no verdict`: their differences measure the noise floor.
+  docs/STATISTICS.md: the methods, their assumptions and their calibration.
 - Repeated whole runs: each side may be several runs of one configuration (`compare([a1, a2, a3], [b1, b2, b3])`,
   `inferlab compare a1,a2,a3 b1,b2,b3`). The runs of a side must declare the same layers and serve the same modes.
-  Each run then gives one sample per metric, its median, so the CI covers the spread between whole runs (a fresh
+  Each run then gives one sample per metric, its median, so the test covers the spread between whole runs (a fresh
   deployment, driver load or service restart each), which trials inside one run cannot. Several runs on one side
   and one on the other is refused: a run's medians and one run's own samples are different quantities.
 - One served mode of a run (`RUN:MODE`, `mode_view`): the mode's serving result and its own counter windows as a

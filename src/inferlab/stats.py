@@ -113,7 +113,7 @@ def _tail_probabilities(pooled_ranks: list[int], n: int, observed: int) -> tuple
 
 def _normal_tail_probabilities(ranks: list[int], m: int, n: int, observed: int) -> tuple[float, float]:
     """The same by the normal approximation to B's rank sum, with the tie correction to its variance and a
-    continuity correction of half a rank (Hollander, Wolfe & Chicken, section 4.1)."""
+    continuity correction of half a rank (Hollander, Wolfe & Chicken, ch. 4)."""
     pooled = m + n
     rank_sum = observed / 2
     mean = n * (pooled + 1) / 2
@@ -169,7 +169,7 @@ def _lower_tail_u(m: int, n: int) -> list[float]:
 def hodges_lehmann(a, b, confidence_pct: float = 95) -> ShiftInterval:
     """The shift estimate median(b - a over all pairs) and the interval [D(k), D(mn+1-k)] of the sorted pairwise
     differences, with k the largest such that 2 * P(U <= k-1) <= 1 - confidence: its coverage is exactly
-    1 - 2 * P(U <= k-1) for continuous samples under a pure shift (Bauer 1972; Hollander, Wolfe & Chicken 4.3).
+    1 - 2 * P(U <= k-1) for continuous samples under a pure shift (Bauer 1972; Hollander, Wolfe & Chicken, ch. 4).
     When even k = 1 (min to max of the differences) falls short, no interval: low and high are None and
     confidence_pct is the widest interval's (90 % at 3 vs 3)."""
     a, b = _check_samples(a, b)

@@ -160,7 +160,7 @@ def test_five_against_five_is_the_third_difference_from_each_end():
 
 
 def test_ten_against_ten_is_the_24th_difference_from_each_end():
-    # the two-sided 5 % critical value of U for 10 vs 10 is 23 (Hollander, Wolfe & Chicken, table A.6): k = 24
+    # the two-sided 5 % critical value of U for 10 vs 10 is 23 (reject when U <= 23): k = 24
     a = [float(x) for x in range(10)]
     b = [x + 0.25 for x in a]
     interval = stats.hodges_lehmann(a, b)
