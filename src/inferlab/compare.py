@@ -9,17 +9,22 @@ What it does, in order:
   tok/s, aggregate tok/s, TTFT), per-request rates and TTFT of every ladder step (by kind and cache label, never
   mixed), the link tests' per-second throughput, the link A/B repetitions, and counter-window deltas. Where a mode
   ran trials, its speed claim rests on them and the ladder's per-request rates are info only.
-- Per metric: median, min and max per run; B - A as the difference of medians; its 95% confidence interval by a
-  percentile bootstrap (BOOTSTRAP_RESAMPLES resamples of each run with replacement, random.Random(BOOTSTRAP_SEED));
-  with fewer than MIN_SAMPLES samples in either run, no CI and no verdict from that metric.
+- Per metric: median, min and max per side; B - A as the difference of medians. With at least MIN_SAMPLES samples a
+  side (stats.py): the exact two-sided Wilcoxon-Mann-Whitney rank-sum test (its p-value counts the equally likely
+  splits of the pooled samples; ties take midranks) and the Hodges-Lehmann shift with its exact distribution-free
+  CONFIDENCE_PCT% interval, or none where no such interval exists at that n (3 vs 3). A metric whose sizes cannot
+  reach the level it is read at says so (`no verdict possible at n=3 vs 3: the smallest exact p is 0.1`).
 - Verdicts for "B is faster" (speed metrics) and "B has fewer transport errors" (receiver errors on real hosts; TCP
   retransmissions where the driver layer is emulated, labelled `emulated`): `supported` when at least one metric's
-  family CI lies on B's side of 0 and none on A's side, `not supported` when the reverse, `inconclusive` otherwise.
-  A claim resting on k metrics uses Bonferroni-adjusted CIs (confidence 100 - 5/k %, `family_ci`), so that the
-  claim as a whole keeps a 5% error rate: with eight speed metrics, one 95% CI off 0 by chance is likely.
+  test puts B on its better side and none on A's, `not supported` when the reverse, `inconclusive` otherwise. A
+  claim resting on k metrics reads each at ALPHA / k (Bonferroni, `family_alpha`), so that the claim as a whole
+  keeps a 5% error rate. Withheld: one run a side gives `inconclusive` ("one run a side", with what would give a
+  verdict), since its samples share one deployment and the test cannot cover the spread between whole runs; runs
+  that declare no differing layer are an A/A pair and get `no verdict`: their differences measure the noise floor.
+  docs/STATISTICS.md: the methods, their assumptions and their calibration.
 - Repeated whole runs: each side may be several runs of one configuration (`compare([a1, a2, a3], [b1, b2, b3])`,
   `inferlab compare a1,a2,a3 b1,b2,b3`). The runs of a side must declare the same layers and serve the same modes.
-  Each run then gives one sample per metric, its median, so the CI covers the spread between whole runs (a fresh
+  Each run then gives one sample per metric, its median, so the test covers the spread between whole runs (a fresh
   deployment, driver load or service restart each), which trials inside one run cannot. Several runs on one side
   and one on the other is refused: a run's medians and one run's own samples are different quantities.
 - One served mode of a run (`RUN:MODE`, `mode_view`): the mode's serving result and its own counter windows as a
@@ -36,29 +41,34 @@ Pure functions over parsed records; the statistics use the standard library only
 from __future__ import annotations
 
 import json
-import random
 import re
 import statistics
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 8
-CONFIDENCE_PCT = 95
-MIN_SAMPLES = 3  # with 3 per run, a CI that excludes 0 means every B sample beat every A sample (p = 1/20)
+from inferlab import stats
+
+CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
+ALPHA = (100 - CONFIDENCE_PCT) / 100
+MIN_SAMPLES = 3  # fewer a side: no test (at 3 vs 3 the smallest two-sided p is 0.1, so a test but no verdict)
 FRESH_SOURCES = ("lab_up", "restore", "untouched")
 LAYER_EXTRAVAR_PREFIX = "inferlab_layer_"
 RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
 TRIAL_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<trial>\d+)$")
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
+NO_VERDICT = "no verdict"  # an A/A pair: nothing declared differs, so there is no claim to judge
+# Where a side's samples come from (`design`).
+ONE_RUN = "one run a side"
+WHOLE_RUNS = "repeated whole runs"
 SPEED, TRANSPORT, INFO = "speed", "transport", "info"  # which verdict a metric counts for (info: none)
-# What one metric's CI shows (`observed`).
+# What one metric's test shows (`observed`, `family_observed`).
 B_BETTER = "B better"
 B_WORSE = "B worse"
 NO_CLEAR = "no clear difference"
 TOO_FEW = "too few samples"
 NO_DIRECTION = "no direction"
+UNATTAINABLE = "no verdict possible"  # no samples of these sizes could reach the level: see no_verdict_possible
 
 # Per-request figures of a workload batch (llm_workload's records): key, name with its definition, better, role,
 # scale. Where the served mode ran measured trials, the speed claim rests on those instead (TRIAL_METRICS) and these
@@ -126,11 +136,12 @@ class Row:
     a: Spread
     b: Spread
     difference: float  # median of B - median of A
-    ci: tuple[float, float] | None
-    observed: str
-    # The Bonferroni-adjusted CI and its reading that the claim's verdict uses (None: the metric counts for no claim
-    # or has no CI); with one metric in the claim, the 95% CI itself.
-    family_ci: tuple[float, float] | None = None
+    test: stats.RankSumTest | None  # None: fewer than MIN_SAMPLES on a side
+    interval: stats.ShiftInterval | None  # the Hodges-Lehmann shift B - A and its interval; None with the test
+    observed: str  # the test read at ALPHA
+    # The level the claim's verdict reads this metric at (ALPHA / k for k metrics behind the claim, Bonferroni), and
+    # the reading there; None: the metric counts for no claim or has no test.
+    family_alpha: float | None = None
     family_observed: str | None = None
 
 
@@ -154,7 +165,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     require_fresh: bool = False
     fresh_b: tuple[bool, str] | None = None
-    resamples: int = BOOTSTRAP_RESAMPLES
+    design: str = ONE_RUN  # ONE_RUN or WHOLE_RUNS
 
 
 # --- reading records ----------------------------------------------------------------------------------------------
@@ -518,91 +529,128 @@ def extract_metrics(record: dict, modes: dict[str, str], transport: str) -> dict
 # --- statistics ---------------------------------------------------------------------------------------------------
 
 
-def ci_indices(resamples: int, confidence_pct: float = CONFIDENCE_PCT) -> tuple[int, int]:
-    """Indices of the percentile CI's ends in the sorted resampled differences: with R resamples and a 95% CI,
-    R*2.5% and R - 1 - R*2.5% (250 and 9749 for 10,000), rounded outwards for an adjusted confidence."""
-    lower = int(resamples * (100 - confidence_pct) / 200)
-    return lower, resamples - 1 - lower
+def no_verdict_possible(test: stats.RankSumTest) -> str:
+    """The words for a metric whose sizes cannot reach the level it is read at."""
+    return f"no verdict possible at n={test.m} vs {test.n}: the smallest exact p is {test.smallest_p:.3g}"
 
 
-def bootstrap_ci(
-    a, b, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence_pct: float = CONFIDENCE_PCT
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(b) - median(a): each resample draws len(a) from a and len(b) from b with
-    replacement (in that order, from one random.Random(seed)), so a given input always gives the same interval."""
-    rng = random.Random(seed)
-    a, b = list(a), list(b)
-    differences = sorted(
-        statistics.median(rng.choices(b, k=len(b))) - statistics.median(rng.choices(a, k=len(a)))
-        for _resample in range(resamples)
-    )
-    lower, upper = ci_indices(resamples, confidence_pct)
-    return differences[lower], differences[upper]
-
-
-def observed(ci: tuple[float, float], better: str | None) -> str:
-    """Which way the CI of B - A points, given which direction is better for the metric."""
+def reading(test: stats.RankSumTest, alpha: float, better: str | None) -> str:
+    """What one metric's rank-sum test shows when read at level `alpha` (two-sided): on whose side B is, no clear
+    difference, or no verdict possible when no samples of these sizes could reach `alpha`."""
     if better is None:
         return NO_DIRECTION
-    low, high = ci if better == "higher" else (-ci[1], -ci[0])  # as "how much better B is"
-    if low > 0:
-        return B_BETTER
-    if high < 0:
-        return B_WORSE
-    return NO_CLEAR
+    if not stats.reaches(test.smallest_p, alpha):
+        return UNATTAINABLE
+    if not stats.reaches(test.p_two_sided, alpha):
+        return NO_CLEAR
+    return B_BETTER if test.b_higher == (better == "higher") else B_WORSE
 
 
-def compare_metric(a: Metric, b: Metric, resamples: int = BOOTSTRAP_RESAMPLES) -> Row:
+def compare_metric(a: Metric, b: Metric) -> Row:
+    """One metric's row: both spreads, the difference of medians and, with at least MIN_SAMPLES a side, the exact
+    rank-sum test and the Hodges-Lehmann shift with its interval (read at ALPHA alone: `observed`)."""
     spread_a, spread_b = Spread.of(a.samples), Spread.of(b.samples)
-    ci, seen = None, TOO_FEW
+    test = interval = None
+    seen = TOO_FEW
     if min(spread_a.n, spread_b.n) >= MIN_SAMPLES:
-        ci = bootstrap_ci(a.samples, b.samples, resamples)
-        seen = observed(ci, a.better)
+        test = stats.rank_sum_test(a.samples, b.samples)
+        interval = stats.hodges_lehmann(a.samples, b.samples, CONFIDENCE_PCT)
+        seen = reading(test, ALPHA, a.better)
     role = a.role if a.role == b.role else INFO  # e.g. ladder rates where only one run ran trials
-    return Row(a.section, a.name, a.better, role, spread_a, spread_b, spread_b.median - spread_a.median, ci, seen)
+    difference = spread_b.median - spread_a.median
+    return Row(a.section, a.name, a.better, role, spread_a, spread_b, difference, test, interval, seen)
 
 
-def family_confidence_pct(metrics: int) -> float:
-    """Bonferroni: each of k metrics behind one claim gets a 100 - 5/k % CI, so that the claim keeps 95%."""
-    return 100 - (100 - CONFIDENCE_PCT) / max(metrics, 1)
+def family_alpha(metrics: int) -> float:
+    """Bonferroni: each of k metrics behind one claim is read at ALPHA / k, so that the claim keeps ALPHA."""
+    return ALPHA / max(metrics, 1)
 
 
-def with_family_cis(rows: list[Row], samples: dict[tuple[str, str], tuple[list, list]], role: str,
-                    resamples: int = BOOTSTRAP_RESAMPLES) -> list[Row]:
-    """`rows` with family_ci/family_observed set on the rows of `role` that have a CI. `samples` maps (section,
-    name) to the (A, B) samples."""
-    family = [r for r in rows if r.role == role and r.ci is not None]
-    confidence = family_confidence_pct(len(family))
-    adjusted = []
-    for row in rows:
-        if row in family:
-            ci = row.ci if len(family) == 1 else bootstrap_ci(*samples[(row.section, row.name)], resamples,
-                                                              confidence_pct=confidence)
-            row = replace(row, family_ci=ci, family_observed=observed(ci, row.better))
-        adjusted.append(row)
-    return adjusted
+def with_family_alpha(rows: list[Row], role: str) -> list[Row]:
+    """`rows` with family_alpha and family_observed set on the rows of `role` that have a test."""
+    def in_family(row: Row) -> bool:
+        return row.role == role and row.test is not None
+
+    alpha = family_alpha(sum(1 for row in rows if in_family(row)))
+    return [
+        replace(row, family_alpha=alpha, family_observed=reading(row.test, alpha, row.better)) if in_family(row)
+        else row
+        for row in rows
+    ]
 
 
 def claim_verdict(claim: str, rows: list[Row], role: str) -> Verdict:
-    """The claim's verdict from its metrics' family CIs (the 95% CI where no family CI was set)."""
+    """The claim's verdict from its metrics' tests, each read at its family alpha (ALPHA where none was set):
+    supported when B is better on at least one and worse on none, not supported the reverse, else inconclusive.
+    This is the verdict the samples support; compare() withholds it where the samples cannot carry one (one run
+    a side, an A/A pair)."""
     def seen(row: Row) -> str:
         return row.family_observed or row.observed
 
-    counted = [r for r in rows if r.role == role and seen(r) in (B_BETTER, B_WORSE, NO_CLEAR)]
+    counted = [r for r in rows if r.role == role and r.test is not None and r.better is not None]
+    if not counted:
+        return Verdict(claim, INCONCLUSIVE, f"no {role} metric has at least {MIN_SAMPLES} samples on both sides")
+    alpha = family_alpha(len(counted))
+    each = f" each ({ALPHA:g} / {len(counted)}, Bonferroni)" if len(counted) > 1 else ""
+    tally = f"of {len(counted)} {role} metric(s), exact rank-sum test at two-sided p <= {alpha:.3g}{each}"
     better = [r for r in counted if seen(r) == B_BETTER]
     worse = [r for r in counted if seen(r) == B_WORSE]
-    if not counted:
-        return Verdict(claim, INCONCLUSIVE, f"no {role} metric has at least {MIN_SAMPLES} samples in both runs")
-    confidence = family_confidence_pct(len(counted))
-    tally = (f"of {len(counted)} {role} metrics with a CI"
-             + (f", each at {confidence:.4g}% (Bonferroni)" if len(counted) > 1 else ""))
     if better and not worse:
         return Verdict(claim, SUPPORTED, f"observed: B better on {len(better)} {tally}, worse on none")
     if worse and not better:
         return Verdict(claim, NOT_SUPPORTED, f"observed: B worse on {len(worse)} {tally}, better on none")
     if better and worse:
         return Verdict(claim, INCONCLUSIVE, f"observed: B better on {len(better)} and worse on {len(worse)} {tally}")
-    return Verdict(claim, INCONCLUSIVE, f"observed: every CI includes 0, {tally}")
+    unattainable = [r for r in counted if seen(r) == UNATTAINABLE]
+    if len(unattainable) == len(counted):
+        largest = max(unattainable, key=lambda r: (r.test.m * r.test.n, -r.test.smallest_p))
+        needed = stats.samples_needed(alpha)
+        return Verdict(
+            claim,
+            INCONCLUSIVE,
+            f"{no_verdict_possible(largest.test)}, above the {alpha:.3g} each of {len(counted)} {role} metric(s) "
+            f"needs; at least {needed} samples a side can reach it",
+        )
+    cannot = f" ({len(unattainable)} of them could not reach it at their n)" if unattainable else ""
+    return Verdict(claim, INCONCLUSIVE, f"observed: no clear difference {tally}{cannot}")
+
+
+def what_gives_a_verdict(rows: list[Row], role: str, ids: tuple[str, str]) -> str:
+    """How many whole runs a side the claim of `role` needs at ALPHA with its metrics (each run gives every metric
+    one sample), and the command; `ids` (A's and B's run ids) name the modes when the sides are RUN:MODE."""
+    metrics = max(1, sum(1 for r in rows if r.role == role and r.better is not None))
+    needed = stats.samples_needed(family_alpha(metrics))
+    (_run_a, mode_a), (_run_b, mode_b) = split_mode(ids[0]), split_mode(ids[1])
+    if mode_a and mode_b:
+        runs = f"RUN1:{mode_a},...,RUN{needed}:{mode_a} RUN1:{mode_b},...,RUN{needed}:{mode_b}"
+    else:
+        runs = f"a1,...,a{needed} b1,...,b{needed}"
+    return (
+        f"repeat whole runs, at least {needed} a side for {metrics} {role} metric(s) at {ALPHA:g} (Bonferroni), "
+        f"and compare them together: inferlab compare {runs}"
+    )
+
+
+def one_run_a_side(verdict: Verdict, rows: list[Row], role: str, ids: tuple[str, str]) -> Verdict:
+    """A verdict withheld: with one run a side the samples share one deployment each, so the test does not cover
+    the spread between runs of one configuration, which alone can separate two runs."""
+    return Verdict(
+        verdict.claim,
+        INCONCLUSIVE,
+        f"one run a side: each side's samples share one deployment, so no test here covers the spread between "
+        f"whole runs. For a verdict, {what_gives_a_verdict(rows, role, ids)}. Within the runs the test read "
+        f"{verdict.verdict}: {verdict.reason}",
+    )
+
+
+def aa_pair(verdict: Verdict) -> Verdict:
+    """No verdict between runs that declare no differing layer: they repeat one configuration."""
+    return Verdict(
+        verdict.claim,
+        NO_VERDICT,
+        "A/A pair: no declared layer differs, so the differences measure the noise floor between runs of one "
+        "configuration, not an effect",
+    )
 
 
 # --- the comparison -----------------------------------------------------------------------------------------------
@@ -658,7 +706,6 @@ def compare(
     record_a: dict | list[dict],
     record_b: dict | list[dict],
     require_fresh: bool = False,
-    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Comparison:
     """Compare B against A, each one record or several records of repeated whole runs. Raises RecordInputError for
     a malformed record, LayersDiffer when more than one declared layer differs, CompareError when a run is on both
@@ -713,8 +760,10 @@ def compare(
     changed = next(iter(differing), None)
     if changed is None:
         notes.append(
-            "no declared layer differs: these runs repeat one configuration, or differ in something the "
-            f"records do not declare (declare it with -e {LAYER_EXTRAVAR_PREFIX}NAME=VALUE)"
+            "A/A pair: no declared layer differs, so these runs repeat one configuration and their differences "
+            "measure the noise floor (per metric: B - A, and with repeated runs the spread of the run medians); "
+            "no verdict is given. If they differ in something the records do not declare, declare it with "
+            f"-e {LAYER_EXTRAVAR_PREFIX}NAME=VALUE"
         )
 
     transport = transport_label(group_a + group_b)
@@ -722,7 +771,7 @@ def compare(
     metrics_a = _per_run_medians([_reading("RUN_A", data, extract_metrics, labels, transport) for data in group_a])
     labels_b = {b: labels[a] for a, b in pairs}
     metrics_b = _per_run_medians([_reading("RUN_B", data, extract_metrics, labels_b, transport) for data in group_b])
-    rows = [compare_metric(metrics_a[key], metrics_b[key], resamples) for key in metrics_a if key in metrics_b]
+    rows = [compare_metric(metrics_a[key], metrics_b[key]) for key in metrics_a if key in metrics_b]
     only = {
         which: [key for key in mine if key not in theirs]
         for which, mine, theirs in (("A", metrics_a, metrics_b), ("B", metrics_b, metrics_a))
@@ -732,19 +781,20 @@ def compare(
             notes.append(f"{len(keys)} metric(s) only in {which}, not compared (first: {keys[0][0]}: {keys[0][1]})")
     if any(r.observed == TOO_FEW for r in rows):
         notes.append(
-            f"a metric with fewer than {MIN_SAMPLES} samples in either run gets no CI and counts for no "
+            f"a metric with fewer than {MIN_SAMPLES} samples on either side gets no test and counts for no "
             f"verdict: run more {'whole runs' if repeated else 'trials'}"
         )
     if repeated:
         notes.append(
-            f"each sample is one whole run's median ({len(group_a)} runs in A, {len(group_b)} in B): the CI covers "
+            f"each sample is one whole run's median ({len(group_a)} runs in A, {len(group_b)} in B): the test covers "
             "the spread between whole runs; a metric that not every run of a side has is left out"
         )
     else:
         notes.append(
             "samples come from within each run (measured trials, requests, 1 s intervals, repetitions, trial "
-            "windows): the CI covers their spread, not the spread between whole runs; repeat whole runs and "
-            "compare them together (RUN_A and RUN_B as comma-separated lists) to cover that"
+            "windows): the test covers their spread, not the spread between whole runs, so a speed or transport "
+            "verdict needs repeated whole runs (RUN_A and RUN_B as comma-separated lists): one run a side is "
+            "inconclusive, with the differences still shown"
         )
 
     transport_claim = "B has fewer transport errors"
@@ -759,20 +809,26 @@ def compare(
         transport_claim += " (receiver errors: crc, over, missed, length)"
     else:
         transport_claim += f" (driver layer {transport}: TCP retransmissions and receiver errors both count)"
-    samples = {key: (metrics_a[key].samples, metrics_b[key].samples) for key in metrics_a if key in metrics_b}
     for role in (SPEED, TRANSPORT):
-        rows = with_family_cis(rows, samples, role, resamples)
-    verdicts = [claim_verdict("B is faster", rows, SPEED), claim_verdict(transport_claim, rows, TRANSPORT)]
+        rows = with_family_alpha(rows, role)
+    claims = (("B is faster", SPEED), (transport_claim, TRANSPORT))
+    verdicts = [claim_verdict(claim, rows, role) for claim, role in claims]
+    if changed is None:
+        verdicts = [aa_pair(verdict) for verdict in verdicts]
+    elif not repeated:
+        ids = (ids_a[0], ids_b[0])
+        verdicts = [one_run_a_side(v, rows, role, ids) for v, (_claim, role) in zip(verdicts, claims, strict=True)]
 
     fresh_b = None
     if require_fresh:
         fresh_b = _group_fresh(group_b)
         verdicts = [Verdict(v.claim, v.verdict, v.reason, v.verdict == SUPPORTED and fresh_b[0]) for v in verdicts]
-    notes.append(
-        f"a supported verdict is what these {'runs' if repeated else 'two runs'} show; why B differs stays a "
-        "theory until the effect reproduces in a separate run that started from a fresh lab or restore "
-        "(--require-fresh)"
-    )
+    if changed is not None:
+        notes.append(
+            f"a supported verdict is what these {'runs' if repeated else 'two runs'} show; why B differs stays a "
+            "theory until the effect reproduces in a separate run that started from a fresh lab or restore "
+            "(--require-fresh)"
+        )
     return Comparison(
         run_a=_run_summary(group_a),
         run_b=_run_summary(group_b),
@@ -784,7 +840,7 @@ def compare(
         notes=notes,
         require_fresh=require_fresh,
         fresh_b=fresh_b,
-        resamples=resamples,
+        design=WHOLE_RUNS if repeated else ONE_RUN,
     )
 
 
@@ -835,6 +891,20 @@ def _spread(spread: Spread) -> str:
     return f"{_fmt(spread.median)} ({_fmt(spread.min)} to {_fmt(spread.max)}, n={spread.n})"
 
 
+def _shift(interval: stats.ShiftInterval | None) -> str:
+    if interval is None:
+        return "—"
+    if interval.low is None:
+        return f"{_fmt(interval.estimate)} (no {CONFIDENCE_PCT}% interval at this n)"
+    return f"{_fmt(interval.estimate)} ({_fmt(interval.low)} to {_fmt(interval.high)}, {interval.confidence_pct:.1f}%)"
+
+
+def _reading_text(seen: str | None, test: stats.RankSumTest | None) -> str:
+    if seen is None:
+        return "—"
+    return no_verdict_possible(test) if seen == UNATTAINABLE else seen
+
+
 def render_text(comparison: Comparison) -> str:
     a, b = comparison.run_a, comparison.run_b
     lines = [f"# inferlab compare: A {a['id']} vs B {b['id']}", ""]
@@ -850,11 +920,13 @@ def render_text(comparison: Comparison) -> str:
         "",
         "## Differences (B - A)",
         "",
-        f"Each run: median (min to max, n samples). B - A is the difference of the medians; its "
-        f"{CONFIDENCE_PCT}% CI is a percentile bootstrap ({comparison.resamples} resamples, seed "
-        f"{BOOTSTRAP_SEED}), given when both runs have at least {MIN_SAMPLES} samples. `observed` says on whose "
-        "side of 0 the CI lies. A verdict rests on the family CI: Bonferroni-adjusted for the number of metrics "
-        "behind its claim, so a lone 95% CI off 0 among many does not carry it.",
+        f"Samples: {comparison.design}. Each side: median (min to max, n samples); B - A is the difference of the "
+        f"medians. With at least {MIN_SAMPLES} samples a side: the shift, the Hodges-Lehmann estimate (the median "
+        f"of all differences b - a) with its exact distribution-free {CONFIDENCE_PCT}% interval and that interval's "
+        "exact confidence; p, the exact two-sided Wilcoxon-Mann-Whitney rank-sum p-value (ties take midranks). "
+        f"`observed` reads p at {ALPHA:g}; a verdict reads each of its k metrics at {ALPHA:g} / k (`family`, "
+        "Bonferroni), so that one metric off 0 among many by chance does not carry it. docs/STATISTICS.md says "
+        "why these methods and what they assume.",
     ]
     section = None
     for row in comparison.rows:
@@ -864,15 +936,16 @@ def render_text(comparison: Comparison) -> str:
                 "",
                 f"### {section}",
                 "",
-                "| metric | better | A | B | B - A | 95% CI | observed | family CI | counts for |",
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+                f"| metric | better | A | B | B - A | shift ({CONFIDENCE_PCT}% interval) | p | observed | family "
+                "| counts for |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             ]
-        ci = "—" if row.ci is None else f"{_fmt(row.ci[0])} to {_fmt(row.ci[1])}"
-        family = "—" if row.family_ci is None else (
-            f"{_fmt(row.family_ci[0])} to {_fmt(row.family_ci[1])}: {row.family_observed}")
+        p = "—" if row.test is None else f"{row.test.p_two_sided:.3g}"
+        family = "—" if row.family_alpha is None else (
+            f"at {row.family_alpha:.3g}: {_reading_text(row.family_observed, row.test)}")
         lines.append(
-            f"| {row.name} | {row.better or '—'} | {_spread(row.a)} | {_spread(row.b)} "
-            f"| {_fmt(row.difference)} | {ci} | {row.observed} | {family} | {row.role} |"
+            f"| {row.name} | {row.better or '—'} | {_spread(row.a)} | {_spread(row.b)} | {_fmt(row.difference)} "
+            f"| {_shift(row.interval)} | {p} | {_reading_text(row.observed, row.test)} | {family} | {row.role} |"
         )
     if not comparison.rows:
         lines.append("No metric is in both records.")
@@ -895,16 +968,20 @@ def as_json(comparison: Comparison) -> dict:
         "run_b": comparison.run_b,
         "layers": {name: {"a": a, "b": b} for name, (a, b) in comparison.layers.items()},
         "changed_layer": comparison.changed_layer,
+        "aa_pair": comparison.changed_layer is None,
+        "design": comparison.design,
         "transport_label": comparison.transport_label,
-        "bootstrap": {
-            "resamples": comparison.resamples,
-            "seed": BOOTSTRAP_SEED,
+        "statistics": {
+            "difference": "median(B) - median(A)",
+            "test": "Wilcoxon-Mann-Whitney rank-sum, two-sided, midranks for ties",
+            "exact_up_to_pooled_samples": stats.EXACT_MAX_POOLED,
+            "shift": "Hodges-Lehmann: median of all b - a, with its distribution-free interval",
             "confidence_pct": CONFIDENCE_PCT,
+            "alpha": ALPHA,
+            "family": "Bonferroni: alpha / k for each of a claim's k metrics",
             "min_samples": MIN_SAMPLES,
-            "statistic": "median(B) - median(A)",
         },
-        "rows": [{**asdict(row), "ci": list(row.ci) if row.ci else None,
-                  "family_ci": list(row.family_ci) if row.family_ci else None} for row in comparison.rows],
+        "rows": [asdict(row) for row in comparison.rows],
         "verdicts": [asdict(v) for v in comparison.verdicts],
         "require_fresh": comparison.require_fresh,
         "fresh_b": None

@@ -1,5 +1,6 @@
-"""inferlab compare: medians and bootstrap CIs checked against hand-computed cases, one declared layer at a time,
-verdicts in the words observed / theory / supported, and malformed records refused by name."""
+"""inferlab compare: medians, the exact rank-sum test and the Hodges-Lehmann interval on hand-worked cases, one
+declared layer at a time, verdicts in the words observed / theory / supported (withheld for one run a side and for an
+A/A pair), and malformed records refused by name."""
 
 import copy
 import json
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import cli, compare, exit_codes, record
+from inferlab import cli, compare, exit_codes, record, stats
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"
 
@@ -20,70 +21,61 @@ def load(name: str) -> dict:
 # --- statistics, by hand ------------------------------------------------------------------------------------------
 
 
-def test_ci_indices_are_the_2_5_and_97_5_percentiles():
-    # 100 sorted differences 0..99: the 95% CI is [d[2], d[97]]; 10,000: [d[250], d[9749]]
-    assert compare.ci_indices(100) == (2, 97)
-    assert compare.ci_indices(10_000) == (250, 9749)
-    assert compare.ci_indices(1000, confidence_pct=90) == (50, 949)
+def metric(samples, better="higher", role=compare.SPEED, name="tok/s") -> compare.Metric:
+    return compare.Metric("s", name, better, role, tuple(samples))
 
 
-def test_bootstrap_ci_hand_computed_two_valued_case():
-    # A is constant, so each resampled difference is median(B*) - 10. A resample of B = [12, 12, 13] has median 13
-    # only when at least two of its three draws are 13: 3 * (1/3)^2 * (2/3) + (1/3)^3 = 7/27 (26%), else 12. So
-    # about 74% of the differences are 2 and 26% are 3: the 2.5th percentile is 2, the 97.5th is 3.
-    assert compare.bootstrap_ci([10, 10, 10], [12, 12, 13]) == (2, 3)
-    row = compare.compare_metric(
-        compare.Metric("s", "tok/s", "higher", compare.SPEED, (10, 10, 10)),
-        compare.Metric("s", "tok/s", "higher", compare.SPEED, (12, 12, 13)),
-    )
-    assert (row.a.median, row.a.min, row.a.max, row.a.n) == (10, 10, 10, 3)
-    assert (row.b.median, row.b.min, row.b.max, row.b.n) == (12, 12, 13, 3)
-    assert row.difference == 2
-    assert row.ci == (2, 3)
+def test_a_metric_row_has_the_medians_the_exact_test_and_the_shift():
+    row = compare.compare_metric(metric([10, 11, 12, 13, 14]), metric([15, 16, 17, 18, 19]))
+    assert (row.a.median, row.a.min, row.a.max, row.a.n) == (12, 10, 14, 5)
+    assert row.difference == 5
+    assert row.test.p_two_sided == pytest.approx(2 / 252)  # complete separation, 1 split of 252 each way
+    assert row.interval.estimate == 5 and (row.interval.low, row.interval.high) == (2, 8)  # D(3), D(23) of 1..9
     assert row.observed == compare.B_BETTER
 
 
-def test_bootstrap_ci_hand_computed_straddling_case():
-    # B = [0, 1, 2]: a resample's median is 0 or 2 with probability 7/27 each, 1 with 13/27. Both ends are far more
-    # likely than 2.5%, so the CI is [0 - 0, 2 - 0] = [0, 2]: it includes 0, so no clear difference.
-    assert compare.bootstrap_ci([0, 0, 0], [0, 1, 2]) == (0, 2)
-    assert compare.observed((0, 2), "higher") == compare.NO_CLEAR
-
-
-def test_bootstrap_is_deterministic_with_its_seed():
-    a, b = [5.3, 4.6, 5.6, 4.7, 6.7], [5.0, 5.9, 6.1, 4.9, 6.6]
-    assert compare.bootstrap_ci(a, b) == compare.bootstrap_ci(a, b)
-    assert compare.bootstrap_ci(a, b, resamples=200) == compare.bootstrap_ci(a, b, resamples=200, seed=8)
-
-
 @pytest.mark.parametrize(
-    ("ci", "better", "expected"),
+    ("a", "b", "better", "expected"),
     [
-        ((1, 2), "higher", compare.B_BETTER),
-        ((1, 2), "lower", compare.B_WORSE),
-        ((-2, -1), "lower", compare.B_BETTER),
-        ((-2, -1), "higher", compare.B_WORSE),
-        ((-1, 1), "higher", compare.NO_CLEAR),
-        ((0, 0), "lower", compare.NO_CLEAR),
-        ((1, 2), None, compare.NO_DIRECTION),
+        ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], "higher", compare.B_BETTER),
+        ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], "lower", compare.B_WORSE),
+        ([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "lower", compare.B_BETTER),
+        ([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "higher", compare.B_WORSE),
+        ([1, 3, 5, 7, 9], [2, 4, 6, 8, 10], "higher", compare.NO_CLEAR),
+        ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], None, compare.NO_DIRECTION),
+        ([1, 2, 3], [6, 7, 8], "higher", compare.UNATTAINABLE),  # 3 vs 3: p >= 0.1, whatever the samples
     ],
 )
-def test_observed_follows_the_better_direction(ci, better, expected):
-    assert compare.observed(ci, better) == expected
+def test_observed_follows_the_better_direction(a, b, better, expected):
+    assert compare.compare_metric(metric(a, better), metric(b, better)).observed == expected
 
 
-def test_too_few_samples_gives_no_ci():
-    a = compare.Metric("s", "x", "higher", compare.SPEED, (1.0, 2.0))
-    b = compare.Metric("s", "x", "higher", compare.SPEED, (5.0, 6.0, 7.0))
-    row = compare.compare_metric(a, b)
-    assert row.ci is None
+def test_three_against_three_says_no_verdict_is_possible_and_why():
+    """The issue's A/A case: every B trial beat every A trial. The old bootstrap called that B better at any
+    confidence; the exact test gives p = 0.05 one-sided, 0.1 two-sided, the smallest 3 vs 3 can give."""
+    row = compare.compare_metric(metric([196.6, 200.1, 203.5]), metric([203.9, 206.0, 209.2]))
+    assert (row.test.p_b_higher, row.test.p_two_sided) == (0.05, 0.1)
+    assert row.observed == compare.UNATTAINABLE
+    assert compare.no_verdict_possible(row.test) == "no verdict possible at n=3 vs 3: the smallest exact p is 0.1"
+    assert row.interval.low is None and row.interval.confidence_pct == pytest.approx(90)
+    verdict = compare.claim_verdict("B is faster", compare.with_family_alpha([row], compare.SPEED), compare.SPEED)
+    assert verdict.verdict == compare.INCONCLUSIVE
+    assert verdict.reason == ("no verdict possible at n=3 vs 3: the smallest exact p is 0.1, above the 0.05 each of "
+                              "1 speed metric(s) needs; at least 4 samples a side can reach it")
+
+
+def test_too_few_samples_gives_no_test():
+    row = compare.compare_metric(metric([1.0, 2.0]), metric([5.0, 6.0, 7.0]))
+    assert row.test is None and row.interval is None
     assert row.observed == compare.TOO_FEW
     assert row.difference == 6.0 - 1.5
 
 
 def row(observed: str, role: str = compare.SPEED) -> compare.Row:
-    spread = compare.Spread(1, 1, 1, 3)
-    return compare.Row("s", observed, "higher", role, spread, spread, 0, (0, 0), observed)
+    """A row that reads `observed` (its test's figures are not read again)."""
+    spread = compare.Spread(1, 1, 1, 5)
+    test = stats.RankSumTest(5, 5, 25, 1 / 252, 1.0, 2 / 252, 2 / 252, True)
+    return compare.Row("s", observed, "higher", role, spread, spread, 0, test, None, observed)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +85,7 @@ def row(observed: str, role: str = compare.SPEED) -> compare.Row:
         ([compare.B_WORSE, compare.NO_CLEAR], compare.NOT_SUPPORTED),
         ([compare.B_BETTER, compare.B_WORSE], compare.INCONCLUSIVE),
         ([compare.NO_CLEAR, compare.NO_CLEAR], compare.INCONCLUSIVE),
-        ([compare.TOO_FEW], compare.INCONCLUSIVE),
+        ([compare.UNATTAINABLE, compare.NO_CLEAR], compare.INCONCLUSIVE),
         ([], compare.INCONCLUSIVE),
     ],
 )
@@ -102,38 +94,34 @@ def test_claim_verdicts(observed, verdict):
     assert compare.claim_verdict("B is faster", rows, compare.SPEED).verdict == verdict
 
 
-def test_family_confidence_is_bonferroni():
-    assert compare.family_confidence_pct(1) == 95
-    assert compare.family_confidence_pct(8) == 99.375
-    assert compare.ci_indices(10_000, compare.family_confidence_pct(8)) == (31, 9968)
+def test_family_alpha_is_bonferroni():
+    assert compare.family_alpha(1) == 0.05
+    assert compare.family_alpha(8) == 0.00625
+    assert stats.samples_needed(compare.family_alpha(8)) == 6  # 2/924 at 6 a side; 2/252 at 5 is above 0.00625
 
 
 def test_one_metric_off_zero_among_eight_does_not_carry_the_claim():
-    """B better than A at 95% on one metric: (0.3, 2.9). Among eight speed metrics its family CI (99.375%) is
-    (-0.2, 3.4), which includes 0, so "B is faster" is inconclusive; alone, the same metric carries it."""
-    a, b = [10, 11, 12, 10.5, 11.5], [11.8, 12.6, 13, 12.2, 13.4]
-    metric_a = compare.Metric("s", "m0", "higher", compare.SPEED, a)
-    metric_b = compare.Metric("s", "m0", "higher", compare.SPEED, b)
-    lone = compare.compare_metric(metric_a, metric_b)
-    assert lone.ci == pytest.approx((0.3, 2.9)) and lone.observed == compare.B_BETTER
-    flat = [compare.Row("s", f"m{i}", "higher", compare.SPEED, lone.a, lone.a, 0, (-1, 1), compare.NO_CLEAR)
-            for i in range(1, 8)]
-    samples = {("s", "m0"): (a, b), **{("s", f"m{i}"): (a, a) for i in range(1, 8)}}
+    """6 vs 6 with two A samples one place above a B sample: U = 34 of 36, P(U >= 34) = 4/924, two-sided 8/924 =
+    0.0087. Alone (at 0.05) that carries "B is faster"; among eight speed metrics (0.00625 each) it does not."""
+    a, b = [1, 2, 3, 4, 5, 8], [6, 7, 9, 10, 11, 12]
+    lone = compare.compare_metric(metric(a, name="m0"), metric(b, name="m0"))
+    assert lone.test.u == 34 and lone.test.p_two_sided == pytest.approx(8 / 924)
+    flat = [compare.compare_metric(metric(a, name=f"m{i}"), metric(a, name=f"m{i}")) for i in range(1, 8)]
 
-    rows = compare.with_family_cis([lone, *flat], samples, compare.SPEED)
-    assert rows[0].family_ci == pytest.approx((-0.2, 3.4)) and rows[0].family_observed == compare.NO_CLEAR
+    rows = compare.with_family_alpha([lone, *flat], compare.SPEED)
+    assert rows[0].family_alpha == 0.00625 and rows[0].family_observed == compare.NO_CLEAR
     verdict = compare.claim_verdict("B is faster", rows, compare.SPEED)
-    assert verdict.verdict == compare.INCONCLUSIVE and "99.38% (Bonferroni)" in verdict.reason
+    assert verdict.verdict == compare.INCONCLUSIVE and "0.00625 each (0.05 / 8, Bonferroni)" in verdict.reason
 
-    alone = compare.with_family_cis([lone], samples, compare.SPEED)
-    assert alone[0].family_ci == lone.ci
+    alone = compare.with_family_alpha([lone], compare.SPEED)
+    assert alone[0].family_alpha == 0.05 and alone[0].family_observed == compare.B_BETTER
     assert compare.claim_verdict("B is faster", alone, compare.SPEED).verdict == compare.SUPPORTED
 
 
 # --- layers and verdicts from records -----------------------------------------------------------------------------
 
 
-def test_one_layer_apart_gives_a_verdict_with_cis():
+def test_one_layer_apart_one_run_a_side_shows_the_tests_but_withholds_the_verdict():
     result = compare.compare(load("serve_tp2.json"), load("serve_tp2_nextn.json"))
     assert result.changed_layer == "speculation"
     assert result.layers["speculation"] == ("none", "nextn")
@@ -145,14 +133,19 @@ def test_one_layer_apart_gives_a_verdict_with_cis():
     assert concurrent.a.n == concurrent.b.n == 4
     assert concurrent.a.median == pytest.approx((214.2 + 214.3) / 2)
     assert concurrent.b.median == pytest.approx((417.3 + 422.7) / 2)
-    assert concurrent.ci[0] > 0 and concurrent.observed == compare.B_BETTER
+    # 4 vs 4, every B request above every A one: two-sided p = 2/70, under 0.05
+    assert concurrent.test.p_two_sided == pytest.approx(2 / 70) and concurrent.observed == compare.B_BETTER
     repeated = rows[
         ("serving baseline -> nextn: repeated (single_stream, warm cache)", "output tok/s per request (TTFT included)")
     ]
     assert repeated.observed == compare.TOO_FEW  # two requests each
     verdicts = {v.claim.split(" (")[0]: v for v in result.verdicts}
-    assert verdicts["B is faster"].verdict == compare.SUPPORTED
-    assert verdicts["B has fewer transport errors"].verdict == compare.INCONCLUSIVE  # one window per run
+    assert result.design == compare.ONE_RUN
+    for verdict in verdicts.values():
+        assert verdict.verdict == compare.INCONCLUSIVE
+        assert verdict.reason.startswith("one run a side: each side's samples share one deployment, so no test here "
+                                         "covers the spread between whole runs. For a verdict, repeat whole runs")
+    assert "Within the runs the test read supported" in verdicts["B is faster"].reason
     assert verdicts["B is faster"].re_verified is None
 
 
@@ -184,8 +177,9 @@ def test_measured_trials_are_the_samples_of_the_speed_claim():
     single = rows[(TRIALS_SECTION, SINGLE_TRIALS)]
     assert single.role == compare.SPEED and single.a.n == single.b.n == 5
     assert (single.a.median, single.b.median, single.difference) == (40.2, 51.5, pytest.approx(11.3))
-    # every B trial beats every A trial: every resampled difference of medians is positive
-    assert single.ci[0] > 0 and single.observed == compare.B_BETTER
+    # every B trial beats every A trial: 1 split of 252 each way, two-sided p = 2/252, under 0.05 / 2
+    assert single.test.p_two_sided == pytest.approx(2 / 252) and single.observed == compare.B_BETTER
+    assert single.family_alpha == 0.025 and single.family_observed == compare.B_BETTER
     aggregate = rows[(TRIALS_SECTION, "aggregate output tok/s of the concurrent batch (one value per trial)")]
     assert aggregate.observed == compare.B_BETTER
     ladder = rows[
@@ -195,7 +189,9 @@ def test_measured_trials_are_the_samples_of_the_speed_claim():
     speed = [r for r in result.rows if r.role == compare.SPEED]
     assert {r.section for r in speed} == {TRIALS_SECTION}
     faster = [v for v in result.verdicts if v.claim == "B is faster"][0]
-    assert faster.verdict == compare.SUPPORTED and "of 2 speed metrics" in faster.reason
+    assert faster.verdict == compare.INCONCLUSIVE and faster.reason.startswith("one run a side")
+    assert "at least 5 a side for 2 speed metric(s)" in faster.reason
+    assert "Within the runs the test read supported: observed: B better on 2 of 2 speed metric(s)" in faster.reason
 
 
 def test_trials_that_overlap_are_inconclusive():
@@ -203,7 +199,8 @@ def test_trials_that_overlap_are_inconclusive():
     b = with_trials(load("serve_tp2_nextn.json"), "nextn", [41.0, 38.0, 51.0], [201, 197, 249])
     result = compare.compare(a, b)
     faster = [v for v in result.verdicts if v.claim == "B is faster"][0]
-    assert faster.verdict == compare.INCONCLUSIVE and "every CI includes 0" in faster.reason
+    assert faster.verdict == compare.INCONCLUSIVE
+    assert "read inconclusive: no verdict possible at n=3 vs 3" in faster.reason
 
 
 def test_trials_in_one_run_only_are_not_compared_and_the_ladder_counts_for_nothing():
@@ -214,6 +211,33 @@ def test_trials_in_one_run_only_are_not_compared_and_the_ladder_counts_for_nothi
     assert any("only in B" in note and "measured trials" in note for note in result.notes)
     assert not [r for r in result.rows if r.role == compare.SPEED]
     assert [v for v in result.verdicts if v.claim == "B is faster"][0].verdict == compare.INCONCLUSIVE
+
+
+def test_an_a_a_pair_gets_no_verdict_and_is_called_the_noise_floor():
+    """The issue's report: two runs of one configuration, three trials each, every B trial above every A trial
+    (A 196.6-203.5, B 203.9-209.2), read "B is faster: supported". Nothing declared differs, so no verdict."""
+    a = with_trials(load("serve_tp2.json"), "baseline", [196.6, 200.1, 203.5], [1130, 1135, 1140])
+    b = with_trials(load("serve_tp2.json"), "baseline", [203.9, 206.0, 209.2], [1150, 1155, 1160])
+    b["run"]["id"] = "20261201T120000Z-serve"
+    result = compare.compare(a, b)
+    assert result.changed_layer is None
+    assert [v.verdict for v in result.verdicts] == [compare.NO_VERDICT, compare.NO_VERDICT]
+    for verdict in result.verdicts:
+        assert verdict.reason == ("A/A pair: no declared layer differs, so the differences measure the noise floor "
+                                  "between runs of one configuration, not an effect")
+    assert any(note.startswith("A/A pair: no declared layer differs") and "noise floor" in note
+               for note in result.notes)
+    text = compare.render_text(result)
+    assert "- B is faster: **no verdict** (A/A pair" in text and "supported" not in text.split("## Verdicts")[1]
+    assert compare.as_json(result)["aa_pair"] is True
+
+
+def test_a_a_whole_runs_get_no_verdict_either():
+    group_a = repeated("serve_tp2.json", "baseline", RUNS_A5, "a")
+    group_b = repeated("serve_tp2.json", "baseline", RUNS_B5, "b")  # far apart, but nothing declared differs
+    result = compare.compare(group_a, group_b)
+    assert result.design == compare.WHOLE_RUNS and result.changed_layer is None
+    assert {v.verdict for v in result.verdicts} == {compare.NO_VERDICT}
 
 
 def test_two_layers_apart_is_refused_naming_both():
@@ -256,7 +280,7 @@ def test_emulated_transport_errors_are_retransmissions_and_labelled():
     assert result.transport_label == "emulated"
     transport = [v for v in result.verdicts if v.claim.startswith("B has fewer transport errors")][0]
     assert "emulated" in transport.claim
-    assert transport.verdict == compare.SUPPORTED
+    assert transport.verdict == compare.INCONCLUSIVE and transport.reason.startswith("one run a side")
     rows = {(r.section, r.name): r for r in result.rows}
     retrans = rows[("counter window asymmetry", "lab-a: TCP retransmitted segments")]
     assert retrans.role == compare.TRANSPORT and retrans.a.n == retrans.b.n == 3  # window_asymmetry_1..3
@@ -279,20 +303,33 @@ def test_kernel_transport_errors_are_receiver_errors():
     assert roles["lab-a: receiver errors on thunderbolt0 (crc+over+missed+length)"] == compare.TRANSPORT
 
 
+def copies(name: str, runs: int, stem: str) -> list[dict]:
+    """`runs` whole runs of the fixture under new run ids (the same figures in each)."""
+    group = [load(name) for _ in range(runs)]
+    for i, data in enumerate(group, start=1):
+        data["run"]["id"] = f"{stem}-{i}"
+    return group
+
+
 def test_require_fresh_re_verifies_only_a_fresh_b():
-    lossy, clean = load("link_lossy.json"), load("link_clean_fresh.json")
+    lossy, clean = copies("link_lossy.json", 5, "lossy"), copies("link_clean_fresh.json", 5, "clean")
     result = compare.compare(lossy, clean, require_fresh=True)
+    assert [v.verdict for v in result.verdicts] == [compare.SUPPORTED, compare.SUPPORTED]  # 5 whole runs a side
     assert result.fresh_b[0] is True
     assert [v.re_verified for v in result.verdicts] == [True, True]
     assert "re-verified: yes" in compare.render_text(result)
 
-    del clean["stages"]["fresh_start"]
+    del clean[4]["stages"]["fresh_start"]
     result = compare.compare(lossy, clean, require_fresh=True)
-    assert result.fresh_b == (False, compare.fresh_start(clean)[1])
+    assert result.fresh_b == (False, f"clean-5 {compare.fresh_start(clean[4])[1]}")
     assert "has no stages.fresh_start" in result.fresh_b[1]
     assert [v.re_verified for v in result.verdicts] == [False, False]
     text = compare.render_text(result)
     assert "re-verified: no" in text and "counts as not fresh" in text
+
+    one_run_a_side = compare.compare(load("link_lossy.json"), load("link_clean_fresh.json"), require_fresh=True)
+    assert [v.re_verified for v in one_run_a_side.verdicts] == [False, False]  # nothing supported to re-verify
+    assert "re-verified: not applicable (not supported here)" in compare.render_text(one_run_a_side)
 
 
 def test_fresh_start_needs_every_host_verified():
@@ -310,19 +347,29 @@ def test_wording_observed_theory_supported_never_fixed_or_diagnosed():
         assert not re.search(r"\b(fix|fixed|fixes|diagnos\w*)\b", text, re.IGNORECASE)
 
 
-def test_json_output_carries_the_bootstrap_parameters(capsys):
+def test_json_output_carries_the_methods_and_each_rows_test(capsys):
     code = cli.main(["compare", str(FIXTURES / "link_lossy.json"), str(FIXTURES / "link_clean_fresh.json"), "--json"])
     assert code == exit_codes.SUCCESS
     data = json.loads(capsys.readouterr().out)
-    assert data["bootstrap"] == {
-        "resamples": compare.BOOTSTRAP_RESAMPLES,
-        "seed": compare.BOOTSTRAP_SEED,
+    assert data["statistics"] == {
+        "difference": "median(B) - median(A)",
+        "test": "Wilcoxon-Mann-Whitney rank-sum, two-sided, midranks for ties",
+        "exact_up_to_pooled_samples": stats.EXACT_MAX_POOLED,
+        "shift": "Hodges-Lehmann: median of all b - a, with its distribution-free interval",
         "confidence_pct": 95,
+        "alpha": 0.05,
+        "family": "Bonferroni: alpha / k for each of a claim's k metrics",
         "min_samples": compare.MIN_SAMPLES,
-        "statistic": "median(B) - median(A)",
     }
-    assert data["changed_layer"] == "link_profile"
-    assert {v["verdict"] for v in data["verdicts"]} == {"supported"}
+    assert data["changed_layer"] == "link_profile" and data["aa_pair"] is False
+    assert data["design"] == "one run a side"
+    assert {v["verdict"] for v in data["verdicts"]} == {"inconclusive"}
+    retrans = next(r for r in data["rows"] if r["name"] == "lab-a: TCP retransmitted segments")
+    assert set(retrans["test"]) == {"m", "n", "u", "p_b_higher", "p_b_lower", "p_two_sided", "smallest_p", "exact"}
+    assert retrans["test"]["p_two_sided"] == 0.1 and retrans["observed"] == compare.UNATTAINABLE
+    assert retrans["interval"] == {"estimate": retrans["interval"]["estimate"], "low": None, "high": None,
+                                   "confidence_pct": pytest.approx(90), "exact": True}
+    assert retrans["family_alpha"] == 0.05  # the only transport metric with a test (the others: one window a run)
 
 
 def test_same_run_twice_is_refused():
@@ -398,7 +445,7 @@ def test_cli_reads_a_run_directory(tmp_path, capsys):
     assert cli.main(["compare", str(tmp_path / "link_lossy"), str(tmp_path / "link_clean_fresh")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# inferlab compare: A 20261201T100000Z-link_test vs B 20261201T110000Z-link_test")
-    assert "- B is faster: **supported**" in out
+    assert "- B is faster: **inconclusive** (one run a side: " in out
     assert cli.main(["compare", str(tmp_path / "link_lossy"), str(tmp_path / "nowhere")]) == exit_codes.USAGE
     assert "is " + str(tmp_path / "nowhere") + " a run directory?" in capsys.readouterr().err
 
@@ -418,6 +465,8 @@ def repeated(name: str, mode: str, runs: list[tuple[list, list]], stem: str) -> 
 
 RUNS_A = [([40, 41, 39], [200, 202, 198]), ([42, 43, 41], [204, 206, 203]), ([38, 40, 39], [197, 199, 196])]
 RUNS_B = [([50, 52, 51], [240, 238, 242]), ([49, 50, 48], [236, 239, 235]), ([53, 51, 52], [245, 243, 244])]
+RUNS_A5 = RUNS_A + [([41, 40, 42], [201, 203, 200]), ([37, 38, 39], [195, 197, 196])]  # medians 40, 42, 39, 41, 38
+RUNS_B5 = RUNS_B + [([50, 51, 49], [237, 241, 240]), ([54, 53, 52], [246, 244, 248])]  # 51, 49, 52, 50, 53
 
 
 def test_repeated_runs_give_one_sample_per_run_its_median():
@@ -430,11 +479,30 @@ def test_repeated_runs_give_one_sample_per_run_its_median():
     # per-run medians: A 40, 42, 39 and B 51, 49, 52, by hand
     assert (single.a.n, single.a.median, single.a.min, single.a.max) == (3, 40, 39, 42)
     assert (single.b.n, single.b.median, single.b.min, single.b.max) == (3, 51, 49, 52)
-    assert single.observed == compare.B_BETTER  # every run of B beats every run of A
+    # every run of B beats every run of A, but 3 runs a side cannot reach 0.05: the smallest two-sided p is 0.1
+    assert single.observed == compare.UNATTAINABLE
+    faster = next(v for v in result.verdicts if v.claim == "B is faster")
+    assert faster.verdict == compare.INCONCLUSIVE and faster.reason.startswith(
+        "no verdict possible at n=3 vs 3: the smallest exact p is 0.1, above the 0.025 each of 2 speed metric(s) "
+        "needs; at least 5 samples a side can reach it")
     assert result.run_a["runs"] == ["a-1", "a-2", "a-3"] and result.run_a["id"] == "a-1, a-2, a-3"
     assert any(n.startswith("each sample is one whole run's median (3 runs in A, 3 in B)") for n in result.notes)
     assert not any(n.startswith("samples come from within each run") for n in result.notes)
     assert "A a-1, a-2, a-3 vs B b-1, b-2, b-3" in compare.render_text(result)
+
+
+def test_five_whole_runs_a_side_carry_a_speed_verdict():
+    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A5, "a"),
+                             repeated("serve_tp2_nextn.json", "nextn", RUNS_B5, "b"))
+    assert result.design == compare.WHOLE_RUNS
+    single = {(r.section, r.name): r for r in result.rows}[(TRIALS_SECTION, SINGLE_TRIALS)]
+    assert (single.a.median, single.b.median) == (40, 51)
+    assert single.test.p_two_sided == pytest.approx(2 / 252)  # run medians completely separated, 5 vs 5
+    assert single.family_alpha == 0.025 and single.family_observed == compare.B_BETTER
+    faster = next(v for v in result.verdicts if v.claim == "B is faster")
+    assert faster.verdict == compare.SUPPORTED
+    assert faster.reason == ("observed: B better on 2 of 2 speed metric(s), exact rank-sum test at two-sided "
+                             "p <= 0.025 each (0.05 / 2, Bonferroni), worse on none")
 
 
 def test_several_runs_against_one_is_refused():
@@ -459,14 +527,14 @@ def test_a_run_given_twice_is_refused():
 
 
 def test_require_fresh_needs_every_run_of_b_fresh():
-    group_b = repeated("serve_tp2_nextn.json", "nextn", RUNS_B, "b")
-    for data in group_b[:2]:
+    group_b = repeated("serve_tp2_nextn.json", "nextn", RUNS_B5, "b")
+    for data in group_b[:4]:
         data["stages"]["fresh_start"] = {"lab-a": {"from": "lab_up", "verified": True}}
-    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A, "a"), group_b, require_fresh=True)
-    assert result.fresh_b[0] is False and result.fresh_b[1].startswith("b-3 has no stages.fresh_start")
-    group_b[2]["stages"]["fresh_start"] = {"lab-a": {"from": "restore", "verified": True}}
-    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A, "a"), group_b, require_fresh=True)
-    assert result.fresh_b == (True, "every one of its 3 runs started from a verified fresh lab or restore")
+    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A5, "a"), group_b, require_fresh=True)
+    assert result.fresh_b[0] is False and result.fresh_b[1].startswith("b-5 has no stages.fresh_start")
+    group_b[4]["stages"]["fresh_start"] = {"lab-a": {"from": "restore", "verified": True}}
+    result = compare.compare(repeated("serve_tp2.json", "baseline", RUNS_A5, "a"), group_b, require_fresh=True)
+    assert result.fresh_b == (True, "every one of its 5 runs started from a verified fresh lab or restore")
     assert [v.re_verified for v in result.verdicts if v.claim == "B is faster"] == [True]
 
 
@@ -523,7 +591,10 @@ def test_two_modes_of_one_run_compare_one_layer_apart(tmp_path, capsys):
     out = capsys.readouterr().out
     run_id = json.loads(TWO_MODES.read_text())["run"]["id"]
     assert out.startswith(f"# inferlab compare: A {run_id}:baseline vs B {run_id}:nextn")
-    assert "- B is faster: **supported**" in out  # the fixture's NEXTN trials: about twice the baseline's tok/s
+    # the fixture's NEXTN trials, about twice the baseline's tok/s: shown, but no verdict from one run a side
+    assert "- B is faster: **inconclusive** (one run a side: " in out
+    assert ("inferlab compare RUN1:baseline,...,RUN5:baseline RUN1:nextn,...,RUN5:nextn" in out)
+    assert "no verdict possible at n=3 vs 3: the smallest exact p is 0.1" in out
     assert "A and B are two served modes of one run (RUN:MODE)" in out
     comparison = compare.compare(compare.mode_view(json.loads(TWO_MODES.read_text()), "baseline"),
                                  compare.mode_view(json.loads(TWO_MODES.read_text()), "nextn"))
