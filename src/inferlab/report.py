@@ -1270,8 +1270,9 @@ def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window
         limits.append("This run measured no throughput, transport counters or driver: it shows no performance result.")
     if measured:
         limits.append(
-            "This is one run on one pair of hosts. A difference between runs needs `inferlab compare RUN_A "
-            "RUN_B` (one layer apart, bootstrap confidence intervals); a result counts as re-verified only when "
+            "This is one run on one pair of hosts. A difference between configurations needs repeated whole runs "
+            "compared together (`inferlab compare a1,...,a5 b1,...,b5`, one layer apart, exact rank tests); a "
+            "result counts as re-verified only when "
             "it reproduces in a separate run from a fresh lab or restore (`--require-fresh`)."
         )
     return limits
