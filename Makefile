@@ -60,7 +60,8 @@ $(COLLECTION_LINK):
 
 # The full staged experiment on the lab; it ends with the run directory's path (stdout) and a short summary, then
 # what `inferlab compare` says of stage 12 (the candidate driver) against stage 9 (the stock one): the lab's driver
-# layer is emulated, and the comparison says so.
+# layer is emulated, and the comparison says so; one run a side, so the differences without a verdict, and the
+# command that would give one (repeated whole runs).
 DEMO_RUN := runs/$(shell date -u +%Y%m%dT%H%M%SZ)-demo
 demo: bootstrap
 	$(BIN)/inferlab lab up
