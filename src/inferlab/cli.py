@@ -1,5 +1,5 @@
 """The `inferlab` command: run playbooks through ansible-runner, manage the embedded lab, render reports, compare
-runs and prune old run directories."""
+runs, query their records and prune old run directories."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import api, compare, exit_codes, paths, record, report, runner, runs, strategy
+from inferlab import api, compare, exit_codes, paths, query, record, report, runner, runs, strategy
 
 
 class UsageError(Exception):
@@ -136,8 +136,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else paths.RUNS
     found = runs.list_runs(root)
     if args.action == "list":
-        print(json.dumps([r.as_json() for r in found], indent=2) if args.json else runs.render_table(found))
+        listed = found
+        if args.where is not None:
+            try:
+                listed, without_record, unreadable = query.select_runs(found, args.where)
+            except query.QueryError as exc:
+                raise UsageError(str(exc)) from None
+            note = query.describe_selection(args.where, len(found), len(listed), len(without_record), len(unreadable))
+            print(f"inferlab: {note}", file=sys.stderr)
+        print(json.dumps([r.as_json() for r in listed], indent=2) if args.json else runs.render_table(listed))
         return exit_codes.SUCCESS
+    if args.where is not None:
+        raise UsageError("--where selects what runs list shows; runs prune keeps the newest runs, whatever they hold")
     if args.keep is None or args.keep < 1:
         raise UsageError(f"runs prune needs --keep N with N >= 1 (got {args.keep}): it never removes every run")
     doomed, running = runs.select_prunable(found, args.keep)
@@ -153,12 +163,28 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def resolve_run(value: str) -> Path:
-    """A run directory, a record.json, or the name of a run directory under runs/."""
+def resolve_run(value: str, root: Path | None = None) -> Path:
+    """A run directory, a record.json, or the name of a run directory under `root` (default runs/), as `inferlab
+    runs list` shows it."""
+    root = root or paths.RUNS
     path = Path(value)
-    if not path.exists() and not path.is_absolute() and (paths.RUNS / value).exists():
-        return paths.RUNS / value
+    if not path.exists() and not path.is_absolute() and (root / value).exists():
+        return root / value
     return path
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    root = Path(args.root) if args.root else paths.RUNS
+    run = resolve_run(args.run, root)
+    try:
+        if not run.exists():
+            raise query.QueryError(f"no run {args.run!r}: no such directory, and no run directory of that name "
+                                   f"under {root}")
+        value = query.query(run, args.expression)
+    except query.QueryError as exc:
+        raise UsageError(str(exc)) from None
+    print(query.render(value, raw=args.raw))
+    return exit_codes.SUCCESS
 
 
 def load_compared(value: str) -> dict:
@@ -226,10 +252,37 @@ def build_parser() -> argparse.ArgumentParser:
     comparison.add_argument("--json", action="store_true", help="the comparison as JSON")
     comparison.set_defaults(func=cmd_compare)
 
+    questions = sub.add_parser(
+        "query",
+        help="print one value of a run's record.json, picked by a JMESPath expression",
+        description="Evaluate EXPRESSION (JMESPath, https://jmespath.org) over the record.json of RUN and print "
+        "the result as JSON. A number in an expression is a literal in backticks: run.exit_code == `0`.",
+    )
+    questions.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run directory, its record.json, or its name under the runs root, as `inferlab runs list` shows it",
+    )
+    questions.add_argument(
+        "expression",
+        metavar="EXPRESSION",
+        help="a JMESPath expression over record.json, e.g. run.status or "
+        "serving.nextn.trials.figures.single_stream_output_tok_s.median",
+    )
+    questions.add_argument("--raw", action="store_true", help="print a string result bare, without JSON quotes")
+    questions.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
+    questions.set_defaults(func=cmd_query)
+
     run_dirs = sub.add_parser("runs", help="list or prune run directories")
     run_dirs.add_argument("action", choices=["list", "prune"])
     run_dirs.add_argument("--root", help=f"where the run directories are (default {paths.RUNS})")
     run_dirs.add_argument("--json", action="store_true", help="list as JSON")
+    run_dirs.add_argument(
+        "--where",
+        metavar="EXPRESSION",
+        help="list: only the runs whose record.json makes this JMESPath expression true (false, null, empty and "
+        "missing are false; 0 is true); runs without a record are left out, and stderr says how many",
+    )
     run_dirs.add_argument("--keep", type=int, metavar="N", help="prune: keep the N newest run directories")
     run_dirs.add_argument("--dry-run", action="store_true", help="prune: print what would be removed, remove nothing")
     run_dirs.set_defaults(func=cmd_runs)
