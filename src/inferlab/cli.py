@@ -1,16 +1,21 @@
 """The `inferlab` command: run playbooks through ansible-runner, manage the embedded lab, render reports, compare
-runs and prune old run directories."""
+runs, query their records and prune old run directories."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import yaml
 
-from inferlab import api, compare, exit_codes, paths, record, report, runner, runs, strategy
+from inferlab import api, compare, exit_codes, paths, query, record, report, runner, runs, strategy
+
+PACKAGE = "inferlab"
+COLLECTION = "inferlab.distributed"
 
 
 class UsageError(Exception):
@@ -136,8 +141,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else paths.RUNS
     found = runs.list_runs(root)
     if args.action == "list":
-        print(json.dumps([r.as_json() for r in found], indent=2) if args.json else runs.render_table(found))
+        listed = found
+        if args.where is not None:
+            try:
+                listed, without_record, unreadable = query.select_runs(found, args.where)
+            except query.QueryError as exc:
+                raise UsageError(str(exc)) from None
+            note = query.describe_selection(args.where, len(found), len(listed), len(without_record), len(unreadable))
+            print(f"inferlab: {note}", file=sys.stderr)
+        print(json.dumps([r.as_json() for r in listed], indent=2) if args.json else runs.render_table(listed))
         return exit_codes.SUCCESS
+    if args.where is not None:
+        raise UsageError("--where selects what runs list shows; runs prune keeps the newest runs, whatever they hold")
     if args.keep is None or args.keep < 1:
         raise UsageError(f"runs prune needs --keep N with N >= 1 (got {args.keep}): it never removes every run")
     doomed, running = runs.select_prunable(found, args.keep)
@@ -153,12 +168,28 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def resolve_run(value: str) -> Path:
-    """A run directory, a record.json, or the name of a run directory under runs/."""
+def resolve_run(value: str, root: Path | None = None) -> Path:
+    """A run directory, a record.json, or the name of a run directory under `root` (default runs/), as `inferlab
+    runs list` shows it."""
+    root = root or paths.RUNS
     path = Path(value)
-    if not path.exists() and not path.is_absolute() and (paths.RUNS / value).exists():
-        return paths.RUNS / value
+    if not path.exists() and not path.is_absolute() and (root / value).exists():
+        return root / value
     return path
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    root = Path(args.root) if args.root else paths.RUNS
+    run = resolve_run(args.run, root)
+    try:
+        if not run.exists():
+            raise query.QueryError(f"no run {args.run!r}: no such directory, and no run directory of that name "
+                                   f"under {root}")
+        value = query.query(run, args.expression)
+    except query.QueryError as exc:
+        raise UsageError(str(exc)) from None
+    print(query.render(value, raw=args.raw))
+    return exit_codes.SUCCESS
 
 
 def load_compared(value: str) -> dict:
@@ -181,14 +212,74 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
+def package_version() -> str:
+    """The installed package's version; from a source tree that is not installed, its pyproject.toml's."""
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        pass
+    pyproject = paths.REPO_ROOT / "pyproject.toml"
+    try:
+        return tomllib.loads(pyproject.read_text())["project"]["version"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
+        return f"unknown (not installed, and no version in {pyproject}: {exc})"
+
+
+def collection_version() -> str:
+    """The collection's version: galaxy.yml in a checkout, MANIFEST.json in an installed collection."""
+    galaxy, manifest = paths.REPO_ROOT / "galaxy.yml", paths.REPO_ROOT / "MANIFEST.json"
+    try:
+        if galaxy.is_file():
+            return str(yaml.safe_load(galaxy.read_text())["version"])
+        if manifest.is_file():
+            return str(json.loads(manifest.read_text())["collection_info"]["version"])
+    except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError) as exc:
+        return f"unknown ({exc.__class__.__name__} reading {galaxy if galaxy.is_file() else manifest}: {exc})"
+    return f"unknown (neither {galaxy} nor {manifest})"
+
+
+def version_text() -> str:
+    """`inferlab --version`: the package's and the collection's versions, one line each."""
+    return f"{PACKAGE} {package_version()}\n{COLLECTION} {collection_version()}"
+
+
+def exit_codes_text() -> str:
+    """The exit codes for `inferlab --help`, from exit_codes.MEANING (their one list)."""
+    width = max(len(str(code)) for code in exit_codes.MEANING)
+    rows = [f"  {str(code).rjust(width)}  {meaning}" for code, meaning in exit_codes.MEANING.items()]
+    return "exit codes:\n" + "\n".join(rows)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="inferlab", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="inferlab",
+        description=__doc__,
+        epilog=exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the exit codes one per line
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=version_text(),
+        help="print the package's and the collection's versions and exit",
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="`inferlab COMMAND --help` for its own"
+    )
 
     run = sub.add_parser("run", help="run a playbook through ansible-runner in a new run directory")
     run.add_argument("playbook", help="playbooks/NAME.yml, NAME.yml or NAME")
     run.add_argument("-i", "--inventory", help=f"inventory (default {paths.DEFAULT_INVENTORY})")
-    run.add_argument("-e", "--extra-var", dest="extravars", action="append", default=[], metavar="KEY=VALUE|@FILE")
+    run.add_argument(
+        "-e",
+        "--extra-var",
+        dest="extravars",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE|@FILE",
+        help="an extra variable, as ansible-playbook reads it (repeatable): KEY=VALUE (the value a string), a JSON "
+        "object of variables, or @FILE (a YAML or JSON mapping, for lists and dicts)",
+    )
     run.add_argument("--run-dir", help="run directory (default runs/<UTC stamp>-<playbook>/)")
     run.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     run.add_argument(
@@ -200,13 +291,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     lab = sub.add_parser("lab", help="the embedded two-host lab")
-    lab.add_argument("action", choices=["up", "down", "status"])
+    lab.add_argument(
+        "action",
+        choices=["up", "down", "status"],
+        help="up: build the lab (playbooks/lab_up.yml; a second run changes nothing); down: remove it "
+        "(playbooks/lab_down.yml); status: its hosts, links and services, changing nothing",
+    )
     lab.add_argument("-i", "--inventory", help="lab inventory (default inventory/lab/hosts.yml)")
     lab.add_argument("--json", action="store_true", help="status as JSON")
     lab.set_defaults(func=cmd_lab)
 
     rep = sub.add_parser("report", help="render report.md of a run directory")
-    rep.add_argument("run_dir")
+    rep.add_argument("run_dir", metavar="RUN_DIR", help="a run directory holding record.json")
     rep.set_defaults(func=cmd_report)
 
     comparison = sub.add_parser("compare", help="compare two runs that differ in one declared layer (B against A)")
@@ -226,10 +322,41 @@ def build_parser() -> argparse.ArgumentParser:
     comparison.add_argument("--json", action="store_true", help="the comparison as JSON")
     comparison.set_defaults(func=cmd_compare)
 
+    questions = sub.add_parser(
+        "query",
+        help="print one value of a run's record.json, picked by a JMESPath expression",
+        description="Evaluate EXPRESSION (JMESPath, https://jmespath.org) over the record.json of RUN and print "
+        "the result as JSON. A number in an expression is a literal in backticks: run.exit_code == `0`.",
+    )
+    questions.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run directory, its record.json, or its name under the runs root, as `inferlab runs list` shows it",
+    )
+    questions.add_argument(
+        "expression",
+        metavar="EXPRESSION",
+        help="a JMESPath expression over record.json, e.g. run.status or "
+        "serving.nextn.trials.figures.single_stream_output_tok_s.median",
+    )
+    questions.add_argument("--raw", action="store_true", help="print a string result bare, without JSON quotes")
+    questions.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
+    questions.set_defaults(func=cmd_query)
+
     run_dirs = sub.add_parser("runs", help="list or prune run directories")
-    run_dirs.add_argument("action", choices=["list", "prune"])
+    run_dirs.add_argument(
+        "action",
+        choices=["list", "prune"],
+        help="list: the run directories, oldest first; prune: remove all but the newest --keep N",
+    )
     run_dirs.add_argument("--root", help=f"where the run directories are (default {paths.RUNS})")
     run_dirs.add_argument("--json", action="store_true", help="list as JSON")
+    run_dirs.add_argument(
+        "--where",
+        metavar="EXPRESSION",
+        help="list: only the runs whose record.json makes this JMESPath expression true (false, null, empty and "
+        "missing are false; 0 is true); runs without a record are left out, and stderr says how many",
+    )
     run_dirs.add_argument("--keep", type=int, metavar="N", help="prune: keep the N newest run directories")
     run_dirs.add_argument("--dry-run", action="store_true", help="prune: print what would be removed, remove nothing")
     run_dirs.set_defaults(func=cmd_runs)
