@@ -30,10 +30,12 @@ What it does, in order:
 - One served mode of a run (`RUN:MODE`, `mode_view`): the mode's serving result and its own counter windows as a
   record of its own, so that two modes of one run (e.g. nextn and nextn_candidate, the driver layer apart) compare
   like two runs.
-- `require_fresh`: a supported verdict counts as re-verified only when B's record says it started from a fresh lab
-  or restore: `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore" | "untouched", "verified": true, ...}`
-  for every host listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml):
-  the host verified and its ledger had no open entry.
+- `require_fresh`: a supported verdict counts as re-verified only when B's record says it started from a fresh start,
+  a new lab or a verified restore (the driver and the services restarted, the hosts verified, their ledgers clean):
+  `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore", "verified": true, "time": ...}` for every host
+  listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml). A first run on
+  a host inferlab never changed (`"from": "untouched"`) does not count: nothing was restarted for it, so it
+  re-verifies nothing (the field reports' rule: a fix is not a fix until it re-verifies cold).
 
 Pure functions over parsed records; the statistics use the standard library only.
 """
@@ -51,7 +53,7 @@ from inferlab import stats
 CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
 ALPHA = (100 - CONFIDENCE_PCT) / 100
 MIN_SAMPLES = 3  # fewer a side: no test (at 3 vs 3 the smallest two-sided p is 0.1, so a test but no verdict)
-FRESH_SOURCES = ("lab_up", "restore", "untouched")
+FRESH_SOURCES = ("lab_up", "restore")  # "untouched" (a first run on a host never changed) restarted nothing
 LAYER_EXTRAVAR_PREFIX = "inferlab_layer_"
 RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
 TRIAL_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<trial>\d+)$")
@@ -327,21 +329,27 @@ def transport_label(records: list[dict]) -> str:
 
 
 def fresh_start(record: dict) -> tuple[bool, str]:
-    """Whether the run started from a fresh lab or a verified restore, and why (see the module docstring)."""
+    """Whether the run started from a fresh start on every host, and why, naming each start's kind and time (see
+    the module docstring)."""
     entries = (record.get("stages") or {}).get("fresh_start")
     if not entries or not isinstance(entries, dict):
         return False, ("has no stages.fresh_start in its record (the staged experiment's verify stage writes it), "
                        "so it counts as not fresh")
-    stale = [
-        host
-        for host, entry in sorted(entries.items())
-        if not (isinstance(entry, dict) and entry.get("verified") is True and entry.get("from") in FRESH_SOURCES)
-    ]
+    stale = []
+    for host, entry in sorted(entries.items()):
+        entry = entry if isinstance(entry, dict) else {}
+        if entry.get("verified") is not True:
+            stale.append(f"{host} (not verified)")
+        elif entry.get("from") == "untouched":
+            stale.append(f"{host} (untouched: a first run on a host inferlab never changed restarted nothing)")
+        elif entry.get("from") not in FRESH_SOURCES:
+            stale.append(f"{host} (from {entry.get('from')!r})")
     if stale:
-        return False, f"stages.fresh_start does not show a verified fresh start ({', '.join(FRESH_SOURCES)}) " \
-                      f"for {', '.join(stale)}"
-    sources = sorted({entry["from"] for entry in entries.values()})
-    return True, f"started from a verified {' and '.join(sources)} on {', '.join(sorted(entries))}"
+        return False, (f"stages.fresh_start does not show a verified fresh start ({' or '.join(FRESH_SOURCES)}) for "
+                       f"{', '.join(stale)}")
+    starts = ", ".join(f"{host} from a {entry['from']} at {entry.get('time', 'an unrecorded time')}"
+                       for host, entry in sorted(entries.items()))
+    return True, f"started from a verified fresh start: {starts}"
 
 
 # --- metrics ------------------------------------------------------------------------------------------------------

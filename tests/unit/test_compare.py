@@ -332,6 +332,22 @@ def test_require_fresh_re_verifies_only_a_fresh_b():
     assert "re-verified: not applicable (not supported here)" in compare.render_text(one_run_a_side)
 
 
+def test_a_first_run_on_an_untouched_host_re_verifies_nothing():
+    data = load("link_clean_fresh.json")
+    data["stages"]["fresh_start"]["lab-a"]["from"] = "untouched"
+    fresh, why = compare.fresh_start(data)
+    assert not fresh
+    assert why == ("stages.fresh_start does not show a verified fresh start (lab_up or restore) for lab-a (untouched: "
+                   "a first run on a host inferlab never changed restarted nothing)")
+
+
+def test_a_fresh_start_says_its_kind_and_time_on_every_host():
+    data = load("link_clean_fresh.json")
+    data["stages"]["fresh_start"]["lab-a"]["time"] = "2026-12-01T10:58:00Z"
+    assert compare.fresh_start(data) == (True, "started from a verified fresh start: lab-a from a restore at "
+                                               "2026-12-01T10:58:00Z, lab-b from a restore at an unrecorded time")
+
+
 def test_fresh_start_needs_every_host_verified():
     data = load("link_clean_fresh.json")
     data["stages"]["fresh_start"]["lab-b"]["verified"] = False
