@@ -93,7 +93,7 @@ def rank_sum_counts(pooled_ranks: tuple[int, ...], n: int) -> tuple[int, ...]:
     """counts[s]: how many ways to choose n of `pooled_ranks` (doubled midranks, sorted) sum to s. Subset-sum
     dynamic programming, one row per subset size, newest rank first so that each rank is used once."""
     total = sum(sorted(pooled_ranks)[-n:]) if n else 0
-    by_size = [[0] * (total + 1) for _ in range(n + 1)]
+    by_size = [[0] * (total + 1) for _size in range(n + 1)]
     by_size[0][0] = 1
     for chosen, rank in enumerate(pooled_ranks, start=1):
         for size in range(min(chosen, n), 0, -1):

@@ -114,7 +114,11 @@ def test_version_of_an_installed_collection_is_its_manifests(tmp_path, monkeypat
 def test_version_says_what_it_could_not_find(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
     assert cli.collection_version() == f"unknown (neither {tmp_path}/galaxy.yml nor {tmp_path}/MANIFEST.json)"
-    monkeypatch.setattr(cli.metadata, "version", lambda name: (_ for _ in ()).throw(metadata.PackageNotFoundError()))
+
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(cli.metadata, "version", not_installed)
     assert cli.package_version().startswith(f"unknown (not installed, and no version in {tmp_path}/pyproject.toml")
     (tmp_path / "galaxy.yml").write_text("namespace: inferlab\n")
     assert cli.collection_version().startswith("unknown (KeyError reading")

@@ -305,7 +305,7 @@ def test_kernel_transport_errors_are_receiver_errors():
 
 def copies(name: str, runs: int, stem: str) -> list[dict]:
     """`runs` whole runs of the fixture under new run ids (the same figures in each)."""
-    group = [load(name) for _ in range(runs)]
+    group = [load(name) for _run in range(runs)]
     for i, data in enumerate(group, start=1):
         data["run"]["id"] = f"{stem}-{i}"
     return group

@@ -100,8 +100,8 @@ def test_ties_take_midranks_and_stay_exact(a, b):
 @pytest.mark.parametrize(("m", "n"), [(3, 3), (4, 6), (5, 5), (3, 8)])
 def test_the_dynamic_programme_matches_enumeration(m, n):
     rng = random.Random(m * 100 + n)
-    a = [round(rng.gauss(0, 1), 3) for _ in range(m)]
-    b = [round(rng.gauss(0.5, 1), 3) for _ in range(n)]
+    a = [round(rng.gauss(0, 1), 3) for _sample in range(m)]
+    b = [round(rng.gauss(0.5, 1), 3) for _sample in range(n)]
     test = stats.rank_sum_test(a, b)
     higher, lower = enumerated_p(a, b)
     assert (test.p_b_higher, test.p_b_lower) == (pytest.approx(higher), pytest.approx(lower))
@@ -119,8 +119,8 @@ def test_doubled_midranks():
 
 def test_beyond_the_exact_limit_the_normal_approximation_is_used_and_close():
     rng = random.Random(5)
-    a = [rng.gauss(0, 1) for _ in range(31)]
-    b = [rng.gauss(0.4, 1) for _ in range(30)]
+    a = [rng.gauss(0, 1) for _sample in range(31)]
+    b = [rng.gauss(0.4, 1) for _sample in range(30)]
     approximate = stats.rank_sum_test(a, b)
     assert not approximate.exact
     ranks = stats.doubled_midranks(a + b)
@@ -173,9 +173,9 @@ def test_ten_against_ten_is_the_24th_difference_from_each_end():
 def test_the_interval_agrees_with_the_test():
     # without ties, the 95 % interval excludes 0 exactly when the two-sided p is at most 0.05
     rng = random.Random(11)
-    for _ in range(200):
-        a = [rng.gauss(0, 1) for _ in range(6)]
-        b = [rng.gauss(1.2, 1) for _ in range(6)]
+    for _pair in range(200):
+        a = [rng.gauss(0, 1) for _sample in range(6)]
+        b = [rng.gauss(1.2, 1) for _sample in range(6)]
         interval, test = stats.hodges_lehmann(a, b), stats.rank_sum_test(a, b)
         excludes_zero = interval.low > 0 or interval.high < 0
         assert excludes_zero == (test.p_two_sided <= 0.05)

@@ -46,7 +46,7 @@ def one_run(rng: random.Random, shape: str, factor: float) -> tuple[float, float
     trials' own noise around it, the run's sample being the median of its trials."""
     level = LEVEL * factor + run_level(rng, shape)
     if shape == "shift between runs":
-        trials = [level + rng.gauss(0, TRIAL_SD) for _ in range(TRIALS)]
+        trials = [level + rng.gauss(0, TRIAL_SD) for _draw in range(TRIALS)]
         level = statistics.median(trials)
     return level, AGGREGATE_PER_SINGLE * level + rng.gauss(0, AGGREGATE_SD)
 
@@ -69,8 +69,8 @@ def rates(shape: str, n: int, factor: float, metrics: int, pairs: int = PAIRS) -
     rng = random.Random(f"{SEED}-{shape}-{n}-{factor}-{metrics}")
     counts = {compare.SUPPORTED: 0, compare.NOT_SUPPORTED: 0}
     for _pair in range(pairs):
-        runs_a = [one_run(rng, shape, 1.0) for _ in range(n)]
-        runs_b = [one_run(rng, shape, factor) for _ in range(n)]
+        runs_a = [one_run(rng, shape, 1.0) for _draw in range(n)]
+        runs_b = [one_run(rng, shape, factor) for _draw in range(n)]
         verdict = verdict_of(runs_a, runs_b, metrics)
         if verdict in counts:
             counts[verdict] += 1
@@ -84,8 +84,8 @@ def within_run_rate(n_trials: int = 10, pairs: int = 500) -> float:
     supported = 0
     for _pair in range(pairs):
         level_a, level_b = LEVEL + rng.gauss(0, RUN_SD), LEVEL + rng.gauss(0, RUN_SD)
-        trials_a = [(level_a + rng.gauss(0, TRIAL_SD),) for _ in range(n_trials)]
-        trials_b = [(level_b + rng.gauss(0, TRIAL_SD),) for _ in range(n_trials)]
+        trials_a = [(level_a + rng.gauss(0, TRIAL_SD),) for _draw in range(n_trials)]
+        trials_b = [(level_b + rng.gauss(0, TRIAL_SD),) for _draw in range(n_trials)]
         supported += verdict_of(trials_a, trials_b, 1) == compare.SUPPORTED
     return supported / pairs
 
