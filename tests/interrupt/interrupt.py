@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -173,11 +174,16 @@ def wait_up(inventory: Path, timeout_s: float) -> dict:
         time.sleep(2.0)
 
 
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def failed_task(log: Path, lines: int = 12) -> list[str]:
     """The first and the last failed task of an ansible-playbook log (each from its "fatal:" or "failed:" line on;
     in an experiment the first is the stage's own failure, the last the outcome's), each line cut to 300 characters;
-    the log's last lines when no task failed."""
-    text = log.read_text(errors="replace").splitlines() if log.exists() else []
+    the log's last lines when no task failed. Colour codes are taken out: under molecule the log is coloured, and a
+    coloured "fatal:" line starts with one."""
+    raw = log.read_text(errors="replace") if log.exists() else ""
+    text = ANSI_ESCAPE.sub("", raw).splitlines()
     starts = [n for n, line in enumerate(text) if line.startswith(("fatal: [", "failed: ["))]
     if not starts:
         return text[-lines:]

@@ -52,6 +52,14 @@ def test_the_failed_tasks_of_a_run_log_are_its_first_and_last_fatal_lines_on(int
     assert interrupt.failed_task(log, lines=3) == ["fatal: [lab-b]: FAILED! => once"]
 
 
+def test_a_coloured_run_log_gives_its_failed_tasks_without_the_colour(interrupt, tmp_path):
+    log = tmp_path / "ansible.log"
+    log.write_text("TASK [a]\n\x1b[0;31mfailed: [localhost -> lab-a] (item=lab-a: primary) => stopped\x1b[0m\n"
+                   "TASK [b]\n\x1b[0;31mfatal: [localhost]: FAILED! => outcome\x1b[0m\nPLAY RECAP\n")
+    assert interrupt.failed_task(log, lines=1) == ["failed: [localhost -> lab-a] (item=lab-a: primary) => stopped",
+                                                   "fatal: [localhost]: FAILED! => outcome"]
+
+
 def test_a_run_log_without_a_failed_task_gives_its_last_lines_and_a_missing_log_nothing(interrupt, tmp_path):
     log = tmp_path / "ansible.log"
     log.write_text("one\ntwo\nthree\n")
