@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inferlab import exit_codes, paths, plots, record, report, runner, strategy
 
@@ -83,12 +84,17 @@ NO_RESTORE_AFTER_CANCEL = {"restore", "preflight", "lab_up", "lab_down"}
 
 
 def restore_after_cancel(
-    outcome: runner.RunOutcome, extravars: dict, quiet: bool, restore_playbook: str | Path = "restore"
+    outcome: runner.RunOutcome,
+    extravars: dict,
+    quiet: bool,
+    restore_playbook: str | Path = "restore",
+    event_handler: Callable[[dict], bool] | None = None,
 ) -> dict | None:
     """An aborted run (canceled, timed out, or stopped before its recap) left whatever its ledgers recorded: run
     restore.yml in the same run directory, against the known-good snapshots the run wrote, before `inferlab run`
     exits. Its artifacts go to `artifacts/restore/`, its fragments beside the run's, so the record shows whether the
-    restore verified."""
+    restore verified. It runs on every host of the inventory, whatever --limit the run had: an undo of a host that
+    holds no open entry changes nothing."""
     if not aborted(outcome) or outcome.playbook.stem in NO_RESTORE_AFTER_CANCEL:
         return None
     restore_vars = {
@@ -105,6 +111,7 @@ def restore_after_cancel(
         ident="restore",
         cancel_callback=lambda: False,
         strategy_name=strategy.RESTORE,
+        event_handler=event_handler,
     )
     return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
 
@@ -197,6 +204,9 @@ def run(
     quiet: bool = True,
     restore_playbook: str | Path | None = "restore",
     strategy_name: str | None = None,
+    event_handler: Callable[[dict], bool] | None = None,
+    status_handler: Callable[[dict, Any], None] | None = None,
+    limit: str | None = None,
 ) -> RunResult:
     """Run `playbook` (a path, or a name under playbooks/) against `inventory` (None: the lab's) in `run_dir`
     (default `runs/<UTC stamp>-<playbook stem>/`), then write record.json, report.md and plots there.
@@ -207,6 +217,9 @@ def run(
     nothing). Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout (it is in
     `artifacts/ansible/stdout` either way). `strategy_name` is the Ansible strategy (inferlab.strategy; None:
     $INFERLAB_STRATEGY or the default); a restore playbook, and the restore after a cancel, always run on `linear`.
+    `event_handler` gets every ansible-runner job event (the run's, and the restore's after a cancel; it returns True
+    to keep the event in the artifacts; inferlab.progress.Progress is the CLI's), `status_handler` each status change
+    of the run. `limit` is ansible-playbook's --limit for the run (never for the restore after a cancel).
     Raises FileNotFoundError for a missing playbook or inventory, inferlab.strategy.StrategyError for an unknown
     strategy.
     """
@@ -225,11 +238,14 @@ def run(
             check=check,
             cancel_callback=cancel_callback,
             strategy_name=chosen,
+            event_handler=event_handler,
+            status_handler=status_handler,
+            limit=limit,
         )
         # The restore is not canceled by the signal that canceled the run: its callback never cancels.
         restore = (
             None
             if check or restore_playbook is None
-            else restore_after_cancel(outcome, extravars, quiet, restore_playbook)
+            else restore_after_cancel(outcome, extravars, quiet, restore_playbook, event_handler)
         )
     return record_outcome(outcome, extravars, restore)

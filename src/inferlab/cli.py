@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import api, compare, exit_codes, paths, query, record, report, runner, runs, strategy
+from inferlab import api, compare, exit_codes, paths, progress, query, record, report, runner, runs, strategy
 
 PACKAGE = "inferlab"
 COLLECTION = "inferlab.distributed"
@@ -66,11 +66,15 @@ def run_and_record(
     extravars: dict,
     check: bool = False,
     strategy_name: str | None = None,
+    verbose: bool = False,
+    limit: str | None = None,
 ) -> int:
-    """`inferlab run`: api.run with ansible's output on the terminal and a summary on stderr; the run directory is
-    the only line on stdout."""
+    """`inferlab run`: api.run with a line per play or stage and each failed task on stderr (inferlab.progress), or
+    ansible's whole output with `verbose`, then a summary on stderr; the run directory is the only line on stdout."""
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
-    result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=False, strategy_name=strategy_name)
+    result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=not verbose,
+                     strategy_name=strategy_name, limit=limit,
+                     event_handler=None if verbose else progress.Progress(run_dir))
     for line in report.summary(result.record) if result.record else []:
         print(f"inferlab: {line}", file=sys.stderr)
     if result.record_error:
@@ -78,6 +82,8 @@ def run_and_record(
     if result.restore:
         verified = "verified" if result.restore["verified"] else "NOT verified"
         print(f"inferlab: the run was {result.status}; restore.yml ran after it: {verified}", file=sys.stderr)
+    if not verbose:
+        print(f"inferlab: Ansible's whole output: {run_dir / 'artifacts' / 'ansible' / 'stdout'}", file=sys.stderr)
     print(f"inferlab: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)
     print(run_dir)
     return result.rc
@@ -106,7 +112,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         # its fragments, known-good snapshots and artifacts would mix with the new run's in one record
         raise UsageError(f"the run directory {run_dir} exists and is not empty: a run directory holds one run; name a "
                          "new one with --run-dir, or leave --run-dir out for runs/<UTC stamp>-<playbook>/")
-    return run_and_record(playbook, inventory, run_dir, extravars, check=args.check, strategy_name=args.strategy)
+    return run_and_record(playbook, inventory, run_dir, extravars, check=args.check, strategy_name=args.strategy,
+                          verbose=args.verbose, limit=args.limit)
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
@@ -118,7 +125,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2) if args.json else lab.render_status_text(status))
         return exit_codes.SUCCESS
     playbook = paths.PLAYBOOKS / f"lab_{args.action}.yml"
-    return run_and_record(playbook, inventory, runner.new_run_dir(playbook), {})
+    return run_and_record(playbook, inventory, runner.new_run_dir(playbook), {}, verbose=args.verbose)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -282,6 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--run-dir", help="run directory (default runs/<UTC stamp>-<playbook>/)")
     run.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
+    run.add_argument("--limit", metavar="PATTERN",
+                     help="run on these hosts only (ansible-playbook's --limit); a restore after a cancel still "
+                     "covers every host")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="show Ansible's whole output (default: a line per play or stage, and each failed task; the "
+                     "whole output is in RUN_DIR/artifacts/ansible/stdout either way)")
     run.add_argument(
         "--strategy",
         choices=strategy.STRATEGIES,
@@ -299,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lab.add_argument("-i", "--inventory", help="lab inventory (default inventory/lab/hosts.yml)")
     lab.add_argument("--json", action="store_true", help="status as JSON")
+    lab.add_argument("-v", "--verbose", action="store_true",
+                     help="up, down: show Ansible's whole output (default: a line per play, and each failed task)")
     lab.set_defaults(func=cmd_lab)
 
     rep = sub.add_parser("report", help="render report.md of a run directory")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import ansible_runner
 
@@ -104,13 +105,17 @@ def run_playbook(
     cancel_callback: Callable[[], bool] | None = None,
     ident: str = "ansible",
     strategy_name: str = strategy.RESTORE,
+    event_handler: Callable[[dict], bool] | None = None,
+    status_handler: Callable[[dict, Any], None] | None = None,
+    limit: str | None = None,
 ) -> RunOutcome:
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`.
 
     `cancel_callback` is ansible-runner's: polled while the playbook runs, True cancels it (status `canceled`).
     Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread. `ident` names the
     artifacts directory (`artifacts/<ident>/`): the restore that follows a canceled run keeps its own.
-    `strategy_name` is the Ansible strategy (inferlab.strategy); run.json says which one ran.
+    `strategy_name` is the Ansible strategy (inferlab.strategy); run.json says which one ran. `event_handler` and
+    `status_handler` are ansible-runner's (each job event; each status change), `limit` ansible-playbook's --limit.
     """
     make_private_dir(run_dir)
     started = utc_iso()
@@ -140,6 +145,9 @@ def run_playbook(
         rotate_artifacts=0,
         cmdline="--check --diff" if check else None,
         cancel_callback=cancel_callback,
+        event_handler=event_handler,
+        status_handler=status_handler,
+        limit=limit,
     )
     outcome = RunOutcome(
         run_dir=run_dir,
