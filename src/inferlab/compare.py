@@ -35,7 +35,9 @@ What it does, in order:
   `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore", "verified": true, "time": ...}` for every host
   listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml). A first run on
   a host inferlab never changed (`"from": "untouched"`) does not count: nothing was restarted for it, so it
-  re-verifies nothing (the field reports' rule: a fix is not a fix until it re-verifies cold).
+  re-verifies nothing (the field reports' rule: a fix is not a fix until it re-verifies cold). Nor does a B that is
+  not later than A: every run of B must have started after every run of A ended (`run.started`, `run.finished`), so
+  that its fresh start came after the original; two modes of one run never re-verify each other.
 
 Pure functions over parsed records; the statistics use the standard library only.
 """
@@ -46,6 +48,7 @@ import json
 import re
 import statistics
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from inferlab import stats
@@ -829,7 +832,7 @@ def compare(
 
     fresh_b = None
     if require_fresh:
-        fresh_b = _group_fresh(group_b)
+        fresh_b = _group_fresh(group_b, group_a)
         verdicts = [Verdict(v.claim, v.verdict, v.reason, v.verdict == SUPPORTED and fresh_b[0]) for v in verdicts]
     if changed is not None:
         notes.append(
@@ -860,14 +863,46 @@ def _reading(which: str, data: dict, read, *args):
         raise RecordInputError(f"{which} {data['run']['id']}: {exc}") from None
 
 
-def _group_fresh(group: list[dict]) -> tuple[bool, str]:
-    """fresh_start of every run of a side: fresh when every one is."""
+def _group_fresh(group: list[dict], originals: list[dict]) -> tuple[bool, str]:
+    """fresh_start of every run of side B, each started after every run of side A (the originals) ended: fresh when
+    every one is."""
+    early = _not_later(group, originals)
+    if early:
+        return False, early
     if len(group) == 1:
         return fresh_start(group[0])
     stale = [(data["run"]["id"], why) for data in group for fresh, why in [fresh_start(data)] if not fresh]
     if stale:
         return False, "; ".join(f"{run} {why}" for run, why in stale)
     return True, f"every one of its {len(group)} runs started from a verified fresh lab or restore"
+
+
+def _not_later(group: list[dict], originals: list[dict]) -> str:
+    """Why side B is not later than side A (a run of B started before a run of A ended, or a time is missing), or
+    '' when every B run started after every A run ended."""
+    ends = [(_utc(data["run"].get("finished")), data["run"]["id"]) for data in originals]
+    if any(end is None for end, _run in ends):
+        missing = ", ".join(run for end, run in ends if end is None)
+        return f"A's end is not recorded ({missing}), so B cannot be shown to be later"
+    last_end, last_run = max(ends)
+    early = []
+    for data in group:
+        started = _utc(data["run"].get("started"))
+        if started is None or started < last_end:
+            early.append(f"{data['run']['id']} started {data['run'].get('started') or 'at an unrecorded time'}")
+    if early:
+        return (f"is not a later run: {', '.join(early)}, before {last_run} ended ({last_end:%Y-%m-%dT%H:%M:%SZ}); "
+                "a re-verification is a separate run after the original")
+    return ""
+
+
+def _utc(value) -> datetime | None:
+    """An ISO 8601 time as an aware UTC datetime (the record's times are UTC), or None."""
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _run_summary(group: list[dict]) -> dict:

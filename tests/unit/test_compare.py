@@ -332,6 +332,34 @@ def test_require_fresh_re_verifies_only_a_fresh_b():
     assert "re-verified: not applicable (not supported here)" in compare.render_text(one_run_a_side)
 
 
+def test_a_b_that_is_not_later_than_a_re_verifies_nothing():
+    """A re-verification is a separate run after the original: a B run that started before an A run ended (the
+    fixtures' B runs start at 11:00, A's end at 10:02) does not count, fresh start or not."""
+    lossy, clean = copies("link_lossy.json", 5, "lossy"), copies("link_clean_fresh.json", 5, "clean")
+    lossy[2]["run"]["finished"] = "2026-12-01T11:30:00Z"
+    clean[3]["run"]["started"] = "2026-12-01T11:29:59Z"
+    result = compare.compare(lossy, clean, require_fresh=True)
+    assert [v.verdict for v in result.verdicts] == [compare.SUPPORTED, compare.SUPPORTED]
+    assert [v.re_verified for v in result.verdicts] == [False, False]
+    assert result.fresh_b == (False, "is not a later run: clean-1 started 2026-12-01T11:00:00Z, clean-2 started "
+                              "2026-12-01T11:00:00Z, clean-3 started 2026-12-01T11:00:00Z, clean-4 started "
+                              "2026-12-01T11:29:59Z, clean-5 started 2026-12-01T11:00:00Z, before lossy-3 ended "
+                              "(2026-12-01T11:30:00Z); a re-verification is a separate run after the original")
+
+    lossy[2]["run"]["finished"] = "2026-12-01T10:59:00Z"  # every B run after every A run: only clean-4 was early
+    clean[3]["run"]["started"] = "2026-12-01T11:00:00"  # no zone: the record's times are UTC
+    assert compare.compare(lossy, clean, require_fresh=True).fresh_b[0] is True
+
+    del lossy[0]["run"]["finished"]
+    assert compare.compare(lossy, clean, require_fresh=True).fresh_b == (
+        False, "A's end is not recorded (lossy-1), so B cannot be shown to be later")
+
+
+def test_two_modes_of_one_run_never_re_verify_each_other():
+    data = load("link_clean_fresh.json")
+    assert compare._not_later([data], [data]).startswith("is not a later run: ")
+
+
 def test_a_first_run_on_an_untouched_host_re_verifies_nothing():
     data = load("link_clean_fresh.json")
     data["stages"]["fresh_start"]["lab-a"]["from"] = "untouched"
