@@ -15,7 +15,7 @@ SERVE_TRIALS = FIXTURES / "report" / "serve_trials.json"  # baseline and nextn, 
 EXPERIMENT = FIXTURES / "report" / "experiment_kernel.json"  # the staged experiment: a failed stage, restore verified
 RESTORE = FIXTURES / "report" / "restore_driver.json"
 
-# The README's examples, run here against the records they describe.
+# The examples of docs/EVIDENCE.md, run here against the records they describe.
 NEXTN_MEDIAN_OUTPUT = "serving.nextn.trials.figures.single_stream_output_tok_s.median"
 RESTORE_VERIFIED = "restore && !contains(values(restore)[*].verified, `false`)"
 FAILED_STAGES = "journal.* | [?status=='failed'].stage | join(', ', @)"
@@ -90,7 +90,7 @@ def test_query_of_each_mode_and_jmespaths_short_object_wildcard(root, capsys):
         for mode in serving.values()
     ]
     assert json.loads(run_cli(["query", SERVE_RUN, EACH_MODE], capsys)[1]) == expected
-    # jmespath 1.1.0 ends `serving.*` after one field, as the README warns; when a release fixes it, say so there
+    # jmespath 1.1.0 ends `serving.*` after one field, as docs/EVIDENCE.md warns; when a release fixes it, say so there
     assert run_cli(["query", SERVE_RUN, "serving.*.trials.count"], capsys)[1] == "null\n"
     counts = json.loads(run_cli(["query", SERVE_RUN, "values(serving)[*].trials.count"], capsys)[1])
     assert counts == [mode["trials"]["count"] for mode in serving.values()]
