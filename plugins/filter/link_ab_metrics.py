@@ -41,7 +41,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-RX_ERRORS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
+from ansible_collections.inferlab.distributed.plugins.module_utils._counters import RX_ERROR_COUNTERS
 
 
 def _sum(values):
@@ -71,7 +71,8 @@ def link_ab_metrics(result):
             prefix = "%s_%s" % (test_name, key)
             metrics["%s_tcp_retrans" % prefix] = host_counters.get("RetransSegs")
             metrics["%s_tcp_retrans_pct" % prefix] = host_counters.get("retrans_pct")
-            metrics["%s_rx_errors" % prefix] = _sum(host_counters.get(k) for k in RX_ERRORS) if host_counters else None
+            rx_errors = [host_counters.get(k) for k in RX_ERROR_COUNTERS] if host_counters else []
+            metrics["%s_rx_errors" % prefix] = _sum(rx_errors) if host_counters else None
     for test_name in ("probes", "loaded_probes"):
         for direction in ("a_to_b", "b_to_a"):
             probe = (tests.get(test_name) or {}).get(direction) or {}

@@ -42,6 +42,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferlab.distributed.plugins.module_utils._counters import RX_ERROR_COUNTERS
 from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import (
     LinkVerdictError,
     asymmetry_verdict,
@@ -51,8 +52,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict
 # Counters of each host's window shown beside every test: TCP retransmissions and the receiver-error family.
 TCP_COUNTERS = ("RetransSegs", "OutSegs")
 TCP_EXT_COUNTERS = ("TCPLostRetransmit", "TCPTimeouts")
-LINK_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors", "rx_errors", "tx_errors",
-                 "rx_dropped", "tx_dropped", "rx_packets", "tx_packets")
+LINK_COUNTERS = RX_ERROR_COUNTERS + ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_packets", "tx_packets")
 
 
 def _host_counters(window, interface):

@@ -23,6 +23,10 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import
     SysfsReader,
 )
 
+# The receiver-error family of an interface's statistics: what a bad cable, a lossy driver or an overrun receiver
+# shows first. The controller's filters sum and show these (link_test_result, link_ab_metrics).
+RX_ERROR_COUNTERS = ('rx_crc_errors', 'rx_over_errors', 'rx_missed_errors', 'rx_length_errors')
+
 # Fields that later stages compute with; a file without them is truncated or not what we think it is.
 REQUIRED_TCP = ('InSegs', 'OutSegs', 'RetransSegs', 'InErrs')
 REQUIRED_TCP_EXT = ('TCPLostRetransmit', 'TCPTimeouts', 'TCPSynRetrans')

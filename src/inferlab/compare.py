@@ -51,14 +51,13 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from inferlab import stats
+from inferlab import record_view, stats
 
 CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
 ALPHA = (100 - CONFIDENCE_PCT) / 100
 MIN_SAMPLES = 3  # fewer a side: no test (at 3 vs 3 the smallest two-sided p is 0.1, so a test but no verdict)
 FRESH_SOURCES = ("lab_up", "restore")  # "untouched" (a first run on a host never changed) restarted nothing
 LAYER_EXTRAVAR_PREFIX = "inferlab_layer_"
-RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
 TRIAL_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<trial>\d+)$")
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
@@ -365,7 +364,7 @@ def _counter_roles(transport: str) -> tuple[str, str]:
 
 
 def _rx_errors(counters: dict, where: str) -> float | None:
-    values = [_number(counters.get(name), f"{where}.{name}") for name in RX_ERROR_COUNTERS]
+    values = [_number(counters.get(name), f"{where}.{name}") for name in record_view.RX_ERROR_COUNTERS]
     values = [v for v in values if v is not None]
     return sum(values) if values else None
 

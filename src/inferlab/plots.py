@@ -13,23 +13,31 @@ them. Each plot appears only when its data exists:
 - `link_throughput_<host>.png`, `link_asymmetry_intervals_<host>.png`, `link_rtt_<host>.png`: the link test suite,
   RTT unloaded against loaded.
 
-The readers of the record at the top are shared with report.py, so the report's tables and the plots agree.
+The readers of the record are record_view's, shared with report.py, so the report's tables and the plots agree.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-from matplotlib import ticker  # noqa: E402
+from inferlab.record_view import (
+    TRIAL_FIGURES,
+    Batch,
+    ModeTrials,
+    Window,
+    counter_windows,
+    epoch,
+    is_emulated,
+    number,
+    read_samples,
+    sampler_file,
+    serving_batches,
+    serving_trials,
+    stat,
+)
 
 GBPS = 1e9
 GIB = 2**30
@@ -41,207 +49,7 @@ SIZES = {
     "counter_deltas": (11.0, 8.0),
     "timeline": (12.0, 6.0),
 }
-# The measured trials' figures (serving.<mode>.trials.figures), with their definitions as titles.
-TRIAL_FIGURES = (
-    ("single_stream_output_tok_s", "Single-stream output tok/s per trial (median per request, TTFT included)"),
-    ("single_stream_decode_tok_s", "Single-stream decode tok/s per trial (median per request, TTFT excluded)"),
-    ("single_stream_ttft_ms", "Single-stream TTFT ms per trial (median per request)"),
-    ("aggregate_output_tok_s", "Aggregate output tok/s per trial (the concurrent batch: all output tokens / wall)"),
-)
-STEP_ORDER = ("first_response", "repeated", "concurrent", "repeated_prefix", "long_context")
-RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_missed_errors", "rx_length_errors", "rx_over_errors")
 WINDOW_COLOUR, BATCH_COLOUR = "0.85", "tab:orange"
-
-
-# --- reading the record (shared with report.py) -------------------------------------------------------------------
-
-
-def epoch(text) -> float | None:
-    """Seconds since the epoch of a UTC ISO time (`2026-11-30T13:43:09.086287Z`); None when absent or unreadable."""
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def number(value) -> float | None:
-    """A counter or a figure from the record: None for null, booleans and anything not a number."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-@dataclass(frozen=True)
-class Window:
-    """One host's fragment of one counter window (`stages.window_<name>.<host>`)."""
-
-    stage: str
-    name: str
-    host: str
-    opened: float | None
-    closed: float | None
-    data: dict
-
-    @property
-    def interface(self) -> str | None:
-        """The direct-link interface the window watched (its link snapshot), else thunderbolt0 when counted."""
-        for key in ("link_before", "link_after"):
-            link = self.data.get(key)
-            if isinstance(link, dict) and link.get("interface"):
-                return link["interface"]
-        interfaces = self.data.get("interfaces") or {}
-        return "thunderbolt0" if "thunderbolt0" in interfaces else None
-
-    def link_counters(self) -> dict:
-        counters = (self.data.get("interfaces") or {}).get(self.interface or "")
-        return counters if isinstance(counters, dict) else {}
-
-    def counter(self, name: str) -> float | None:
-        """A delta on the link interface, or a TCP one (`RetransSegs`)."""
-        if name in ("RetransSegs", "OutSegs", "InSegs", "InErrs"):
-            return number((self.data.get("tcp") or {}).get(name))
-        return number(self.link_counters().get(name))
-
-    def rx_errors(self) -> float | None:
-        """CRC + missed + length + overrun errors on the link interface; None when none of them was counted."""
-        values = [self.counter(name) for name in RX_ERROR_COUNTERS]
-        values = [v for v in values if v is not None]
-        return sum(values) if values else None
-
-    @property
-    def samples(self) -> dict:
-        samples = self.data.get("samples")
-        return samples if isinstance(samples, dict) else {}
-
-
-def counter_windows(record: dict) -> list[Window]:
-    """Every counter window of the record, by opening time, then name, then host."""
-    found = []
-    for stage, by_host in (record.get("stages") or {}).items():
-        if not stage.startswith("window_") or not isinstance(by_host, dict):
-            continue
-        for host, data in by_host.items():
-            if isinstance(data, dict):
-                opened, closed = epoch(data.get("opened_at")), epoch(data.get("closed_at"))
-                found.append(Window(stage, stage.removeprefix("window_"), host, opened, closed, data))
-    return sorted(found, key=lambda w: (w.opened if w.opened is not None else math.inf, w.name, w.host))
-
-
-@dataclass(frozen=True)
-class Batch:
-    """One workload batch of a served mode's acceptance ladder."""
-
-    mode: str
-    layers: str
-    step: str
-    batch: dict
-
-    @property
-    def condition(self) -> str:
-        return f"{self.step} ({self.batch.get('cache')} cache)"
-
-
-def mode_layers(result: dict) -> str:
-    layers = result.get("layers") or {}
-    return ", ".join(f"{k}={v}" for k, v in sorted(layers.items()))
-
-
-def serving_batches(record: dict) -> list[Batch]:
-    """The batches of every served mode, in the record's mode order and the ladder's step order."""
-    found = []
-    for mode, result in (record.get("serving") or {}).items():
-        steps = ((result.get("acceptance") or {}).get("steps")) or []
-        for step in steps:
-            if isinstance(step.get("batch"), dict):
-                found.append(Batch(mode, mode_layers(result), step.get("step", "?"), step["batch"]))
-    order = {step: i for i, step in enumerate(STEP_ORDER)}
-    modes = list(dict.fromkeys(b.mode for b in found))
-    return sorted(found, key=lambda b: (order.get(b.step, len(order)), modes.index(b.mode)))
-
-
-@dataclass
-class ModeTrials:
-    """A served mode's measured trials (serving.<mode>.trials)."""
-
-    mode: str
-    layers: str
-    count: int
-    figures: dict
-    problems: list
-
-
-def serving_trials(record: dict) -> dict[str, ModeTrials]:
-    """The measured trials of every served mode that ran any, in the record's mode order."""
-    found = {}
-    for mode, result in (record.get("serving") or {}).items():
-        trials = result.get("trials") if isinstance(result, dict) else None
-        if isinstance(trials, dict) and trials.get("count"):
-            found[mode] = ModeTrials(
-                mode, mode_layers(result), trials["count"], trials.get("figures") or {}, trials.get("problems") or []
-            )
-    return found
-
-
-def stat(batch: dict, metric: str) -> dict | None:
-    """A per-request statistic of a batch ({median, min, max, n, ...}) when it has a median."""
-    value = batch.get(metric)
-    return value if isinstance(value, dict) and number(value.get("median")) is not None else None
-
-
-def read_samples(path: Path) -> list[dict]:
-    """The sampler's JSON lines; a line cut short (a killed sampler) or not an object is left out."""
-    samples = []
-    with path.open() as handle:
-        for line in handle:
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(sample, dict) and number(sample.get("t_wall")) is not None:
-                samples.append(sample)
-    return samples
-
-
-def sampler_file(run_dir: Path | None, window: Window) -> Path | None:
-    """The run-directory file of a window's sampler series, when the record names one with samples in it."""
-    path, count = window.samples.get("path"), number(window.samples.get("count"))
-    if not path or not count:
-        return None
-    return Path(path) if run_dir is None else run_dir / path
-
-
-def driver_layers(record: dict) -> set[str]:
-    """Every driver layer the record declares: hosts, verification, link tests, the candidate, link profiles."""
-    found = set()
-    for section in ("hosts", "verification"):
-        for entry in (record.get(section) or {}).values():
-            found.add((entry.get("layers") or {}).get("driver_layer"))
-    for section in ("link_tests", "candidate"):
-        for entry in (record.get(section) or {}).values():
-            found.add(entry.get("driver_layer"))
-    for entry in ((record.get("stages") or {}).get("link_profile") or {}).values():
-        found.add(entry.get("driver_layer") if isinstance(entry, dict) else None)
-    for entry in ((record.get("stages") or {}).get("link_ab") or {}).values():
-        found.add(entry.get("transport_label") if isinstance(entry, dict) else None)
-    return found & {"kernel", "emulated"}
-
-
-def lab_server(record: dict) -> bool:
-    """Whether a served mode ran the lab inference server rather than SGLang."""
-    for result in (record.get("serving") or {}).values():
-        for rank in (result.get("ranks") or {}).values():
-            if "inferlab.labserver" in " ".join(str(a) for a in rank.get("argv") or []):
-                return True
-    return False
-
-
-def is_emulated(record: dict) -> bool:
-    """Whether the transport was the lab's emulation: declared so, or (no driver layer declared) the lab inference
-    server ran, which exists only in the lab."""
-    declared = driver_layers(record)
-    return "emulated" in declared or (not declared and lab_server(record))
 
 
 # --- the plan -----------------------------------------------------------------------------------------------------
@@ -375,10 +183,21 @@ def render(run_dir: Path, record: dict) -> list[Path]:
 # --- drawing ------------------------------------------------------------------------------------------------------
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed), imported when the first plot is drawn: reading a
+    record, planning its plots and writing the report do not need it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _save(fig, target: Path) -> Path:
     fig.tight_layout()
     fig.savefig(target, dpi=DPI)
-    plt.close(fig)
+    _pyplot().close(fig)
     return target
 
 
@@ -443,7 +262,7 @@ def serving_throughput(batches: list[Batch], target: Path) -> Path:
         ),
     )
     modes = list(dict.fromkeys((b.mode, b.layers) for b in batches))
-    fig, axes = plt.subplots(1, len(panels), figsize=SIZES["serving_tok_s"])
+    fig, axes = _pyplot().subplots(1, len(panels), figsize=SIZES["serving_tok_s"])
     for ax, (metric, title, single) in zip(axes, panels, strict=True):
         chosen = [b for b in batches if (b.batch.get("concurrency") == 1) == single]
         groups = list(dict.fromkeys(b.condition for b in chosen))
@@ -469,7 +288,7 @@ def serving_throughput(batches: list[Batch], target: Path) -> Path:
     fig.suptitle("Serving: medians per mode and step; whiskers: min to max over the step's requests", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(target, dpi=DPI)
-    plt.close(fig)
+    _pyplot().close(fig)
     return target
 
 
@@ -477,7 +296,7 @@ def trial_throughput(trials: dict[str, ModeTrials], target: Path) -> Path:
     """The measured trials: single-stream and aggregate tok/s in separate panels, a bar per mode at the median
     across trials, whiskers min to max, and each trial's value as a dot."""
     panels = [f for f in TRIAL_FIGURES if f[0] in ("single_stream_output_tok_s", "aggregate_output_tok_s")]
-    fig, axes = plt.subplots(1, len(panels), figsize=SIZES["serving_trials"])
+    fig, axes = _pyplot().subplots(1, len(panels), figsize=SIZES["serving_trials"])
     modes = list(trials.values())
     for ax, (key, title) in zip(axes, panels, strict=True):
         ax.set_title(title.replace(" (", "\n("), fontsize=9)
@@ -503,7 +322,7 @@ def trial_throughput(trials: dict[str, ModeTrials], target: Path) -> Path:
     fig.suptitle("Measured trials: median across trials; whiskers min to max; dots: one per trial", fontsize=10)
     fig.tight_layout()
     fig.savefig(target, dpi=DPI)
-    plt.close(fig)
+    _pyplot().close(fig)
     return target
 
 
@@ -538,7 +357,7 @@ def counter_deltas(record: dict, windows: list[Window], target: Path) -> Path:
             found.append(None if v is None else {"value": v / scale})
         return found
 
-    fig, (retrans, rx, moved) = plt.subplots(3, 1, figsize=SIZES["counter_deltas"])
+    fig, (retrans, rx, moved) = _pyplot().subplots(3, 1, figsize=SIZES["counter_deltas"])
     groups = [n.replace("_", " ") for n in names]
     retrans.set_title("TCP retransmitted segments in the window (host-wide)", fontsize=9)
     _grouped_bars(retrans, groups, [(h, cells(h, lambda w: w.counter("RetransSegs"))) for h in hosts], "segments")
@@ -605,7 +424,7 @@ def timeline(record: dict, host: str, series: list[tuple[Window, Path]], target:
                 values.append(math.nan)
         for values, new in zip((xs, rx, tx, retrans), part, strict=True):
             values.extend(new)
-    fig, (gbps, resent) = plt.subplots(2, 1, figsize=SIZES["timeline"], sharex=True)
+    fig, (gbps, resent) = _pyplot().subplots(2, 1, figsize=SIZES["timeline"], sharex=True)
     interface = next((w.interface for w, _p in series if w.interface), "the link")
     gbps.set_title(f"{host}: {interface} throughput from the sampler (received and sent, Gb/s)", fontsize=9)
     resent.set_title(f"{host}: TCP retransmitted segments per second (host-wide)", fontsize=9)
@@ -642,10 +461,10 @@ def timeline(record: dict, host: str, series: list[tuple[Window, Path]], target:
             color="0.3",
         )
     handles, labels = gbps.get_legend_handles_labels()
-    handles.append(plt.Rectangle((0, 0), 1, 1, color=WINDOW_COLOUR, alpha=0.5))
+    handles.append(_pyplot().Rectangle((0, 0), 1, 1, color=WINDOW_COLOUR, alpha=0.5))
     labels.append("counter window")
     if shaded_batches:
-        handles.append(plt.Rectangle((0, 0), 1, 1, color=BATCH_COLOUR, alpha=0.35))
+        handles.append(_pyplot().Rectangle((0, 0), 1, 1, color=BATCH_COLOUR, alpha=0.35))
         labels.append("workload batch (llm_workload)")
     gbps.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if resent.get_legend_handles_labels()[0]:
@@ -680,7 +499,7 @@ def throughput_bars(result: dict, target: Path) -> Path:
         forward.append(tests["loaded_probes"]["load"]["a_to_b_bps"])
         reverse.append(tests["loaded_probes"]["load"]["b_to_a_bps"])
     a_to_b, b_to_a = _directions(result["pair"])
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 4))
+    fig, ax = _pyplot().subplots(figsize=(max(6, 1.2 * len(labels)), 4))
     xs = range(len(labels))
     ax.bar([x - 0.2 for x in xs], [(v or 0) / GBPS for v in forward], width=0.4, label=a_to_b)
     ax.bar([x + 0.2 for x in xs], [(v or 0) / GBPS for v in reverse], width=0.4, label=b_to_a)
@@ -695,7 +514,7 @@ def asymmetry_intervals(result: dict, target: Path) -> Path:
     """Per-interval throughput of the bidirectional test, both directions."""
     intervals = result["tests"]["asymmetry"]["intervals"]
     a_to_b, b_to_a = _directions(result["pair"])
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = _pyplot().subplots(figsize=(7, 3.5))
     ends = [i["end"] for i in intervals]
     ax.plot(ends, [(i["forward_bps"] or 0) / GBPS for i in intervals], marker="o", label=a_to_b)
     ax.plot(ends, [(i["reverse_bps"] or 0) / GBPS for i in intervals], marker="o", label=b_to_a)
@@ -717,11 +536,13 @@ def rtt_distributions(result: dict, target: Path) -> Path:
             if probe:
                 series.append(probe["replies_ms"] or [0.0])
                 labels.append(f"{title}\n{direction}\nloss {probe['loss_pct']}%")
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(series)), 4))
+    fig, ax = _pyplot().subplots(figsize=(max(6, 1.6 * len(series)), 4))
     ax.boxplot(series, showfliers=True)
     ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
     ax.set_ylabel("RTT (ms, log scale)")
     ax.set_yscale("log")
+    from matplotlib import ticker  # after _pyplot() chose the backend
+
     plain = ticker.FuncFormatter(lambda value, position: f"{value:g}")
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(plain)

@@ -16,7 +16,10 @@ import json
 import math
 from pathlib import Path
 
-from inferlab import plots
+from inferlab import plots, record_view
+
+# The receiver-error counters as a column header names them: crc, missed, length, over.
+RX_ERROR_SHORT = ", ".join(n.removeprefix("rx_").removesuffix("_errors") for n in record_view.RX_ERROR_COUNTERS)
 
 
 def _value(value) -> str:
@@ -153,7 +156,7 @@ def _link_tests(host: str, result: dict) -> list[str]:
         ]
     lines += [
         f"| test | {a} -> {b} Gb/s | {b} -> {a} Gb/s | host TCP retransmitted segments (% of sent) {a} / {b} "
-        f"| rx errors (crc, over, missed, length) {a} / {b} |",
+        f"| rx errors ({RX_ERROR_SHORT}) {a} / {b} |",
         "| --- | --- | --- | --- | --- |",
     ]
 
@@ -167,7 +170,7 @@ def _link_tests(host: str, result: dict) -> list[str]:
         errors = " / ".join(
             ", ".join(
                 _value((per_host.get(h) or {}).get(k))
-                for k in ("rx_crc_errors", "rx_over_errors", "rx_missed_errors", "rx_length_errors")
+                for k in record_view.RX_ERROR_COUNTERS
             )
             for h in (a, b)
         )
@@ -325,7 +328,7 @@ def _cell(value) -> str:
 
 
 def _bytes(value) -> str:
-    number = plots.number(value)
+    number = record_view.number(value)
     if number is None:
         return "—"
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -335,12 +338,12 @@ def _bytes(value) -> str:
 
 
 def _count(value) -> str:
-    number = plots.number(value)
+    number = record_view.number(value)
     return "—" if number is None else f"{number:.0f}"
 
 
 def _duration(start, end) -> str:
-    first, last = plots.epoch(start), plots.epoch(end)
+    first, last = record_view.epoch(start), record_view.epoch(end)
     if first is None or last is None or last < first:
         return "—"
     seconds = last - first
@@ -462,7 +465,7 @@ def _cached_tokens(batch: dict) -> str:
     return "not reported" if value is None else _count(value)
 
 
-def _throughput_summary(batches: list[plots.Batch]) -> list[str]:
+def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
     lines = [
         "## Throughput summary",
         "",
@@ -479,14 +482,14 @@ def _throughput_summary(batches: list[plots.Batch]) -> list[str]:
         chosen = [b for b in batches if which == "all" or (b.batch.get("concurrency") == 1) == (which == "single")]
         rows = []
         for b in chosen:
-            stats = plots.stat(b.batch, metric)
+            stats = record_view.stat(b.batch, metric)
             if stats is None:
                 continue
             row = [_cell(b.mode), _cell(b.step), _cache(b.batch), _cached_tokens(b.batch)]
             if which != "single":
                 row.append(_count(b.batch.get("concurrency")))
             row += [_value(stats.get("n"))] + [
-                _value(None if plots.number(stats.get(k)) is None else stats[k] * scale)
+                _value(None if record_view.number(stats.get(k)) is None else stats[k] * scale)
                 for k in ("min", "median", "max")
             ]
             rows.append(row)
@@ -535,7 +538,7 @@ def _throughput_summary(batches: list[plots.Batch]) -> list[str]:
     return lines
 
 
-def _measured_trials(trials: dict[str, plots.ModeTrials]) -> list[str]:
+def _measured_trials(trials: dict[str, record_view.ModeTrials]) -> list[str]:
     """One table per figure, a row per served mode: the value of every trial and their min, median and max."""
     lines = [
         "## Measured trials",
@@ -546,12 +549,12 @@ def _measured_trials(trials: dict[str, plots.ModeTrials]) -> list[str]:
         "across trials, not across the requests of one batch.",
         "",
     ]
-    for key, definition in plots.TRIAL_FIGURES:
+    for key, definition in record_view.TRIAL_FIGURES:
         rows = []
         for mode, result in trials.items():
             figure = result.figures.get(key) or {}
             values = figure.get("values") or []
-            if not any(plots.number(v) is not None for v in values):
+            if not any(record_view.number(v) is not None for v in values):
                 continue
             rows.append(
                 [_cell(mode), _cell(result.layers), _value(figure.get("n")), ", ".join(_value(v) for v in values)]
@@ -702,7 +705,7 @@ def _candidate(candidates: dict) -> list[str]:
 # --- counter deltas -----------------------------------------------------------------------------------------------
 
 
-def _window_notes(window: plots.Window) -> list[str]:
+def _window_notes(window: record_view.Window) -> list[str]:
     data = window.data
     notes = [str(n) for n in data.get("notes") or [] if n]
     if data.get("link_retrained"):
@@ -719,7 +722,7 @@ def _window_notes(window: plots.Window) -> list[str]:
     return notes
 
 
-def _counter_deltas(windows: list[plots.Window], emulated: bool) -> list[str]:
+def _counter_deltas(windows: list[record_view.Window], emulated: bool) -> list[str]:
     lines = [
         "## Counter deltas per window and host",
         "",
@@ -742,8 +745,8 @@ def _counter_deltas(windows: list[plots.Window], emulated: bool) -> list[str]:
                 _cell(w.name),
                 _cell(w.host),
                 _cell(w.interface),
-                _value(plots.number(w.data.get("elapsed_s"))),
-                *(_count(w.counter(name)) for name in plots.RX_ERROR_COUNTERS),
+                _value(record_view.number(w.data.get("elapsed_s"))),
+                *(_count(w.counter(name)) for name in record_view.RX_ERROR_COUNTERS),
                 _count(w.counter("rx_errors")),
                 _count(w.counter("RetransSegs")),
                 _bytes(w.counter("rx_bytes")),
@@ -842,22 +845,22 @@ def _plots(planned: list[plots.Plot]) -> list[str]:
 MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
 
 
-def _representative_step(batches: list[plots.Batch]) -> str | None:
+def _representative_step(batches: list[record_view.Batch]) -> str | None:
     """The single-stream step to quote: the one with the most requests, `repeated` first among equals."""
-    single = [b for b in batches if b.batch.get("concurrency") == 1 and plots.stat(b.batch, "output_tok_s")]
+    single = [b for b in batches if b.batch.get("concurrency") == 1 and record_view.stat(b.batch, "output_tok_s")]
     if not single:
         return None
-    best = max(single, key=lambda b: (plots.stat(b.batch, "output_tok_s").get("n") or 0, b.step == "repeated"))
+    best = max(single, key=lambda b: (record_view.stat(b.batch, "output_tok_s").get("n") or 0, b.step == "repeated"))
     return best.step
 
 
-def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
+def _serving_shows(record: dict, batches: list[record_view.Batch]) -> list[str]:
     shows = []
     for mode, result in (record.get("serving") or {}).items():
         acceptance = result.get("acceptance") or {}
         steps = acceptance.get("steps") or []
         passed = sum(1 for s in steps if s.get("passed"))
-        layers = plots.mode_layers(result)
+        layers = record_view.mode_layers(result)
         if acceptance.get("passed"):
             shows.append(
                 f"Mode {mode} ({layers}) served real API requests and was accepted by its ladder ({passed} "
@@ -872,13 +875,13 @@ def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
         if traffic.get("message"):
             verdict = "went over the direct link" if traffic.get("ok") else "did NOT clearly go over the direct link"
             shows.append(f"Mode {mode}: its ladder's traffic {verdict}: {traffic['message']}.")
-    for mode, trials in plots.serving_trials(record).items():
+    for mode, trials in record_view.serving_trials(record).items():
         figures = trials.figures
         described = []
         for key, label in (("single_stream_output_tok_s", "single-stream output tok/s (TTFT included)"),
                            ("aggregate_output_tok_s", "aggregate output tok/s")):
             figure = figures.get(key) or {}
-            if plots.number(figure.get("median")) is not None:
+            if record_view.number(figure.get("median")) is not None:
                 described.append(
                     f"{label} median {_value(figure['median'])} (min {_value(figure.get('min'))}, max "
                     f"{_value(figure.get('max'))})"
@@ -891,7 +894,7 @@ def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
     if step:
         figures = []
         for b in batches:
-            stats = plots.stat(b.batch, "output_tok_s")
+            stats = record_view.stat(b.batch, "output_tok_s")
             if b.step == step and stats:
                 figures.append(
                     f"{b.mode} {_value(stats['median'])} (n={_value(stats.get('n'))}, {_cache(b.batch)} cache)"
@@ -902,7 +905,7 @@ def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
         )
     for b in batches:
         accept = (b.batch.get("spec_accept_length") or {}).get("value")
-        if b.step == step and plots.number(accept) is not None:
+        if b.step == step and record_view.number(accept) is not None:
             shows.append(
                 f"Mode {b.mode}: speculative accept length {_value(accept)} observed on the `{step}` step, so "
                 "the speculative path was active."
@@ -910,7 +913,7 @@ def _serving_shows(record: dict, batches: list[plots.Batch]) -> list[str]:
     return shows
 
 
-def _counter_shows(windows: list[plots.Window], emulated: bool) -> list[str]:
+def _counter_shows(windows: list[record_view.Window], emulated: bool) -> list[str]:
     shows = []
     if not windows:
         return shows
@@ -920,7 +923,9 @@ def _counter_shows(windows: list[plots.Window], emulated: bool) -> list[str]:
         for w in damaged:
             parts = ", ".join(
                 f"{label} {_count(w.counter(name))}"
-                for name, label in zip(plots.RX_ERROR_COUNTERS, ("CRC", "missed", "length", "overrun"), strict=True)
+                for name, label in zip(
+                    record_view.RX_ERROR_COUNTERS, ("CRC", "missed", "length", "overrun"), strict=True
+                )
             )
             shows.append(
                 f"Receiver errors observed on {w.interface} of {w.host} in window {w.name}: {parts} (total "
@@ -1020,7 +1025,9 @@ def _restore_shows(restores: dict) -> list[str]:
     return shows
 
 
-def _shows(record: dict, batches: list[plots.Batch], windows: list[plots.Window], emulated: bool) -> list[str]:
+def _shows(
+    record: dict, batches: list[record_view.Batch], windows: list[record_view.Window], emulated: bool
+) -> list[str]:
     shows = []
     for host, state in sorted((record.get("verification") or {}).items()):
         checks = state.get("checks") or []
@@ -1110,11 +1117,11 @@ def _speculation_limits(record: dict) -> list[str]:
     return limits
 
 
-def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window]) -> list[str]:
+def _trial_limits(record: dict, batches: list[record_view.Batch], windows: list[record_view.Window]) -> list[str]:
     limits = []
     few: dict[str, list[str]] = {}
     for b in batches:
-        stats = plots.stat(b.batch, "output_tok_s") or plots.stat(b.batch, "ttft_s")
+        stats = record_view.stat(b.batch, "output_tok_s") or record_view.stat(b.batch, "ttft_s")
         n = stats.get("n") if stats else None
         if isinstance(n, int) and n < MIN_TRIALS:
             few.setdefault(f"{b.step} (n={n})", []).append(b.mode)
@@ -1131,7 +1138,7 @@ def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.
                 f"The link A/B from {host} ran {repetitions} repetition(s) per condition: fewer than "
                 f"{MIN_TRIALS} is not a statistic."
             )
-    trials = plots.serving_trials(record)
+    trials = record_view.serving_trials(record)
     few_trials = [f"{mode} ({t.count})" for mode, t in trials.items() if t.count < MIN_TRIALS]
     if few_trials:
         limits.append(f"Fewer than {MIN_TRIALS} measured trials is not a statistic: {_join(few_trials)}.")
@@ -1152,9 +1159,11 @@ def _trial_limits(record: dict, batches: list[plots.Batch], windows: list[plots.
     return limits
 
 
-def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window], emulated: bool) -> list[str]:
+def _limits(
+    record: dict, batches: list[record_view.Batch], windows: list[record_view.Window], emulated: bool
+) -> list[str]:
     limits = []
-    declared = plots.driver_layers(record)
+    declared = record_view.driver_layers(record)
     if emulated:
         why = (
             ""
@@ -1175,7 +1184,7 @@ def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window
             "The record declares no driver layer (no verify, link test or candidate stage in this run), so "
             "it does not say whether the receiver-error counters could count at all: a veth never does."
         )
-    if plots.lab_server(record):
+    if record_view.lab_server(record):
         limits.append(
             "The tokens came from the lab inference server (`inferlab.labserver`), which speaks SGLang's "
             "API without a model on GPUs: its tok/s measure the lab's transport and scheduling, not a "
@@ -1183,7 +1192,7 @@ def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window
         )
     reused: dict[str, list[str]] = {}
     for b in batches:
-        cached = plots.number(b.batch.get("cached_tokens_total"))
+        cached = record_view.number(b.batch.get("cached_tokens_total"))
         if b.step in ("long_context", "repeated_prefix") and (cached or b.batch.get("cache") == "warm"):
             amount = f"{_count(cached)} cached prompt tokens" if cached else "a warm cache, cached tokens not reported"
             reused.setdefault(b.step, []).append(f"{b.mode}: {amount}")
@@ -1249,7 +1258,7 @@ def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window
         limits.append("No model workload ran with the candidate in this run: nothing here speaks for tok/s with it.")
     for host, restore in sorted((record.get("restore") or {}).items()):
         taint = ((restore.get("driver") or {}).get("persistence") or {}).get("taint") or {}
-        if plots.number(taint.get("after")):
+        if record_view.number(taint.get("after")):
             limits.append(
                 f"The kernel on {host} stays tainted ({_value(taint['after'])}) until a reboot: a restore "
                 "cannot clear taint, and later runs on this boot start tainted."
@@ -1280,8 +1289,8 @@ def _limits(record: dict, batches: list[plots.Batch], windows: list[plots.Window
 
 def findings(record: dict) -> tuple[list[str], list[str]]:
     """(what this run shows, what it does not show), generated from the record."""
-    batches, windows = plots.serving_batches(record), plots.counter_windows(record)
-    emulated = plots.is_emulated(record)
+    batches, windows = record_view.serving_batches(record), record_view.counter_windows(record)
+    emulated = record_view.is_emulated(record)
     return _shows(record, batches, windows, emulated), _limits(record, batches, windows, emulated)
 
 
@@ -1311,10 +1320,10 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
     entries = _journal_entries(record)
     if entries:
         lines += _journal(entries)
-    batches = plots.serving_batches(record)
+    batches = record_view.serving_batches(record)
     if batches:
         lines += _throughput_summary(batches)
-    trials = plots.serving_trials(record)
+    trials = record_view.serving_trials(record)
     if trials:
         lines += _measured_trials(trials)
     if record.get("verification"):
@@ -1333,9 +1342,9 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
         ]
         for host, result in sorted(record["link_tests"].items()):
             lines += _link_tests(host, result)
-    windows = plots.counter_windows(record)
+    windows = record_view.counter_windows(record)
     if windows:
-        lines += _counter_deltas(windows, plots.is_emulated(record))
+        lines += _counter_deltas(windows, record_view.is_emulated(record))
     if record.get("serving"):
         lines += [
             "## Serving",

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from inferlab import api, plots  # noqa: E402
+from inferlab import api, record_view  # noqa: E402
 
 FIXTURE = REPO / "tests" / "unit" / "fixtures" / "report" / "serve.json"
 AIM_S = 5.0
@@ -63,7 +63,7 @@ def build_record(windows: int, samples_per_host: int) -> tuple[dict, dict[str, l
     record = copy.deepcopy(base)
     template = base["stages"]["window_serve_nextn"]
     hosts = sorted(template)
-    start = plots.epoch(template[hosts[0]]["opened_at"])
+    start = record_view.epoch(template[hosts[0]]["opened_at"])
     per_window = max(2, samples_per_host // windows)
     record["stages"] = {}
     files: dict[str, list[str]] = {}

@@ -9,12 +9,14 @@ import json
 import math
 import shutil
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import pytest
 
-from inferlab import plots, report
+from inferlab import plots, record_view, report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -61,7 +63,7 @@ def assert_drawn(path: Path, size: tuple[int, int] | None = None) -> None:
 def write_samples(run_dir: Path, record: dict, rate_bps: float = 2e9, retrans_per_s: int = 30) -> int:
     """A sampler series for every window that names one; returns the number of files written."""
     written = 0
-    for window in plots.counter_windows(record):
+    for window in record_view.counter_windows(record):
         path = window.samples.get("path")
         if not path or window.opened is None or window.closed is None:
             continue
@@ -101,7 +103,7 @@ def test_a_sampler_line_cut_short_is_skipped_not_fatal(tmp_path):
     write_samples(tmp_path, data)
     series = tmp_path / "windows" / "serve_nextn" / "samples" / "lab-a.jsonl"
     series.write_text(series.read_text() + '{"t_wall": 17960')
-    samples = plots.read_samples(series)
+    samples = record_view.read_samples(series)
     assert len(samples) == len(series.read_text().splitlines()) - 1
     assert "timeline_lab-a.png" in [p.name for p in plots.render(tmp_path, data)]
 
@@ -178,7 +180,7 @@ def test_a_trial_figure_without_values_leaves_its_panel_empty_and_the_size(tmp_p
     for mode in data["serving"].values():
         figure = mode["trials"]["figures"]["aggregate_output_tok_s"]
         figure.update(values=[None] * len(figure["values"]), median=None, min=None, max=None, n=0)
-    target = plots.trial_throughput(plots.serving_trials(data), tmp_path / "trials.png")
+    target = plots.trial_throughput(record_view.serving_trials(data), tmp_path / "trials.png")
     assert_drawn(target, expected("serving_trials"))
 
 
@@ -196,3 +198,14 @@ def test_rendering_does_not_touch_the_fixtures(tmp_path):
     data = json.loads(copy.read_text())
     plots.render(tmp_path, data)
     assert json.loads(copy.read_text()) == data == load("serve")
+
+
+def test_reading_a_record_and_writing_its_report_do_not_import_matplotlib():
+    """Only drawing imports matplotlib (a second or more of a CLI command's start): the CLI, the report, compare and
+    the record's readers do not."""
+    code = ("import sys; from inferlab import cli, compare, query, record_view, report, plots; "
+            "report.render(__import__('json').load(open(sys.argv[1]))); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
+    done = subprocess.run([sys.executable, "-c", code, str(FIXTURES / "serve_trials.json")], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "[]"

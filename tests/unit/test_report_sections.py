@@ -33,7 +33,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from inferlab import plots, record, report
+from inferlab import plots, record, record_view, report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 RECORDS = sorted(FIXTURES.glob("*.json"))
@@ -173,13 +173,13 @@ def test_fewer_than_three_trials_is_not_a_statistic():
 def test_measured_trials_have_a_table_per_figure_with_their_spread():
     data = load("serve_trials")
     text = report.render(data)
-    rows = table(text, "### " + plots.TRIAL_FIGURES[0][1])
+    rows = table(text, "### " + record_view.TRIAL_FIGURES[0][1])
     assert rows[0] == ["mode", "layers", "trials", "per trial", "min", "median", "max"]
     assert [r[0] for r in rows[1:]] == list(data["serving"])
     figure = data["serving"]["baseline"]["trials"]["figures"]["single_stream_output_tok_s"]
     assert rows[1][2] == "3" and rows[1][3] == ", ".join(report._value(v) for v in figure["values"])
     assert rows[1][5] == report._value(figure["median"])
-    for _key, title in plots.TRIAL_FIGURES:
+    for _key, title in record_view.TRIAL_FIGURES:
         assert f"### {title}" in section(text, "## Measured trials")
     shows = section(text, "## What this run shows")
     assert "Mode nextn: observed over 3 measured trials: single-stream output tok/s (TTFT included) median" in shows
