@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import os
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
@@ -94,3 +95,147 @@ def undo_open(ledger_dir, host, config_path, procfs_root='/proc', check_mode=Fal
         raise _ledger.LedgerError(outcome['message'])
     return outcome['undone'], ('; '.join(d['message'] for d in outcome['details'] if d.get('message'))
                                or outcome['message'])
+
+
+class ConfigChangeModule:
+    """What the modules that change a gateway's config for a run share: ``added`` (checks, the ledger entry, the
+    new config, the rolling restart), the idempotent second ``added``, and ``removed`` (the ledger's undo, then what
+    the instances report). A subclass says what its change is:
+
+    - ``noun`` (``'the fallback'``) and ``named()`` (the same with its particulars, for messages);
+    - ``state_key`` and ``instance_state(instances, key, public_model)``: what each instance reports of the change
+      (``{instance: ...}``, an instance that cannot answer as ``'unknown: ...'``), returned under that key;
+    - ``originals(instances, key)``: ``(original_fallbacks, original_models, seen)``, read and checked before
+      anything changes (``seen`` goes into a check mode result), and ``applied_fallbacks(original_fallbacks)``,
+      what the instances must report once the new config runs;
+    - ``in_place(state)`` and ``not_in_place(entry, state)``: whether an open entry's change runs, and the refusal
+      when it does not;
+    - ``finish(instances, key, entry, steps, result)``: the checks after the restart and the last message.
+    """
+
+    noun = 'the change'
+    state_key = 'state'
+    added_needs = ('content', 'instances', 'public_model', 'admin_key_file')
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+
+    def fail(self, msg, **extra):
+        self.module.fail_json(msg=msg, **extra)
+
+    def require(self, *names):
+        missing = [n for n in names if self.params[n] in (None, '', [])]
+        if missing:
+            self.fail('state=%s needs %s' % (self.params['state'], ', '.join(missing)))
+
+    def entries(self):
+        """This config's gateway_config entries (their last lines), oldest first."""
+        try:
+            return config_entries(self.params['ledger_dir'], self.params['ledger_host'], self.params['config_path'])
+        except _ledger.LedgerError as exc:
+            self.fail(str(exc))
+
+    def config_sha256(self, what):
+        try:
+            return swap.sha256_file(self.params['config_path'])
+        except OSError as exc:
+            self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
+
+    def run(self):
+        getattr(self, self.params['state'])()
+
+    # --- added ---------------------------------------------------------------------------------------------------
+
+    def added(self):
+        self.require('config_path', 'ledger_dir', 'ledger_host', *self.added_needs)
+        p = self.params
+        try:
+            instances, front, key = check_inputs(p['instances'], p['front'], p['admin_key_file'])
+        except swap.GatewayError as exc:
+            self.fail('Nothing was changed: %s' % exc)
+        open_entries = [e for e in self.entries() if e['state'] != 'undone']
+        if open_entries:
+            return self.already_added(open_entries[-1], instances, key)
+        original_fallbacks, original_models, seen = self.originals(instances, key)
+        try:
+            params = entry_params(p['ledger_dir'], p['config_path'], instances, front, p['admin_key_file'],
+                                  p['public_model'], original_fallbacks, original_models, p['ready_timeout_s'],
+                                  p['drain_timeout_s'], p['kind'])
+        except OSError as exc:
+            self.fail('Nothing was changed: cannot read the gateway config %s: %s'
+                      % (p['config_path'], exc.strerror or exc))
+        content = p['content'].encode('utf-8')
+        if hashlib.sha256(content).hexdigest() == params['original_sha256']:
+            self.fail('the new config is the original config: nothing to add')
+        if self.module.check_mode:
+            self.module.exit_json(changed=True, original_sha256=params['original_sha256'],
+                                  config_sha256=params['original_sha256'],
+                                  message='would add %s and restart %d instances' % (self.named(), len(instances)),
+                                  **seen)
+        try:
+            entry = apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
+        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
+            self.fail('could not add %s to %s: %s' % (self.noun, p['config_path'], exc))
+        result = dict(changed=True, entry_id=entry['id'], original_sha256=params['original_sha256'],
+                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
+        try:
+            steps = swap.rolling_restart(instances, front, key, p['public_model'],
+                                         self.applied_fallbacks(original_fallbacks),
+                                         ready_timeout_s=p['ready_timeout_s'], drain_timeout_s=p['drain_timeout_s'],
+                                         procfs_root=p['procfs_root'])
+        except swap.GatewayError as exc:
+            self.fail('the config with %s is written (ledger entry %s), but applying it failed: %s. %s'
+                      % (self.noun, entry['id'], exc, RESTORE_HINT), **result)
+        result.update(steps=steps, seconds=round(sum(s['seconds'] for s in steps), 3))
+        self.finish(instances, key, entry, steps, result)
+        self.module.exit_json(**result)
+
+    def already_added(self, entry, instances, key):
+        state = self.instance_state(instances, key, self.params['public_model'])
+        if entry['state'] in ('pending', 'applied') and self.in_place(state):
+            self.module.exit_json(changed=False, entry_id=entry['id'],
+                                  original_sha256=entry['params']['original_sha256'],
+                                  config_sha256=self.config_sha256('cannot read'),
+                                  backup_path=entry['params']['backup_path'], message='%s %s already added (ledger '
+                                  'entry %s)' % (self.noun, self.verb_is, entry['id']), **{self.state_key: state})
+        self.fail(self.not_in_place(entry, state))
+
+    # --- removed -------------------------------------------------------------------------------------------------
+
+    def removed(self):
+        self.require('config_path', 'ledger_dir', 'ledger_host')
+        p = self.params
+        entries = self.entries()
+        if not entries:
+            self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
+                      % (p['ledger_host'], p['ledger_dir'], p['config_path']))
+        try:
+            undone, message = undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'], p['procfs_root'],
+                                        self.module.check_mode)
+        except _ledger.LedgerError as exc:
+            self.fail('could not undo the gateway config change: %s' % exc)
+        last = entries[-1]['params']
+        current = self.config_sha256('after the undo, cannot read')
+        try:
+            state = self.instance_state(last['instances'], swap.read_key(last['admin_key_file']),
+                                        last['public_model'])
+        except swap.GatewayError as exc:
+            state = {'unknown': str(exc)}
+        self.module.exit_json(changed=bool(undone), undone=undone, original_sha256=last['original_sha256'],
+                              config_sha256=current, byte_identical=current == last['original_sha256'],
+                              message=message, **{self.state_key: state})
+
+
+RESTORE_HINT = 'The restore (playbooks/restore.yml) puts the original back.'
+
+
+def instances_report(instances, read):
+    """``{instance: read(instance)}``, an instance that cannot answer as ``'unknown: <why>'``."""
+    found = {}
+    for instance in instances:
+        try:
+            found[instance['name']] = read(instance)
+        except swap.GatewayError as exc:
+            found[instance['name']] = 'unknown: %s' % exc
+    return found

@@ -28,6 +28,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.gateway_change
 attributes:
   check_mode:
     support: full
@@ -46,12 +47,6 @@ options:
     type: str
     required: true
     choices: [checked, added, removed]
-  kind:
-    description:
-      - The gateway kind.
-    type: str
-    choices: [litellm]
-    default: litellm
   public_url:
     description:
       - The public route's base URL (the front, for example nginx). Required for V(checked).
@@ -96,35 +91,6 @@ options:
       - The config with the fallback (filter C(inferlab.distributed.gateway_config_with_fallback)). Required for
         V(added). It is never logged, since a config may carry backend keys.
     type: str
-  instances:
-    description:
-      - The gateway's instances, each C({name, url, manager, pidfile, start_argv, log, match}) for the V(process)
-        manager or C({name, url, manager, unit}) for V(systemd) (inventory C(inferlab_gateway_instances)).
-        Required for V(added).
-    type: list
-    elements: dict
-  front:
-    description:
-      - The front, C({kind, upstream_file, pidfile}) (nginx), or C({}) for a single instance without one, whose
-        restart is a brief outage.
-    type: dict
-    default: {}
-  admin_key_file:
-    description:
-      - The key the gateway host uses for the warm-up requests and C(GET /fallback/<role>), on the first line of
-        this file on the gateway host. Required for V(added); recorded (the path only) in the ledger entry for the
-        undo.
-    type: path
-  ready_timeout_s:
-    description:
-      - Seconds a restarted instance gets to answer C(/health/readiness).
-    type: float
-    default: 90
-  drain_timeout_s:
-    description:
-      - Seconds the front's old workers get to finish their requests after a reload.
-    type: float
-    default: 30
   ledger_dir:
     description:
       - The gateway host's ledger directory, C(<inferlab_state_dir>/ledger). Required for V(added) and V(removed).
@@ -133,17 +99,6 @@ options:
     description:
       - Whose ledger (the gateway host's inventory name). Required for V(added) and V(removed).
     type: str
-  run_id:
-    description:
-      - The run, stamped into the ledger lines; V(added) fails when another run holds the ledger's lock.
-    type: str
-  procfs_root:
-    description:
-      - Where procfs is mounted (the front's workers and the instances' pids are read below it).
-    type: path
-    default: /proc
-notes:
-  - The backups live in C(<ledger_dir>/../backup/), mode C(0600), and stay after the undo, as evidence.
 seealso:
   - module: inferlab.distributed.change_ledger
   - module: inferlab.distributed.paused_service
@@ -247,13 +202,10 @@ message:
   type: str
 """
 
-import hashlib
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_change as change
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 
 
 def reply_summary(answer):
@@ -262,18 +214,12 @@ def reply_summary(answer):
             'model_group': headers.get('x-litellm-model-group'), 'elapsed_s': answer['elapsed_s']}
 
 
-class GatewayFallback:
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-
-    def fail(self, msg, **extra):
-        self.module.fail_json(msg=msg, **extra)
-
-    def require(self, *names):
-        missing = [n for n in names if self.params[n] in (None, '', [])]
-        if missing:
-            self.fail('state=%s needs %s' % (self.params['state'], ', '.join(missing)))
+class GatewayFallback(change.ConfigChangeModule):
+    noun = 'the fallback'
+    verb_is = 'is'
+    state_key = 'fallbacks'
+    added_needs = ('config_path', 'content', 'instances', 'public_model', 'target_model', 'admin_key_file',
+                   'ledger_dir', 'ledger_host')
 
     # --- checked -------------------------------------------------------------------------------------------------
 
@@ -327,114 +273,32 @@ class GatewayFallback:
         self.module.exit_json(changed=False, route=route, message='the public route %s is ready, accepts the '
                               'key, and serves %s and %s from their own backends' % (url, public, target))
 
-    # --- the ledger ----------------------------------------------------------------------------------------------
+    # --- the change (change.ConfigChangeModule) ---------------------------------------------------------------------
 
-    def entries(self):
-        """This config's gateway_config entries (their last lines), oldest first."""
-        try:
-            return change.config_entries(self.params['ledger_dir'], self.params['ledger_host'],
-                                         self.params['config_path'])
-        except _ledger.LedgerError as exc:
-            self.fail(str(exc))
+    def named(self):
+        return self.noun
 
-    def instance_fallbacks(self, instances, public, key):
-        found = {}
-        for instance in instances:
-            try:
-                found[instance['name']] = swap.fallback_models(instance['url'], public, key)
-            except swap.GatewayError as exc:
-                found[instance['name']] = 'unknown: %s' % exc
-        return found
+    def instance_state(self, instances, key, public_model):
+        return change.instances_report(instances, lambda i: swap.fallback_models(i['url'], public_model, key))
 
-    # --- added ---------------------------------------------------------------------------------------------------
+    def originals(self, instances, key):
+        return [], None, {'fallbacks': {}}
 
-    def added(self):
-        self.require('config_path', 'content', 'instances', 'public_model', 'target_model', 'admin_key_file',
-                     'ledger_dir', 'ledger_host')
-        p = self.params
-        try:
-            instances, front, key = change.check_inputs(p['instances'], p['front'], p['admin_key_file'])
-        except swap.GatewayError as exc:
-            self.fail('Nothing was changed: %s' % exc)
-        open_entries = [e for e in self.entries() if e['state'] != 'undone']
-        if open_entries:
-            return self.already_added(open_entries[-1], instances, key)
-        original_sha = self.config_sha256('Nothing was changed: cannot read')
-        content = p['content'].encode('utf-8')
-        if hashlib.sha256(content).hexdigest() == original_sha:
-            self.fail('the new config is the original config: nothing to add')
-        if self.module.check_mode:
-            self.module.exit_json(changed=True, original_sha256=original_sha, config_sha256=original_sha,
-                                  fallbacks={}, message='would add the fallback and restart %d instances'
-                                  % len(instances))
-        try:
-            params = change.entry_params(p['ledger_dir'], p['config_path'], instances, front, p['admin_key_file'],
-                                         p['public_model'], [], None, p['ready_timeout_s'], p['drain_timeout_s'],
-                                         p['kind'])
-            entry = change.apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
-        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
-            self.fail('could not add the fallback to %s: %s' % (p['config_path'], exc))
-        result = dict(changed=True, entry_id=entry['id'], original_sha256=original_sha,
-                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
-        try:
-            steps = swap.rolling_restart(instances, front, key, p['public_model'], [p['target_model']],
-                                         ready_timeout_s=p['ready_timeout_s'], drain_timeout_s=p['drain_timeout_s'],
-                                         procfs_root=p['procfs_root'])
-        except swap.GatewayError as exc:
-            self.fail('the config with the fallback is written (ledger entry %s), but applying it failed: %s. '
-                      'The restore (playbooks/restore.yml) puts the original back.' % (entry['id'], exc), **result)
-        result.update(steps=steps, seconds=round(sum(s['seconds'] for s in steps), 3),
-                      fallbacks={s['instance']: s['fallbacks'] for s in steps},
+    def applied_fallbacks(self, original_fallbacks):
+        return [self.params['target_model']]
+
+    def in_place(self, state):
+        return all(f == [self.params['target_model']] for f in state.values())
+
+    def not_in_place(self, entry, state):
+        return ('ledger entry %s (run %s) holds a %s change of %s, but the instances report %s, not the fallback: '
+                'run playbooks/restore.yml first' % (entry['id'], entry.get('run_id'), entry['state'],
+                                                     self.params['config_path'], state))
+
+    def finish(self, instances, key, entry, steps, result):
+        result.update(fallbacks={s['instance']: s['fallbacks'] for s in steps},
                       message='added the fallback %s -> %s and restarted %d instances one at a time'
-                      % (p['public_model'], p['target_model'], len(steps)))
-        self.module.exit_json(**result)
-
-    def config_sha256(self, what):
-        try:
-            return swap.sha256_file(self.params['config_path'])
-        except OSError as exc:
-            self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
-
-    def already_added(self, entry, instances, key):
-        p = self.params
-        fallbacks = self.instance_fallbacks(instances, p['public_model'], key)
-        if entry['state'] in ('pending', 'applied') and all(f == [p['target_model']] for f in fallbacks.values()):
-            self.module.exit_json(changed=False, entry_id=entry['id'],
-                                  original_sha256=entry['params']['original_sha256'],
-                                  config_sha256=self.config_sha256('cannot read'),
-                                  backup_path=entry['params']['backup_path'], fallbacks=fallbacks,
-                                  message='the fallback is already added (ledger entry %s)' % entry['id'])
-        self.fail('ledger entry %s (run %s) holds a %s change of %s, but the instances report %s, not the fallback: '
-                  'run playbooks/restore.yml first' % (entry['id'], entry.get('run_id'), entry['state'],
-                                                       p['config_path'], fallbacks))
-
-    # --- removed -------------------------------------------------------------------------------------------------
-
-    def removed(self):
-        self.require('config_path', 'ledger_dir', 'ledger_host')
-        p = self.params
-        entries = self.entries()
-        if not entries:
-            self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
-                      % (p['ledger_host'], p['ledger_dir'], p['config_path']))
-        try:
-            undone, message = change.undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'],
-                                               p['procfs_root'], self.module.check_mode)
-        except _ledger.LedgerError as exc:
-            self.fail('could not undo the gateway config change: %s' % exc)
-        last = entries[-1]['params']
-        current = self.config_sha256('after the undo, cannot read')
-        try:
-            key = swap.read_key(last['admin_key_file'])
-            fallbacks = self.instance_fallbacks(last['instances'], last['public_model'], key)
-        except swap.GatewayError as exc:
-            fallbacks = {'unknown': str(exc)}
-        self.module.exit_json(changed=bool(undone), undone=undone, original_sha256=last['original_sha256'],
-                              config_sha256=current, byte_identical=current == last['original_sha256'],
-                              fallbacks=fallbacks, message=message)
-
-    def run(self):
-        getattr(self, self.params['state'])()
+                      % (self.params['public_model'], self.params['target_model'], len(steps)))
 
 
 def build_module():

@@ -27,6 +27,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.gateway_change
 attributes:
   check_mode:
     support: full
@@ -43,12 +44,6 @@ options:
     type: str
     required: true
     choices: [added, removed]
-  kind:
-    description:
-      - The gateway kind.
-    type: str
-    choices: [litellm]
-    default: litellm
   config_path:
     description:
       - The gateway's config file on the gateway host.
@@ -69,33 +64,6 @@ options:
     description:
       - The role clients use; each restarted instance answers a warm-up request for it. Required for V(added).
     type: str
-  instances:
-    description:
-      - The gateway's instances, as for M(inferlab.distributed.gateway_fallback) (inventory
-        C(inferlab_gateway_instances)). Required for V(added).
-    type: list
-    elements: dict
-  front:
-    description:
-      - The front, C({kind, upstream_file, pidfile}) (nginx), or C({}) for a single instance without one, whose
-        restart is a brief outage.
-    type: dict
-    default: {}
-  admin_key_file:
-    description:
-      - The key the gateway host uses for the warm-up requests, C(GET /v1/models) and C(GET /fallback/<role>), on
-        the first line of this file. Required for V(added); recorded (the path only) in the ledger entry.
-    type: path
-  ready_timeout_s:
-    description:
-      - Seconds a restarted instance gets to answer C(/health/readiness).
-    type: float
-    default: 90
-  drain_timeout_s:
-    description:
-      - Seconds the front's old workers get to finish their requests after a reload.
-    type: float
-    default: 30
   ledger_dir:
     description:
       - The gateway host's ledger directory, C(<inferlab_state_dir>/ledger).
@@ -106,17 +74,6 @@ options:
       - Whose ledger (the gateway host's inventory name).
     type: str
     required: true
-  run_id:
-    description:
-      - The run, stamped into the ledger lines; V(added) fails when another run holds the ledger's lock.
-    type: str
-  procfs_root:
-    description:
-      - Where procfs is mounted (the front's workers and the instances' pids are read below it).
-    type: path
-    default: /proc
-notes:
-  - The backups live in C(<ledger_dir>/../backup/), mode C(0600), and stay after the undo, as evidence.
 seealso:
   - module: inferlab.distributed.gateway_fallback
   - module: inferlab.distributed.change_ledger
@@ -191,160 +148,69 @@ message:
   type: str
 """
 
-import hashlib
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_change as change
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
 
 
-class GatewayRoles:
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
+class GatewayRoles(change.ConfigChangeModule):
+    noun = 'the roles'
+    verb_is = 'are'
+    state_key = 'models'
+    added_needs = ('content', 'roles', 'public_model', 'instances', 'admin_key_file')
 
-    def fail(self, msg, **extra):
-        self.module.fail_json(msg=msg, **extra)
+    def named(self):
+        return 'the roles %s' % ', '.join(self.params['roles'])
 
-    def require(self, *names):
-        missing = [n for n in names if self.params[n] in (None, '', [])]
-        if missing:
-            self.fail('state=%s needs %s' % (self.params['state'], ', '.join(missing)))
+    def instance_state(self, instances, key, public_model):
+        return change.instances_report(instances, lambda i: swap.listed_models(i['url'], key))
 
-    def entries(self):
-        try:
-            return change.config_entries(self.params['ledger_dir'], self.params['ledger_host'],
-                                         self.params['config_path'])
-        except _ledger.LedgerError as exc:
-            self.fail(str(exc))
-
-    def served(self, instances, key):
-        """``{instance: [role, ...]}`` and ``{instance: [fallback, ...]}`` of the public role, as each lists now."""
+    def originals(self, instances, key):
+        """The roles and the public role's fallbacks the instances serve now, the same on every instance, none of
+        the roles to add among them."""
+        p = self.params
         models, fallbacks = {}, {}
         for instance in instances:
             try:
                 models[instance['name']] = swap.listed_models(instance['url'], key)
-                fallbacks[instance['name']] = swap.fallback_models(instance['url'], self.params['public_model'], key)
+                fallbacks[instance['name']] = swap.fallback_models(instance['url'], p['public_model'], key)
             except swap.GatewayError as exc:
                 self.fail('Nothing was changed: instance %s does not answer as expected: %s' % (instance['name'], exc))
-        return models, fallbacks
-
-    def listing(self, instances, key):
-        found = {}
-        for instance in instances:
-            try:
-                found[instance['name']] = swap.listed_models(instance['url'], key)
-            except swap.GatewayError as exc:
-                found[instance['name']] = 'unknown: %s' % exc
-        return found
-
-    # --- added ---------------------------------------------------------------------------------------------------
-
-    def added(self):
-        self.require('content', 'roles', 'public_model', 'instances', 'admin_key_file')
-        p = self.params
-        try:
-            instances, front, key = change.check_inputs(p['instances'], p['front'], p['admin_key_file'])
-        except swap.GatewayError as exc:
-            self.fail('Nothing was changed: %s' % exc)
-        open_entries = [e for e in self.entries() if e['state'] != 'undone']
-        if open_entries:
-            return self.already_added(open_entries[-1], instances, key)
-        models, fallbacks = self.served(instances, key)
         if len({tuple(sorted(m)) for m in models.values()}) > 1 or len({tuple(f) for f in fallbacks.values()}) > 1:
             self.fail('Nothing was changed: the instances do not serve the same config (roles %s, fallbacks of %s %s): '
                       'a rolling restart would mix them' % (models, p['public_model'], fallbacks))
         original_models = next(iter(models.values()))
-        original_fallbacks = next(iter(fallbacks.values()))
         already = [r for r in p['roles'] if r in original_models]
         if already:
             self.fail('Nothing was changed: the gateway already serves %s (its roles: %s); those roles belong to '
                       'the operator' % (', '.join(already), ', '.join(original_models)))
-        try:
-            params = change.entry_params(p['ledger_dir'], p['config_path'], instances, front, p['admin_key_file'],
-                                         p['public_model'], original_fallbacks, original_models,
-                                         p['ready_timeout_s'], p['drain_timeout_s'], p['kind'])
-        except OSError as exc:
-            self.fail('Nothing was changed: cannot read the gateway config %s: %s'
-                      % (p['config_path'], exc.strerror or exc))
-        content = p['content'].encode('utf-8')
-        if hashlib.sha256(content).hexdigest() == params['original_sha256']:
-            self.fail('the new config is the original config: nothing to add')
-        if self.module.check_mode:
-            self.module.exit_json(changed=True, original_sha256=params['original_sha256'],
-                                  config_sha256=params['original_sha256'], models=models,
-                                  message='would add the roles %s and restart %d instances'
-                                  % (', '.join(p['roles']), len(instances)))
-        try:
-            entry = change.apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
-        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
-            self.fail('could not add the roles to %s: %s' % (p['config_path'], exc))
-        result = dict(changed=True, entry_id=entry['id'], original_sha256=params['original_sha256'],
-                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
-        restore_hint = 'The restore (playbooks/restore.yml) puts the original back.'
-        try:
-            steps = swap.rolling_restart(instances, front, key, p['public_model'], original_fallbacks,
-                                         ready_timeout_s=p['ready_timeout_s'], drain_timeout_s=p['drain_timeout_s'],
-                                         procfs_root=p['procfs_root'])
-        except swap.GatewayError as exc:
-            self.fail('the config with the roles is written (ledger entry %s), but applying it failed: %s. %s'
-                      % (entry['id'], exc, restore_hint), **result)
-        now = self.listing(instances, key)
-        expected = sorted(original_models + p['roles'])
+        self.original_models = original_models
+        return next(iter(fallbacks.values())), original_models, {'models': models}
+
+    def applied_fallbacks(self, original_fallbacks):
+        return original_fallbacks
+
+    def in_place(self, state):
+        return all(isinstance(listed, list) and set(self.params['roles']) <= set(listed) for listed in state.values())
+
+    def not_in_place(self, entry, state):
+        p = self.params
+        return ('ledger entry %s (run %s) holds a %s change of %s, but the instances list %s, not the roles %s: '
+                'run playbooks/restore.yml first' % (entry['id'], entry.get('run_id'), entry['state'],
+                                                     p['config_path'], state, ', '.join(p['roles'])))
+
+    def finish(self, instances, key, entry, steps, result):
+        now = self.instance_state(instances, key, self.params['public_model'])
+        expected = sorted(self.original_models + self.params['roles'])
         wrong = {name: listed for name, listed in now.items()
                  if not isinstance(listed, list) or sorted(listed) != expected}
-        result.update(steps=steps, seconds=round(sum(s['seconds'] for s in steps), 3), models=now)
+        result['models'] = now
         if wrong:
             self.fail('the config with the roles is applied (ledger entry %s), but instances list %s, expected %s. %s'
-                      % (entry['id'], wrong, ', '.join(expected), restore_hint), **result)
+                      % (entry['id'], wrong, ', '.join(expected), change.RESTORE_HINT), **result)
         result['message'] = ('added the roles %s and restarted %d instances one at a time'
-                             % (', '.join(p['roles']), len(steps)))
-        self.module.exit_json(**result)
-
-    def already_added(self, entry, instances, key):
-        p = self.params
-        now = self.listing(instances, key)
-        if entry['state'] in ('pending', 'applied') and all(
-                isinstance(listed, list) and set(p['roles']) <= set(listed) for listed in now.values()):
-            self.module.exit_json(changed=False, entry_id=entry['id'],
-                                  original_sha256=entry['params']['original_sha256'],
-                                  config_sha256=swap.sha256_file(p['config_path']),
-                                  backup_path=entry['params']['backup_path'], models=now,
-                                  message='the roles are already added (ledger entry %s)' % entry['id'])
-        self.fail('ledger entry %s (run %s) holds a %s change of %s, but the instances list %s, not the roles %s: '
-                  'run playbooks/restore.yml first' % (entry['id'], entry.get('run_id'), entry['state'],
-                                                       p['config_path'], now, ', '.join(p['roles'])))
-
-    # --- removed -------------------------------------------------------------------------------------------------
-
-    def removed(self):
-        p = self.params
-        entries = self.entries()
-        if not entries:
-            self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
-                      % (p['ledger_host'], p['ledger_dir'], p['config_path']))
-        try:
-            undone, message = change.undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'],
-                                               p['procfs_root'], self.module.check_mode)
-        except _ledger.LedgerError as exc:
-            self.fail('could not undo the gateway config change: %s' % exc)
-        last = entries[-1]['params']
-        try:
-            current = swap.sha256_file(p['config_path'])
-        except OSError as exc:
-            self.fail('after the undo, cannot read the gateway config %s: %s' % (p['config_path'], exc.strerror or exc))
-        try:
-            models = self.listing(last['instances'], swap.read_key(last['admin_key_file']))
-        except swap.GatewayError as exc:
-            models = {'unknown': str(exc)}
-        self.module.exit_json(changed=bool(undone), undone=undone, original_sha256=last['original_sha256'],
-                              config_sha256=current, byte_identical=current == last['original_sha256'],
-                              models=models, message=message)
-
-    def run(self):
-        getattr(self, self.params['state'])()
+                             % (', '.join(self.params['roles']), len(steps)))
 
 
 def build_module():
