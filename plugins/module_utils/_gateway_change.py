@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import hashlib
 import os
+import re
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
@@ -142,6 +143,29 @@ class ConfigChangeModule:
         except OSError as exc:
             self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
 
+    def config_text(self, what):
+        try:
+            with open(self.params['config_path'], 'rb') as handle:
+                return handle.read().decode('utf-8', 'replace')
+        except OSError as exc:
+            self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
+
+    def backup_text(self, params):
+        """The original config (what the undo puts back), from the entry's backup; '' when it cannot be read."""
+        try:
+            with open(params['backup_path'], 'rb') as handle:
+                return handle.read().decode('utf-8', 'replace')
+        except (OSError, KeyError):
+            return ''
+
+    def diff(self, before, after):
+        """``{'diff': ...}`` in diff mode, with every secret-looking value masked (masked_config); else ``{}``."""
+        if not self.module._diff:
+            return {}
+        path = self.params['config_path']
+        return {'diff': {'before': masked_config(before), 'after': masked_config(after), 'before_header': path,
+                         'after_header': path}}
+
     def run(self):
         getattr(self, self.params['state'])()
 
@@ -168,17 +192,18 @@ class ConfigChangeModule:
         content = p['content'].encode('utf-8')
         if hashlib.sha256(content).hexdigest() == params['original_sha256']:
             self.fail('the new config is the original config: nothing to add')
+        diff = self.diff(self.config_text('Nothing was changed: cannot read'), p['content'])
         if self.module.check_mode:
             self.module.exit_json(changed=True, original_sha256=params['original_sha256'],
                                   config_sha256=params['original_sha256'],
                                   message='would add %s and restart %d instances' % (self.named(), len(instances)),
-                                  **seen)
+                                  **dict(seen, **diff))
         try:
             entry = apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
         except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
             self.fail('could not add %s to %s: %s' % (self.noun, p['config_path'], exc))
         result = dict(changed=True, entry_id=entry['id'], original_sha256=params['original_sha256'],
-                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
+                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'], **diff)
         try:
             steps = swap.rolling_restart(instances, front, key, p['public_model'],
                                          self.applied_fallbacks(original_fallbacks),
@@ -210,6 +235,7 @@ class ConfigChangeModule:
         if not entries:
             self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
                       % (p['ledger_host'], p['ledger_dir'], p['config_path']))
+        before = self.config_text('before the undo, cannot read')
         try:
             undone, message = undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'], p['procfs_root'],
                                         self.module.check_mode)
@@ -222,12 +248,35 @@ class ConfigChangeModule:
                                         last['public_model'])
         except swap.GatewayError as exc:
             state = {'unknown': str(exc)}
+        diff = {}
+        if undone:
+            diff = self.diff(before, self.backup_text(last) if self.module.check_mode
+                             else self.config_text('after the undo, cannot read'))
         self.module.exit_json(changed=bool(undone), undone=undone, original_sha256=last['original_sha256'],
                               config_sha256=current, byte_identical=current == last['original_sha256'],
-                              message=message, **{self.state_key: state})
+                              message=message, **dict(diff, **{self.state_key: state}))
 
 
 RESTORE_HINT = 'The restore (playbooks/restore.yml) puts the original back.'
+# A YAML key whose value may be a secret (a provider's api_key, the master_key, a token, a password). A value that
+# names where the secret is (os.environ/NAME) is shown.
+SECRET_KEY_RE = re.compile(r'^(?P<lead>\s*(?:-\s+)?[\w.-]*(?:key|token|secret|passw)[\w.-]*\s*:\s*)(?P<value>\S.*)$',
+                           re.IGNORECASE)
+MASK = '<redacted>'
+# The password of a URL's credentials (a database_url, a redis URL): scheme://user:PASSWORD@host.
+URL_PASSWORD_RE = re.compile(r'(?P<lead>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]+@', re.IGNORECASE)
+
+
+def masked_config(text):
+    """``text`` (a gateway config) with the value of every secret-looking key replaced by ``<redacted>``, for a diff
+    that a log or a job event may keep."""
+    lines = []
+    for line in text.splitlines():
+        match = SECRET_KEY_RE.match(line)
+        if match and not match.group('value').strip('\'"').startswith('os.environ/'):
+            line = match.group('lead') + MASK
+        lines.append(URL_PASSWORD_RE.sub(lambda m: m.group('lead') + MASK + '@', line))
+    return '\n'.join(lines) + ('\n' if text.endswith('\n') else '')
 
 
 def instances_report(instances, read):

@@ -35,7 +35,9 @@ attributes:
     details: V(checked) sends its requests (it reads only). V(added) and V(removed) read the config, the ledger and
       the instances' fallbacks, and change nothing.
   diff_mode:
-    support: none
+    support: full
+    details: The config before and after (V(added)) or before and after the undo (V(removed)), with the value of
+      every key that names a key, token, secret or password, and a URL's password, shown as C(<redacted>).
   platform:
     support: full
     platforms: posix

@@ -199,3 +199,33 @@ def test_removed_with_an_empty_ledger(gateway):
     assert failed
     assert result["msg"] == (f"the ledger of {HOST} in {gateway.ledger_dir} has no gateway_config entry for "
                              f"{gateway.config_path}: nothing to remove")
+
+
+def test_diff_mode_shows_the_config_before_and_after_with_its_secrets_masked(gateway):
+    """--diff shows what the change writes and what the undo puts back; a provider key in the config, a database
+    URL's password and the master key (unless it names an environment variable) read <redacted>."""
+    original = two_instance_gateway(gateway)
+    secret = "sk-provider-8f1d"
+    text = original.decode().replace("api_key: none", f"api_key: {secret}", 1)
+    text += "litellm_settings:\n  database_url: postgres://litellm:pw-7c2e@127.0.0.1/db\n"
+    gateway.config_path.write_text(text)
+    args = dict(added_args(gateway, text.encode()), _ansible_diff=True)
+
+    failed, checked = run_module(gateway_roles.main, dict(args, _ansible_check_mode=True))
+    assert not failed, checked.get("msg", checked)
+    failed, result = run_module(gateway_roles.main, args)
+    assert not failed, result.get("msg", result)
+    for diff in (checked["diff"], result["diff"]):
+        assert diff["before_header"] == diff["after_header"] == str(gateway.config_path)
+        assert "solo-lab-b" in diff["after"] and "solo-lab-b" not in diff["before"]
+        assert "api_key: <redacted>" in diff["before"]
+        assert "postgres://litellm:<redacted>@127.0.0.1/db" in diff["before"]
+        assert "master_key: os.environ/LITELLM_MASTER_KEY" in diff["before"]
+    assert secret not in json.dumps([checked, result]) and "pw-7c2e" not in json.dumps([checked, result])
+
+    failed, removed = run_module(gateway_roles.main, dict(removed_args(gateway), _ansible_diff=True))
+    assert not failed, removed
+    assert "solo-lab-b" in removed["diff"]["before"] and "solo-lab-b" not in removed["diff"]["after"]
+    assert secret not in json.dumps(removed)
+    failed, again = run_module(gateway_roles.main, dict(removed_args(gateway), _ansible_diff=True))
+    assert not failed and "diff" not in again  # nothing undone, nothing to show
