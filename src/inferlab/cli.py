@@ -12,7 +12,20 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import api, compare, exit_codes, paths, progress, query, record, report, runner, runs, strategy
+from inferlab import (
+    api,
+    compare,
+    exit_codes,
+    paths,
+    progress,
+    query,
+    record,
+    report,
+    reverify,
+    runner,
+    runs,
+    strategy,
+)
 
 PACKAGE = "inferlab"
 COLLECTION = "inferlab.distributed"
@@ -219,6 +232,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
+def cmd_reverify(args: argparse.Namespace) -> int:
+    """Run each run of B again (its playbook, inventory and extra vars, in a new run directory), then compare A with
+    the new runs (require_fresh) and say of each claim whether it held. Exit 0 when every re-run ran and the outcome
+    is printed; a re-run's own exit code when one failed (its claims then did not re-verify)."""
+    specs_a, specs_b = args.run_a.split(","), args.run_b.split(",")
+    try:
+        records_a = [load_compared(run) for run in specs_a]
+        original = compare.compare(records_a, [load_compared(run) for run in specs_b])
+        reruns = [reverify.rerun_of(resolve_run(run), mode) for run, mode in map(compare.split_mode, specs_b)]
+    except (compare.CompareError, reverify.ReverifyError) as exc:
+        raise UsageError(str(exc)) from None
+    new_specs, code, outcomes = [], exit_codes.SUCCESS, None
+    for rerun in reruns:
+        print(f"inferlab: running {rerun.run_id} again ({rerun.playbook})", file=sys.stderr, flush=True)
+        run_dir = runner.new_run_dir(Path(rerun.playbook))
+        result = api.run(rerun.playbook, args.inventory or rerun.inventory, reverify.rerun_vars(rerun), run_dir,
+                         strategy_name=args.strategy, event_handler=progress.Progress(run_dir))
+        print(f"inferlab: {run_dir}: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)
+        if result.rc != exit_codes.SUCCESS:
+            code, outcomes = result.rc, reverify.failed_rerun(original, run_dir, result.rc, result.meaning)
+            break
+        new_specs.append(f"{run_dir}:{rerun.mode}" if rerun.mode else str(run_dir))
+    if outcomes is None:
+        try:
+            again = compare.compare(records_a, [load_compared(run) for run in new_specs], require_fresh=True)
+        except compare.CompareError as exc:
+            raise UsageError(f"the re-runs cannot be compared with A: {exc}") from None
+        outcomes = reverify.judge(original, again)
+    ids = (specs_a, specs_b, new_specs)
+    if args.json:
+        print(json.dumps(reverify.as_json(*ids, outcomes), indent=2))
+    else:
+        print(reverify.render_text(*ids, outcomes), end="")
+    return code
+
+
 def package_version() -> str:
     """The installed package's version; from a source tree that is not installed, its pyproject.toml's."""
     try:
@@ -336,6 +385,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comparison.add_argument("--json", action="store_true", help="the comparison as JSON")
     comparison.set_defaults(func=cmd_compare)
+
+    again = sub.add_parser(
+        "reverify",
+        help="run B's configuration again from a fresh start, compare A with the new runs, and say whether each "
+        "verdict held",
+        description="Each run of B runs again as it ran (its playbook, inventory and extra vars, from its run "
+        "directory), in a new run directory, after the original; then A is compared with the new runs, which must "
+        "have started from a fresh lab or restore (compare --require-fresh). A supported verdict that is not "
+        "supported again reads 'did not re-verify'.",
+    )
+    again.add_argument("run_a", metavar="RUN_A", help="the control, as for compare")
+    again.add_argument("run_b", metavar="RUN_B", help="the runs whose verdict is re-verified, as for compare")
+    again.add_argument("-i", "--inventory", help="inventory for the new runs (default: the one each run of B used)")
+    again.add_argument(
+        "--strategy",
+        choices=strategy.STRATEGIES,
+        help=f"Ansible strategy of the new runs (default ${strategy.ENV_VAR} or {strategy.DEFAULT})",
+    )
+    again.add_argument("--json", action="store_true", help="the outcome as JSON")
+    again.set_defaults(func=cmd_reverify)
 
     questions = sub.add_parser(
         "query",

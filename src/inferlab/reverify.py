@@ -1,0 +1,121 @@
+"""Re-verification of a comparison: `inferlab reverify A B` runs B's configuration again, as separate and later runs
+from a fresh start, compares A with the new runs, and says of each claim whether its verdict held.
+
+A verdict is re-verified only by a separate run, later than the original, of the same plan, that started from a
+fresh start (the field reports' rule: a fix is not a fix until it re-verifies cold). So each run of side B is run
+again: the same playbook, inventory and extra vars (read from the run directory's private ``env/extravars``, so that
+a secret the record redacts is passed again), in a new run directory, after the original ended. The staged
+experiment records the fresh start it began from (``stages.fresh_start``), which `compare --require-fresh` checks.
+A claim whose original verdict was supported and is not supported again, or whose new runs did not start fresh,
+reads "did not re-verify"; it is never dropped. Pure functions; the CLI runs the playbooks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from inferlab import compare
+
+# What ansible-runner's wrapper adds to a run's extra vars (runner.run_playbook); a re-run gets its own.
+RUNNER_VARS = ("inferlab_run_dir", "inferlab_run_id", "inferlab_controller_pid")
+# The extra var a re-run carries, naming the run it re-verifies (record.json keeps it under run.extravars).
+REVERIFIES_VAR = "inferlab_reverifies"
+
+HELD = "re-verified"
+NOT_HELD = "did not re-verify"
+NOTHING = "nothing to re-verify"
+
+
+class ReverifyError(Exception):
+    """A run that cannot be run again as it was (no record, no extra vars file)."""
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """One run of side B to run again: its run directory, the mode compared (or None), and how it ran."""
+
+    run_dir: Path
+    mode: str | None
+    run_id: str
+    playbook: str
+    inventory: str
+    extravars: dict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    claim: str
+    original: str
+    again: str
+    held: str
+    reason: str
+
+
+def rerun_of(run_dir: Path, mode: str | None = None) -> Rerun:
+    """How the run in ``run_dir`` ran: its record's playbook and inventory, and its extra vars from
+    ``env/extravars`` (the values as given, secrets included; the wrapper's own variables left out)."""
+    data = compare.load_record(run_dir)
+    private = Path(run_dir) / "env" / "extravars"
+    try:
+        extravars = json.loads(private.read_text())
+    except OSError as exc:
+        raise ReverifyError(f"{private}: cannot read the run's extra vars ({exc.strerror or exc}), so it cannot be run "
+                            "again as it was") from None
+    except ValueError as exc:
+        raise ReverifyError(f"{private}: not JSON ({exc})") from None
+    if not isinstance(extravars, dict):
+        raise ReverifyError(f"{private}: expected a JSON object of extra vars")
+    run = data["run"]
+    return Rerun(run_dir=Path(run_dir), mode=mode, run_id=str(run["id"]), playbook=str(run["playbook"]),
+                 inventory=str(run["inventory"]),
+                 extravars={k: v for k, v in extravars.items() if k not in RUNNER_VARS and k != REVERIFIES_VAR})
+
+
+def rerun_vars(rerun: Rerun) -> dict:
+    """The extra vars of the new run: the original's, and the run it re-verifies."""
+    return {**rerun.extravars, REVERIFIES_VAR: rerun.run_id}
+
+
+def judge(original: compare.Comparison, again: compare.Comparison) -> list[Outcome]:
+    """Each claim of the original comparison, against the comparison of A with the new runs (made with
+    require_fresh): held only when it was supported and is supported again by later runs from a fresh start."""
+    outcomes = []
+    for first, second in zip(original.verdicts, again.verdicts, strict=True):
+        if first.verdict != compare.SUPPORTED:
+            outcomes.append(Outcome(first.claim, first.verdict, second.verdict, NOTHING,
+                                    f"the original verdict was {first.verdict}, not supported"))
+        elif second.verdict == compare.SUPPORTED and second.re_verified:
+            outcomes.append(Outcome(first.claim, first.verdict, second.verdict, HELD,
+                                    f"supported again by later runs from a fresh start: {again.fresh_b[1]}"))
+        elif second.verdict == compare.SUPPORTED:
+            outcomes.append(Outcome(first.claim, first.verdict, second.verdict, NOT_HELD,
+                                    f"supported again, but B {again.fresh_b[1]}"))
+        else:
+            outcomes.append(Outcome(first.claim, first.verdict, second.verdict, NOT_HELD,
+                                    f"{second.verdict} this time: {second.reason}"))
+    return outcomes
+
+
+def failed_rerun(original: compare.Comparison, run_dir: Path, code: int, meaning: str) -> list[Outcome]:
+    """Every claim, when a new run of B failed (no record to compare): a supported one did not re-verify."""
+    why = f"the re-run {run_dir} failed: exit {code} ({meaning})"
+    return [Outcome(v.claim, v.verdict, "none", NOT_HELD if v.verdict == compare.SUPPORTED else NOTHING, why)
+            for v in original.verdicts]
+
+
+def render_text(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> str:
+    lines = ["# inferlab reverify", "",
+             f"- A: {', '.join(a_ids)}",
+             f"- B, the original runs: {', '.join(b_ids)}",
+             f"- B, run again from a fresh start: {', '.join(new_ids) or 'none (a re-run failed)'}",
+             "", "| claim | original verdict | again | outcome |", "| --- | --- | --- | --- |"]
+    lines += [f"| {o.claim} | {o.original} | {o.again} | **{o.held}** |" for o in outcomes]
+    lines.append("")
+    lines += [f"- {o.claim}: {o.held}: {o.reason}" for o in outcomes]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> dict:
+    return {"a": a_ids, "b": b_ids, "b_again": new_ids, "outcomes": [asdict(o) for o in outcomes]}

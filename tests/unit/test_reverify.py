@@ -1,0 +1,162 @@
+"""inferlab.reverify and `inferlab reverify`: how a run of B is run again (its playbook, inventory and private extra
+vars, the wrapper's own left out), which claims held against the new runs, and the CLI's flow with the playbook runs
+replaced by records written from the compare fixtures (the runner itself is tested in test_api.py)."""
+
+import copy
+import itertools
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from inferlab import cli, compare, exit_codes, reverify, runner
+
+FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+NOW = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def load(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def group(name: str, runs: int, stem: str, **run) -> list[dict]:
+    records = []
+    for i in range(1, runs + 1):
+        data = load(name)
+        data["run"].update(id=f"{stem}-{i}", **run)
+        records.append(data)
+    return records
+
+
+def run_dirs(tmp_path: Path, records: list[dict], extravars: dict) -> list[str]:
+    """Run directories holding each record and the private extra vars file `inferlab run` writes."""
+    dirs = []
+    for data in records:
+        run_dir = tmp_path / data["run"]["id"]
+        (run_dir / "env").mkdir(parents=True)
+        (run_dir / "record.json").write_text(json.dumps(data))
+        (run_dir / "env" / "extravars").write_text(json.dumps(
+            {"inferlab_run_dir": str(run_dir), "inferlab_run_id": f"{run_dir.name}-0a1b2c3d",
+             "inferlab_controller_pid": 4242, **extravars}))
+        dirs.append(str(run_dir))
+    return dirs
+
+
+def test_a_run_is_run_again_with_its_own_extra_vars_secrets_included_and_the_wrappers_left_out(tmp_path):
+    [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"),
+                         {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"})
+    rerun = reverify.rerun_of(Path(run_dir), "nextn")
+    assert (rerun.run_id, rerun.mode, rerun.playbook, rerun.inventory) == (
+        "clean-1", "nextn", "playbooks/link_test.yml", "inventory/lab/hosts.yml")
+    assert rerun.extravars == {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"}
+    assert reverify.rerun_vars(rerun) == {**rerun.extravars, "inferlab_reverifies": "clean-1"}
+
+
+def test_a_run_without_its_extra_vars_file_cannot_be_run_again(tmp_path):
+    [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    (Path(run_dir) / "env" / "extravars").unlink()
+    with pytest.raises(reverify.ReverifyError, match="cannot read the run's extra vars .* cannot be run again as it"):
+        reverify.rerun_of(Path(run_dir))
+    (Path(run_dir) / "env" / "extravars").write_text("[1]")
+    with pytest.raises(reverify.ReverifyError, match="expected a JSON object of extra vars"):
+        reverify.rerun_of(Path(run_dir))
+
+
+def test_held_only_when_supported_again_by_later_runs_from_a_fresh_start():
+    lossy, clean = group("link_lossy.json", 5, "lossy"), group("link_clean_fresh.json", 5, "clean")
+    original = compare.compare(lossy, clean)
+    assert [v.verdict for v in original.verdicts] == [compare.SUPPORTED, compare.SUPPORTED]
+
+    later = group("link_clean_fresh.json", 5, "again", started=NOW, finished=NOW)
+    outcomes = reverify.judge(original, compare.compare(lossy, later, require_fresh=True))
+    assert [o.held for o in outcomes] == [reverify.HELD, reverify.HELD]
+    assert "supported again by later runs from a fresh start: every one of its 5 runs" in outcomes[0].reason
+
+    stale = copy.deepcopy(later)
+    stale[2]["stages"]["fresh_start"]["lab-a"]["from"] = "untouched"
+    outcomes = reverify.judge(original, compare.compare(lossy, stale, require_fresh=True))
+    assert [o.held for o in outcomes] == [reverify.NOT_HELD, reverify.NOT_HELD]
+    assert outcomes[0].reason.startswith("supported again, but B again-3 stages.fresh_start does not show")
+
+    gone = group("link_lossy.json", 5, "again", started=NOW, finished=NOW)  # the effect did not come back
+    for data in gone:
+        data["run"]["extravars"] = {"inferlab_layer_link_profile": "clean"}
+        data["stages"]["fresh_start"] = copy.deepcopy(later[0]["stages"]["fresh_start"])
+    outcomes = reverify.judge(original, compare.compare(lossy, gone, require_fresh=True))
+    assert [(o.held, o.again) for o in outcomes] == [(reverify.NOT_HELD, compare.INCONCLUSIVE)] * 2
+    assert outcomes[0].reason.startswith("inconclusive this time: ")
+
+
+def test_a_verdict_that_was_not_supported_has_nothing_to_re_verify():
+    original = compare.compare(load("link_lossy.json"), load("link_clean_fresh.json"))  # one run a side
+    again = compare.compare(load("link_lossy.json"), load("link_clean_fresh.json"), require_fresh=True)
+    outcomes = reverify.judge(original, again)
+    assert [o.held for o in outcomes] == [reverify.NOTHING, reverify.NOTHING]
+    assert outcomes[0].reason == "the original verdict was inconclusive, not supported"
+
+
+@pytest.fixture
+def reruns(tmp_path, monkeypatch):
+    """`api.run` of the CLI replaced: each re-run writes `fixture`'s record as a fresh, later run; what it was given
+    is kept in `calls`."""
+    made = SimpleNamespace(calls=[], fixture="link_clean_fresh.json", rc=exit_codes.SUCCESS)
+    numbers = itertools.count(1)
+    monkeypatch.setattr(runner, "new_run_dir", lambda playbook: tmp_path / "new" / f"again-{next(numbers)}")
+
+    def run(playbook, inventory, extravars, run_dir, **options):
+        made.calls.append({"playbook": playbook, "inventory": inventory, "extravars": extravars, "run_dir": run_dir,
+                           "event_handler": options.get("event_handler")})
+        data = load(made.fixture)
+        data["run"].update(id=run_dir.name, started=NOW, finished=NOW, extravars=extravars)
+        run_dir.mkdir(parents=True)
+        (run_dir / "record.json").write_text(json.dumps(data))
+        return SimpleNamespace(rc=made.rc, status="successful" if made.rc == 0 else "failed",
+                               meaning=exit_codes.MEANING[made.rc])
+
+    monkeypatch.setattr(cli.api, "run", run)
+    return made
+
+
+def test_inferlab_reverify_runs_each_b_again_and_says_the_verdicts_held(tmp_path, reruns, capsys):
+    a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"),
+                 {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"})
+    code = cli.main(["reverify", ",".join(a), ",".join(b), "--json"])
+    assert code == exit_codes.SUCCESS
+    assert [c["extravars"] for c in reruns.calls] == [
+        {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f", "inferlab_reverifies": f"clean-{i}"}
+        for i in range(1, 6)]
+    assert {(c["playbook"], c["inventory"]) for c in reruns.calls} == {("playbooks/link_test.yml",
+                                                                        "inventory/lab/hosts.yml")}
+    assert all(c["event_handler"] is not None for c in reruns.calls)
+    out = json.loads(capsys.readouterr().out)
+    assert (out["a"], out["b"]) == (a, b)
+    assert out["b_again"] == [str(tmp_path / "new" / f"again-{i}") for i in range(1, 6)]
+    assert [o["held"] for o in out["outcomes"]] == [reverify.HELD, reverify.HELD]
+
+
+def test_a_verdict_that_does_not_come_back_did_not_re_verify_and_a_failed_rerun_says_so(tmp_path, reruns, capsys):
+    a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
+    reruns.fixture = "link_lossy.json"  # the same link as A: the "clean" layer is declared, the effect is gone
+    assert cli.main(["reverify", ",".join(a), ",".join(b)]) == exit_codes.SUCCESS
+    text = capsys.readouterr().out
+    assert "| B is faster | supported | inconclusive | **did not re-verify** |" in text
+
+    reruns.fixture, reruns.rc, reruns.calls = "link_clean_fresh.json", exit_codes.EXPERIMENT_FAILED_RESTORED, []
+    assert cli.main(["reverify", ",".join(a), ",".join(b)]) == exit_codes.EXPERIMENT_FAILED_RESTORED
+    text = capsys.readouterr().out
+    assert len(reruns.calls) == 1  # the first failure ends it
+    assert "B, run again from a fresh start: none (a re-run failed)" in text
+    assert f"did not re-verify: the re-run {tmp_path / 'new' / 'again-6'} failed: exit 11" in text
+
+
+def test_inferlab_reverify_refuses_a_b_it_cannot_run_again(tmp_path, reruns, capsys):
+    a = run_dirs(tmp_path, group("link_lossy.json", 1, "lossy"), {})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    (Path(b[0]) / "env" / "extravars").unlink()
+    assert cli.main(["reverify", a[0], b[0]]) == exit_codes.USAGE
+    assert "cannot be run again as it was" in capsys.readouterr().err
+    assert reruns.calls == []
