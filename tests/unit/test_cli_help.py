@@ -78,7 +78,7 @@ def test_the_readme_exit_code_table_matches_exit_codes():
     assert {int(code): meaning for code, meaning in rows.items()} == exit_codes.MEANING
 
 
-@pytest.mark.parametrize("command", ["run", "lab", "report", "compare", "query", "runs"])
+@pytest.mark.parametrize("command", ["run", "lab", "report", "compare", "reverify", "query", "runs"])
 def test_each_subcommand_help_exits_0(command, capsys):
     assert cli.main([command, "--help"]) == exit_codes.SUCCESS
     assert capsys.readouterr().out.startswith(f"usage: inferlab {command}")
