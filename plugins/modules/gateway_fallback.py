@@ -253,7 +253,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_change as change
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 
 
 def reply_summary(answer):
@@ -334,7 +334,7 @@ class GatewayFallback:
         try:
             return change.config_entries(self.params['ledger_dir'], self.params['ledger_host'],
                                          self.params['config_path'])
-        except _ledger.LedgerError as exc:
+        except _ledger_core.LedgerError as exc:
             self.fail(str(exc))
 
     def instance_fallbacks(self, instances, public, key):
@@ -372,10 +372,10 @@ class GatewayFallback:
                                          p['public_model'], [], None, p['ready_timeout_s'], p['drain_timeout_s'],
                                          p['kind'])
             entry = change.apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
-        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
+        except (_ledger_core.LedgerError, OSError, swap.GatewayError) as exc:
             self.fail('could not add the fallback to %s: %s' % (p['config_path'], exc))
         result = dict(changed=True, entry_id=entry['id'], original_sha256=original_sha,
-                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
+                      config_sha256=_ledger_core.sha256_file(p['config_path']), backup_path=params['backup_path'])
         try:
             steps = swap.rolling_restart(instances, front, key, p['public_model'], [p['target_model']],
                                          ready_timeout_s=p['ready_timeout_s'], drain_timeout_s=p['drain_timeout_s'],
@@ -391,7 +391,7 @@ class GatewayFallback:
 
     def config_sha256(self, what):
         try:
-            return swap.sha256_file(self.params['config_path'])
+            return _ledger_core.sha256_file(self.params['config_path'])
         except OSError as exc:
             self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
 
@@ -420,7 +420,7 @@ class GatewayFallback:
         try:
             undone, message = change.undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'],
                                                p['procfs_root'], self.module.check_mode)
-        except _ledger.LedgerError as exc:
+        except _ledger_core.LedgerError as exc:
             self.fail('could not undo the gateway config change: %s' % exc)
         last = entries[-1]['params']
         current = self.config_sha256('after the undo, cannot read')

@@ -197,7 +197,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_change as change
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 
 
 class GatewayRoles:
@@ -217,7 +217,7 @@ class GatewayRoles:
         try:
             return change.config_entries(self.params['ledger_dir'], self.params['ledger_host'],
                                          self.params['config_path'])
-        except _ledger.LedgerError as exc:
+        except _ledger_core.LedgerError as exc:
             self.fail(str(exc))
 
     def served(self, instances, key):
@@ -279,10 +279,10 @@ class GatewayRoles:
                                   % (', '.join(p['roles']), len(instances)))
         try:
             entry = change.apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
-        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
+        except (_ledger_core.LedgerError, OSError, swap.GatewayError) as exc:
             self.fail('could not add the roles to %s: %s' % (p['config_path'], exc))
         result = dict(changed=True, entry_id=entry['id'], original_sha256=params['original_sha256'],
-                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'])
+                      config_sha256=_ledger_core.sha256_file(p['config_path']), backup_path=params['backup_path'])
         restore_hint = 'The restore (playbooks/restore.yml) puts the original back.'
         try:
             steps = swap.rolling_restart(instances, front, key, p['public_model'], original_fallbacks,
@@ -310,7 +310,7 @@ class GatewayRoles:
                 isinstance(listed, list) and set(p['roles']) <= set(listed) for listed in now.values()):
             self.module.exit_json(changed=False, entry_id=entry['id'],
                                   original_sha256=entry['params']['original_sha256'],
-                                  config_sha256=swap.sha256_file(p['config_path']),
+                                  config_sha256=_ledger_core.sha256_file(p['config_path']),
                                   backup_path=entry['params']['backup_path'], models=now,
                                   message='the roles are already added (ledger entry %s)' % entry['id'])
         self.fail('ledger entry %s (run %s) holds a %s change of %s, but the instances list %s, not the roles %s: '
@@ -328,11 +328,11 @@ class GatewayRoles:
         try:
             undone, message = change.undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'],
                                                p['procfs_root'], self.module.check_mode)
-        except _ledger.LedgerError as exc:
+        except _ledger_core.LedgerError as exc:
             self.fail('could not undo the gateway config change: %s' % exc)
         last = entries[-1]['params']
         try:
-            current = swap.sha256_file(p['config_path'])
+            current = _ledger_core.sha256_file(p['config_path'])
         except OSError as exc:
             self.fail('after the undo, cannot read the gateway config %s: %s' % (p['config_path'], exc.strerror or exc))
         try:
