@@ -19,9 +19,9 @@ description:
     fsynced before the change, V(applied) after it, then V(undone) or V(undo_failed).
   - A per-host lock C(<ledger_dir>/<host>.lock) stops two runs from interleaving their ledgers; a second run fails
     fast and names the holder.
-  - The format, the lock and the undo of every kind live once, in the standard-library script
-    C(plugins/module_utils/_ledger.py), which this module imports and the C(inferlab.distributed.ledger) role
-    installs on the host as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
+  - The format, the lock and the undo of every kind live once, in the ledger's standard-library modules
+    C(plugins/module_utils/_ledger_*.py), which this module imports and the C(inferlab.distributed.ledger) role
+    installs on the host, the command line as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
   - Known kinds are V(process), V(sampler), V(file), V(tc_profile), V(systemd_unit) and V(container). An unknown
     kind, or params a kind does not accept, fail at record time.
 author:
@@ -326,8 +326,8 @@ leftovers:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
 
-# _gateway_swap and _tbnet_driver: bundled for the undo of gateway_config and kernel_module entries, which _ledger
-# imports by name when it needs them
+# _gateway_swap and _tbnet_driver: bundled for the undo of gateway_config and kernel_module entries, which
+# _ledger_core.companion imports by name when it needs them
 from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402  # pylint: disable=unused-import
     _gateway_swap,  # noqa: F401
     _ledger_core,
