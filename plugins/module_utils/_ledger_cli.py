@@ -122,8 +122,6 @@ def _seconds(text):
     return value
 
 
-
-
 def _status_text(result):
     lines = [f'ledger {result["ledger"]}: {len(result["entries"])} entries, {len(result["open"])} open']
     lines += [f'{e["state"]} {e["id"]} {json.dumps(e["params"], sort_keys=True)}' for e in result['entries']]
@@ -151,12 +149,12 @@ def main(argv=None):
             text = [result['message']] + [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['details']]
         elif args.command == 'watch-link':
             result = watch.watch_link(args.ledger_dir, args.host, args.id, args.interface, args.peer, args.deadline,
-                                     [args.ping] if args.ping else None)
+                                      [args.ping] if args.ping else None)
             rc = EXIT_UNDO_FAILED if result.get('failed') else EXIT_OK
             text = [result['message']]
         elif args.command == 'deadman':
             result = watch.deadman(args.ledger_dir, args.host, args.renew_file, args.deadline, poll_s=args.poll,
-                                  run_id=args.run_id, self_id=args.self_id)
+                                   run_id=args.run_id, self_id=args.self_id)
             if result.get('refused'):
                 rc = EXIT_REFUSED
             else:

@@ -101,7 +101,6 @@ class UndoError(LedgerError):
     """One entry could not be undone; the message says why and what to do."""
 
 
-
 # ---------------------------------------------------------------------------------------------------------------
 # time, ids, paths
 
@@ -481,7 +480,6 @@ def locked_message(host, holder, problem=None):
     return f'{head}; wait for it, or if that run is dead, run playbooks/restore.yml with ledger_break_stale_lock=true'
 
 
-
 def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stale=False, holder_alive=None,
                  check_mode=False):
     """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, message}``.
@@ -775,7 +773,6 @@ def _check_container(params):
     params['name'] = container_name(params.get('name'))
     params['stop_timeout'] = _as_float(params.get('stop_timeout', CONTAINER_DEFAULT_STOP_TIMEOUT), 'stop_timeout')
     return _check_started_by_manager('container', params)
-
 
 
 SERVICE_MANAGERS = ('process', 'systemd', 'docker', 'podman')

@@ -31,6 +31,7 @@ COMMAND_GRACE = 60.0
 UNIT_UP_STATES = ('active', 'reloading')
 UNIT_STARTING_STATES = ('activating',)
 
+
 class UndoContext:
     """What an undo function may need from its surroundings; injectable for tests.
 
@@ -103,7 +104,7 @@ def _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude=None):
             error = f'undo of the {entry["kind"]} entry failed: {type(exc).__name__}: {exc}'
         new_state = 'undo_failed' if error else 'undone'
         line = core.make_line(entry['id'], entry['kind'], entry['params'], new_state,
-                          run_id=run_id or entry.get('run_id'), error=error)
+                              run_id=run_id or entry.get('run_id'), error=error)
         try:
             core.append_line(ledger_dir, host, line)
         except OSError as exc:  # a full or read-only filesystem: the other entries are undone all the same
@@ -266,7 +267,6 @@ def _cmdline_matches(recorded, actual):
     if isinstance(recorded, list):
         return recorded == actual
     return recorded.split() == ' '.join(actual).split()
-
 
 
 def undo_process(params, ctx):

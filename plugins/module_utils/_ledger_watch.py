@@ -178,8 +178,6 @@ def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, pha
         sleep(poll_s)
 
 
-
-
 def _unit_name(unit):
     return unit if '.' in unit else unit + '.service'  # systemctl's own reading of a bare name
 
@@ -241,8 +239,6 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
     result['message'] = message
     _log(message)
     return result
-
-
 
 
 # ---------------------------------------------------------------------------------------------------------------

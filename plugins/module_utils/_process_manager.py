@@ -302,7 +302,6 @@ def parse_container_status(rc, out, err):
 # the process manager: detached children with a pidfile
 
 
-
 def spawn_environment(environment=None):
     """The environment a spawned process gets: a clean minimal base plus ``environment``.
 
