@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 
 LADDER_STEPS = ('first_response', 'repeated', 'concurrent', 'repeated_prefix', 'long_context')
 TRIAL_KINDS = ('single_stream', 'concurrent')
@@ -351,6 +351,6 @@ def acceptance_summary(steps, traffic, trials=None):
 
 
 def public_environment(environment):
-    """An environment for the record: the values of _ledger.VISIBLE_ENV_PREFIXES's names as they are, other values
+    """An environment for the record: the values of _ledger_core.VISIBLE_ENV_PREFIXES's names as they are, other values
     redacted (a token passed to a rank must not reach the record)."""
-    return _ledger.redact_environment(_mapping(environment, 'environment'))
+    return _ledger_core.redact_environment(_mapping(environment, 'environment'))

@@ -15,7 +15,13 @@ __metaclass__ = type
 import json
 import subprocess
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _ledger, _nvml, _tbnet
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _counters,
+    _ledger_core,
+    _ledger_undo,
+    _nvml,
+    _tbnet,
+)
 
 
 class WindowError(Exception):
@@ -34,8 +40,9 @@ def snapshot(interfaces, fail_on_missing=True, sysfs_root='/sys', tbnet_sysfs_ro
 
 def open_samplers(ledger_dir, host, pidfile):
     """Ids of this window's sampler entries still open (a pidfile names one window of one run)."""
-    return [e['id'] for e in _ledger.entries(ledger_dir, host)
-            if e['kind'] == 'sampler' and e['state'] in _ledger.OPEN_STATES and e['params'].get('pidfile') == pidfile]
+    return [e['id'] for e in _ledger_core.entries(ledger_dir, host)
+            if e['kind'] == 'sampler' and e['state'] in _ledger_core.OPEN_STATES
+            and e['params'].get('pidfile') == pidfile]
 
 
 def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subprocess.run):
@@ -50,7 +57,7 @@ def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subproces
                           'another counters_window name.'
                           % (window, run_id, host, 'y' if len(running) == 1 else 'ies', ', '.join(running),
                              's' if len(running) == 1 else '', pidfile))
-    entry = _ledger.record(ledger_dir, host, 'sampler', {'pidfile': pidfile, 'cmdline': list(argv)}, run_id=run_id)
+    entry = _ledger_core.record(ledger_dir, host, 'sampler', {'pidfile': pidfile, 'cmdline': list(argv)}, run_id=run_id)
     try:
         out = run(list(argv), capture_output=True, text=True, check=False, timeout=60)
         try:
@@ -61,8 +68,8 @@ def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subproces
             raise WindowError('the sampler did not start (exit %s): %s' % (
                 out.returncode, (started.get('msg') if isinstance(started, dict) else None)
                 or (out.stderr or out.stdout).strip()[-400:]))
-        _ledger.mark(ledger_dir, host, entry['id'], 'applied',
-                     params={'pid': started['pid'], 'start_time': started['start_time']}, run_id=run_id)
+        _ledger_core.mark(ledger_dir, host, entry['id'], 'applied',
+                          params={'pid': started['pid'], 'start_time': started['start_time']}, run_id=run_id)
     except BaseException as err:
         raise WindowError('%s (%s)' % (err, stop_sampler(ledger_dir, host, run_id, entry['id']))) from err
     return {'entry_id': entry['id'], 'pid': started['pid']}
@@ -70,8 +77,8 @@ def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subproces
 
 def stop_sampler(ledger_dir, host, run_id, entry_id, procfs_root='/proc'):
     """Undo one sampler entry (stop it by PID) after a failed opening; returns what happened, for the message."""
-    result = _ledger.undo(ledger_dir, host, ids=[entry_id], run_id=run_id,
-                          ctx=_ledger.UndoContext(procfs_root=procfs_root))
+    result = _ledger_undo.undo(ledger_dir, host, ids=[entry_id], run_id=run_id,
+                               ctx=_ledger_undo.UndoContext(procfs_root=procfs_root))
     if result['failed']:
         return 'stopping its sampler through the ledger FAILED: %s' % result['message']
     return 'its sampler was stopped through the ledger'
@@ -82,5 +89,5 @@ def stop_samplers(ledger_dir, host, run_id, pidfile, procfs_root='/proc'):
     ids = open_samplers(ledger_dir, host, pidfile)
     if not ids:
         return ids, None
-    return ids, _ledger.undo(ledger_dir, host, ids=ids, run_id=run_id,
-                             ctx=_ledger.UndoContext(procfs_root=procfs_root))
+    return ids, _ledger_undo.undo(ledger_dir, host, ids=ids, run_id=run_id,
+                                  ctx=_ledger_undo.UndoContext(procfs_root=procfs_root))

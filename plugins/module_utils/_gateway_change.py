@@ -19,7 +19,7 @@ import os
 import re
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
 
 KIND = 'gateway_config'
 
@@ -41,8 +41,8 @@ def check_inputs(instances, front, admin_key_file):
 
 def config_entries(ledger_dir, host, config_path):
     """The ``gateway_config`` entries of ``config_path`` in ``host``'s ledger (their last lines), oldest first."""
-    lines, _problems = _ledger.read_ledger(ledger_dir, host)
-    return [e for e in _ledger.current_entries(lines).values()
+    lines, _problems = _ledger_core.read_ledger(ledger_dir, host)
+    return [e for e in _ledger_core.current_entries(lines).values()
             if e['kind'] == KIND and e['params'].get('config_path') == config_path]
 
 
@@ -52,8 +52,8 @@ def entry_params(ledger_dir, config_path, instances, front, admin_key_file, publ
     (``<ledger_dir>/../backup/``, one stamp for both), and what the undo checks an instance against (the public
     role's fallbacks; the roles, when ``original_models`` is given). Raises OSError when the config is unreadable."""
     backup_dir = os.path.join(os.path.dirname(os.path.abspath(ledger_dir)), 'backup')
-    stamp = '%s-%s' % (_ledger.utc_now().replace(':', ''), os.urandom(2).hex())
-    params = {'kind': kind, 'config_path': config_path, 'original_sha256': swap.sha256_file(config_path),
+    stamp = '%s-%s' % (_ledger_core.utc_now().replace(':', ''), os.urandom(2).hex())
+    params = {'kind': kind, 'config_path': config_path, 'original_sha256': _ledger_core.sha256_file(config_path),
               'backup_path': os.path.join(backup_dir, '%s.%s' % (os.path.basename(config_path), stamp)),
               'instances': instances, 'front': front, 'admin_key_file': admin_key_file,
               'public_model': public_model, 'original_fallbacks': original_fallbacks,
@@ -63,7 +63,7 @@ def entry_params(ledger_dir, config_path, instances, front, admin_key_file, publ
     if front:
         params['front_backup_path'] = os.path.join(
             backup_dir, '%s.%s' % (os.path.basename(front['upstream_file']), stamp))
-        params['front_original_sha256'] = swap.sha256_file(front['upstream_file'])
+        params['front_original_sha256'] = _ledger_core.sha256_file(front['upstream_file'])
     return params
 
 
@@ -71,7 +71,7 @@ def apply(ledger_dir, host, run_id, params, content):
     """Record ``params`` as ``pending``, write the backups (mode 0600), write ``content`` (bytes) in place of the
     config (same mode), mark the entry ``applied``; returns the entry. Raises LedgerError, OSError or GatewayError;
     once the entry is recorded, the undo puts back whatever was written."""
-    entry = _ledger.record(ledger_dir, host, KIND, params, run_id=run_id)
+    entry = _ledger_core.record(ledger_dir, host, KIND, params, run_id=run_id)
     pairs = [(params['config_path'], params['backup_path'])]
     if params.get('front_backup_path'):
         pairs.append((params['front']['upstream_file'], params['front_backup_path']))
@@ -80,7 +80,7 @@ def apply(ledger_dir, host, run_id, params, content):
         with open(source, 'rb') as handle:
             swap.write_atomic(backup, handle.read(), mode=0o600)
     swap.write_atomic(params['config_path'], content)
-    _ledger.mark(ledger_dir, host, entry['id'], 'applied', run_id=run_id)
+    _ledger_core.mark(ledger_dir, host, entry['id'], 'applied', run_id=run_id)
     return entry
 
 
@@ -90,10 +90,10 @@ def undo_open(ledger_dir, host, config_path, procfs_root='/proc', check_mode=Fal
     open_ids = [e['id'] for e in config_entries(ledger_dir, host, config_path) if e['state'] != 'undone']
     if not open_ids:
         return [], 'no open gateway_config entry for %s: nothing to undo' % config_path
-    outcome = _ledger.undo(ledger_dir, host, ids=open_ids, ctx=_ledger.UndoContext(procfs_root=procfs_root),
-                           check_mode=check_mode)
+    outcome = _ledger_undo.undo(ledger_dir, host, ids=open_ids, ctx=_ledger_undo.UndoContext(procfs_root=procfs_root),
+                                check_mode=check_mode)
     if outcome['failed']:
-        raise _ledger.LedgerError(outcome['message'])
+        raise _ledger_core.LedgerError(outcome['message'])
     return outcome['undone'], ('; '.join(d['message'] for d in outcome['details'] if d.get('message'))
                                or outcome['message'])
 
@@ -134,12 +134,12 @@ class ConfigChangeModule:
         """This config's gateway_config entries (their last lines), oldest first."""
         try:
             return config_entries(self.params['ledger_dir'], self.params['ledger_host'], self.params['config_path'])
-        except _ledger.LedgerError as exc:
+        except _ledger_core.LedgerError as exc:
             self.fail(str(exc))
 
     def config_sha256(self, what):
         try:
-            return swap.sha256_file(self.params['config_path'])
+            return _ledger_core.sha256_file(self.params['config_path'])
         except OSError as exc:
             self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
 
@@ -200,10 +200,11 @@ class ConfigChangeModule:
                                   **dict(seen, **diff))
         try:
             entry = apply(p['ledger_dir'], p['ledger_host'], p['run_id'], params, content)
-        except (_ledger.LedgerError, OSError, swap.GatewayError) as exc:
+        except (_ledger_core.LedgerError, OSError, swap.GatewayError) as exc:
             self.fail('could not add %s to %s: %s' % (self.noun, p['config_path'], exc))
         result = dict(changed=True, entry_id=entry['id'], original_sha256=params['original_sha256'],
-                      config_sha256=swap.sha256_file(p['config_path']), backup_path=params['backup_path'], **diff)
+                      config_sha256=_ledger_core.sha256_file(p['config_path']), backup_path=params['backup_path'],
+                      **diff)
         try:
             steps = swap.rolling_restart(instances, front, key, p['public_model'],
                                          self.applied_fallbacks(original_fallbacks),
@@ -239,7 +240,7 @@ class ConfigChangeModule:
         try:
             undone, message = undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'], p['procfs_root'],
                                         self.module.check_mode)
-        except _ledger.LedgerError as exc:
+        except _ledger_core.LedgerError as exc:
             self.fail('could not undo the gateway config change: %s' % exc)
         last = entries[-1]['params']
         current = self.config_sha256('after the undo, cannot read')

@@ -24,9 +24,9 @@ per swap, with it 0 of ~350 probes at 200 ms (streaming and 1.5 s replies includ
 
 With a single instance and no front this is the plain restart, a brief outage that the caller measures.
 
-Everything here is standard library only (plus ``_ledger`` for starting processes and reading /proc) and compiles
-on Python 3.8: the change ledger's undo of a ``gateway_config`` entry runs it on the gateway host without a
-controller, as ``inferlab_gateway_swap.py`` beside ``inferlab_ledger.py``.
+Everything here is standard library only (plus the ledger's modules, for starting processes and reading /proc) and
+compiles on Python 3.8: the change ledger's undo of a ``gateway_config`` entry runs it on the gateway host without a
+controller, as ``inferlab_gateway_swap.py`` beside the ledger's modules.
 """
 
 from __future__ import annotations
@@ -46,14 +46,13 @@ import urllib.parse
 import urllib.request
 
 try:
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
-except ImportError:  # the standalone copy, installed beside inferlab_ledger.py
-    import inferlab_ledger as _ledger
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
+except ImportError:  # on a host, installed beside the ledger's modules (see _ledger_core)
+    import inferlab_ledger_core as _ledger_core
+    import inferlab_ledger_proc as _ledger_proc
 
 MANAGERS = ('process', 'systemd')
 FRONT_KINDS = ('nginx',)
-# systemd's default PATH for services: an instance started by the process manager sees the same one
-BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 BODY_MAX_CHARS = 4000
 SHORT_BODY_CHARS = 300
 POLL_S = 0.05
@@ -442,7 +441,7 @@ def write_atomic(path, data, mode=None):
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
-    _ledger.fsync_dir(directory)
+    _ledger_core.fsync_dir(directory)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -450,10 +449,10 @@ def write_atomic(path, data, mode=None):
 
 
 def _proc_stat(pid, procfs_root):
-    """``_ledger.read_proc_stat`` (``{state, ppid, pgrp, start_time}``, or None when there is no such process), with
-    a stat file cut short (a process vanishing while it is read) taken for no process."""
+    """``_ledger_proc.read_proc_stat`` (``{state, ppid, pgrp, start_time}``, or None when there is no such process),
+    with a stat file cut short (a process vanishing while it is read) taken for no process."""
     try:
-        return _ledger.read_proc_stat(pid, procfs_root)
+        return _ledger_proc.read_proc_stat(pid, procfs_root)
     except (ValueError, IndexError):
         return None
 
@@ -463,7 +462,7 @@ def _live(stat):
 
 
 def _cmdline_text(pid, procfs_root):
-    cmdline = _ledger.read_proc_cmdline(pid, procfs_root)
+    cmdline = _ledger_proc.read_proc_cmdline(pid, procfs_root)
     return ' '.join(cmdline) if cmdline else ''
 
 
@@ -518,9 +517,9 @@ def _send(pid, signum, what, group=False):
 
 
 def _reap(pid):
-    """Collect the exit status of a child spawned by this process (kept in ``_ledger.SPAWNED``), so that it leaves
+    """Collect the exit status of a child spawned by this process (kept in ``_ledger_proc.SPAWNED``), so that it leaves
     no zombie."""
-    proc = _ledger.SPAWNED.get(pid)
+    proc = _ledger_proc.SPAWNED.get(pid)
     if proc is not None:
         proc.poll()
 
@@ -671,7 +670,7 @@ def _group_members(pgid, procfs_root):
     members = []
     for name in os.listdir(procfs_root):
         if name.isdigit():
-            info = _ledger.read_proc_stat(name, procfs_root)
+            info = _ledger_proc.read_proc_stat(name, procfs_root)
             if info and info['pgrp'] == pgid and info['state'] not in ('Z', 'X'):
                 members.append(int(name))
     return members
@@ -705,10 +704,10 @@ def _home():
 def start_instance(instance, systemctl='systemctl'):
     """Start one instance and say how.
 
-    ``process``: ``start_argv`` spawned detached (``_ledger.spawn_detached``: own session, stdout and stderr appended
-    to ``log``, its pid written to ``pidfile``) with a clean environment, PATH (systemd's default), LANG=C.UTF-8 and
-    HOME; the start command brings its own settings (the config, the key file). Refused when the pidfile names a
-    live process that is this instance. ``systemd``: ``systemctl start UNIT``."""
+    ``process``: ``start_argv`` spawned detached (``_ledger_proc.spawn_detached``: own session, stdout and stderr
+    appended to ``log``, its pid written to ``pidfile``) with a clean environment, PATH (systemd's default),
+    LANG=C.UTF-8 and HOME; the start command brings its own settings (the config, the key file). Refused when the
+    pidfile names a live process that is this instance. ``systemd``: ``systemctl start UNIT``."""
     instance = check_instance(instance)
     name = instance['name']
     if instance['manager'] == 'systemd':
@@ -716,9 +715,9 @@ def start_instance(instance, systemctl='systemctl'):
     pid, state = _running_instance(instance, '/proc')
     if state == 'ours':
         raise GatewayError(f'{name} already runs as pid {pid} (from {instance["pidfile"]}); stop it first')
-    env = {'PATH': BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': _home()}
+    env = {'PATH': _ledger_proc.BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': _home()}
     try:
-        pid = _ledger.spawn_detached(instance['start_argv'], env, instance['log'], instance['pidfile'])
+        pid = _ledger_proc.spawn_detached(instance['start_argv'], env, instance['log'], instance['pidfile'])
     except OSError as exc:
         raise GatewayError(f'cannot start {name} ({instance["start_argv"][0]}): {exc}') from None
     return f'started {name} as pid {pid} (log {instance["log"]})'
@@ -736,7 +735,7 @@ def _exit_reason(instance, procfs_root):
     # first); the readiness timeout still ends the wait
     if state in ('ours', 'foreign', 'absent'):
         return None
-    proc = _ledger.SPAWNED.get(pid) if pid else None
+    proc = _ledger_proc.SPAWNED.get(pid) if pid else None
     # poll(), not returncode: an exited child stays a zombie, its status unread, until someone reaps it
     code = proc.poll() if proc is not None else None
     how = ''
@@ -886,15 +885,6 @@ CHANGE_KEYS = ('kind', 'config_path', 'original_sha256', 'backup_path', 'instanc
 SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
 
 
-def sha256_file(path):
-    """The sha256 of a file's bytes, hex."""
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check_change_params(params):
     """Validate the params of a ``gateway_config`` ledger entry (raises GatewayError): the config and its backup,
     the original's sha256, the instances and front to apply it through, and how to check an instance."""
@@ -933,7 +923,7 @@ def check_change_params(params):
 def _put_back(path, backup, original_sha256, what):
     """``path`` gets the bytes of ``backup`` when it differs from the original; returns ``(restored, sentence)``."""
     try:
-        current = sha256_file(path)
+        current = _ledger_core.sha256_file(path)
         found = f'sha256 {current}'
     except OSError as exc:
         current = None
@@ -986,6 +976,6 @@ def undo_change(params, procfs_root='/proc', systemctl='systemctl'):
         said.append('restarted ' + ', '.join(i['name'] for i in stale) + ' with it')
     else:
         said.append('every instance already runs it')
-    if sha256_file(params['config_path']) != params['original_sha256']:
+    if _ledger_core.sha256_file(params['config_path']) != params['original_sha256']:
         raise GatewayError(f'the config {params["config_path"]} changed again during the restore')
     return '; '.join(said)

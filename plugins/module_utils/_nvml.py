@@ -17,12 +17,12 @@ Snapshot format ``inferlab.nvml_snapshot/1`` (see docs/CONVENTIONS.md)::
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import socket
 import tempfile
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import SysfsError, read_file
 
 SNAPSHOT_FORMAT = 'inferlab.nvml_snapshot/1'
@@ -289,8 +289,7 @@ def read(snapshot=None, procfs_root='/proc', import_pynvml=import_pynvml):
 def snapshot_document(nvml, hostname=None, recorded_at=None):
     """The snapshot file content for collected ``nvml`` facts."""
     if recorded_at is None:
-        # datetime.UTC needs Python 3.11; module_utils also run on older target Pythons
-        recorded_at = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')  # noqa: UP017
+        recorded_at = _ledger_core.utc_now()
     return {
         'format': SNAPSHOT_FORMAT,
         'recorded_at': recorded_at,

@@ -16,10 +16,10 @@
   The log file differs too: podman writes it where asked (``--log-driver k8s-file --log-opt path=LOG``); docker's
   drivers keep it under /var/lib/docker, readable with ``docker logs`` only.
 
-Stopping is not here: every stop is the undo of a ledger entry, in ``_ledger.py`` (kinds ``process``,
+Stopping is not here: every stop is the undo of a ledger entry, in ``_ledger_undo`` (kinds ``process``,
 ``systemd_unit`` and ``container``), the single implementation that the restore and the watchdog also run.
 
-Standard library only (plus ``_ledger``), Python 3.8+: it runs on the managed hosts.
+Standard library only (plus the ledger's modules), Python 3.8+: it runs on the managed hosts.
 """
 
 from __future__ import annotations
@@ -30,14 +30,12 @@ import pwd
 import re
 import time
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 
 MANAGERS = ('process', 'systemd', 'docker', 'podman')
 # the ledger kind that records a process started by each manager
 LEDGER_KINDS = {'process': 'process', 'systemd': 'systemd_unit', 'docker': 'container', 'podman': 'container'}
 RUNNING_UNIT_STATES = ('active', 'activating', 'reloading')
-# systemd's default PATH for services: a process started by the process manager sees the same one
-BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 PROPERTY_RE = re.compile(r'^([A-Za-z][A-Za-z0-9]*)=')
 LOG_TAIL_MAX_BYTES = 256 * 1024
@@ -54,7 +52,7 @@ class ProcessManagerError(ValueError):
 
 def check_name(name):
     """A process name: it becomes a container name and part of a unit name, so it follows the stricter rule."""
-    if not isinstance(name, str) or not _ledger.CONTAINER_NAME_RE.match(name):
+    if not isinstance(name, str) or not _ledger_core.CONTAINER_NAME_RE.match(name):
         raise ProcessManagerError(f'name must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names a container or a systemd '
                                   f'unit), got {name!r}')
     return name
@@ -101,8 +99,8 @@ def _check_absolute(path, what):
 def service_unit(unit):
     """The unit name with its ``.service`` suffix; ProcessManagerError for a name systemd would refuse."""
     try:
-        return _ledger.service_unit_name(unit)
-    except _ledger.LedgerError as err:
+        return _ledger_core.service_unit_name(unit)
+    except _ledger_core.LedgerError as err:
         raise ProcessManagerError(str(err)) from None
 
 
@@ -304,12 +302,6 @@ def parse_container_status(rc, out, err):
 # the process manager: detached children with a pidfile
 
 
-# The children spawned by this process, by pid (the ledger's own table: its undo of a paused service spawns too).
-_SPAWNED = _ledger.SPAWNED
-make_parent_dir = _ledger.make_parent_dir
-write_pidfile = _ledger.write_pidfile
-
-
 def spawn_environment(environment=None):
     """The environment a spawned process gets: a clean minimal base plus ``environment``.
 
@@ -321,20 +313,20 @@ def spawn_environment(environment=None):
         home = pwd.getpwuid(os.geteuid()).pw_dir
     except KeyError:
         home = '/'
-    env = {'PATH': BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': home}
+    env = {'PATH': _ledger_proc.BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': home}
     env.update(check_environment(environment))
     return env
 
 
 def spawn_detached(argv, environment, log_path, pidfile, working_dir=None):
-    """Start ``argv`` detached (``_ledger.spawn_detached``) with the clean environment of ``spawn_environment``
+    """Start ``argv`` detached (``_ledger_proc.spawn_detached``) with the clean environment of ``spawn_environment``
     and return its pid, once the pidfile names it."""
     argv = check_argv(argv)
     env = spawn_environment(environment)
     _check_absolute(log_path, 'log_path')
     _check_absolute(pidfile, 'pidfile')
     try:
-        return _ledger.spawn_detached(argv, env, log_path, pidfile, working_dir)
+        return _ledger_proc.spawn_detached(argv, env, log_path, pidfile, working_dir)
     except OSError as exc:
         raise ProcessManagerError(f'cannot start {argv[0]}: {exc}') from exc
 
@@ -342,7 +334,7 @@ def spawn_detached(argv, environment, log_path, pidfile, working_dir=None):
 def exit_status(pid):
     """How a child spawned here ended (``exited with status 1``, ``killed by signal 9``), or None while it runs
     or when it is not ours."""
-    proc = _SPAWNED.get(pid)
+    proc = _ledger_proc.SPAWNED.get(pid)
     if proc is None or proc.poll() is None:
         return None
     if proc.returncode < 0:
@@ -390,12 +382,12 @@ def process_status(pidfile, argv, environment=None, procfs_root='/proc'):
     None) or unreadable."""
     status = {'running': False, 'pid': None, 'start_time': None, 'cmdline': None, 'environment_matches': None}
     try:
-        pid = _ledger._read_pidfile(pidfile)
-    except _ledger.UndoError:
+        pid = _ledger_proc.read_pidfile(pidfile)
+    except _ledger_proc.PidfileError:
         return status  # not a pidfile of ours: nothing we started runs under it
-    if pid is None or not _ledger.pid_alive(pid, procfs_root):
+    if pid is None or not _ledger_proc.pid_alive(pid, procfs_root):
         return status
-    identity = _ledger.process_identity(pid, procfs_root)
+    identity = _ledger_proc.process_identity(pid, procfs_root)
     if identity is None:
         return status
     status.update(pid=pid, start_time=identity['start_time'], cmdline=identity['cmdline'])
@@ -410,7 +402,7 @@ def wait_alive(pid, seconds, procfs_root='/proc', poll_interval=0.05):
     """The startup check: True when ``pid`` is still alive after ``seconds``, False as soon as it is gone."""
     deadline = time.monotonic() + max(0.0, float(seconds))
     while True:
-        if not _ledger.pid_alive(pid, procfs_root):
+        if not _ledger_proc.pid_alive(pid, procfs_root):
             return False
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -475,8 +467,8 @@ def open_entries(ledger_dir, host, manager, identity):
     """The open (pending, applied, undo_failed) entries of the managed process ``identity`` names, oldest first."""
     kind = LEDGER_KINDS[manager]
     found = []
-    for entry in _ledger.entries(ledger_dir, host):
-        if entry['kind'] != kind or entry['state'] not in _ledger.OPEN_STATES:
+    for entry in _ledger_core.entries(ledger_dir, host):
+        if entry['kind'] != kind or entry['state'] not in _ledger_core.OPEN_STATES:
             continue
         params = dict(entry['params'])
         if 'pidfile' in params and isinstance(params['pidfile'], str):

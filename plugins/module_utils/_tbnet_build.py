@@ -23,7 +23,6 @@ Commands run through ``run(argv, cwd=None) -> (rc, stdout, stderr)``, given by t
 
 from __future__ import annotations
 
-import hashlib
 import lzma
 import os
 import re
@@ -31,11 +30,10 @@ import shutil
 import tarfile
 import zlib
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _tbnet_driver
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_source as source_rules
 
 CHECKPATCH_FILES = ('checkpatch.pl', 'spelling.txt', 'const_structs.checkpatch')
-BUILD_DIR_MARKER = '.inferlab-build-dir'  # the same name as _ledger.BUILD_DIR_MARKER: its undo looks for it
-SYSTEM_MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
 GIT_IDENTITY = ['-c', 'user.name=inferlab', '-c', 'user.email=inferlab@invalid']
 # Kbuild of the single-file layout: drivers/net/Makefile's two lines for it
 SINGLE_KBUILD = 'obj-m := thunderbolt-net.o\nthunderbolt-net-y := thunderbolt.o\n'
@@ -144,15 +142,6 @@ def vermagic_problem(vermagic, release):
     return None
 
 
-def refuse_system_path(path):
-    real = os.path.realpath(path)
-    for system in SYSTEM_MODULE_DIRS:
-        if real == system or real.startswith(system + '/'):
-            raise BuildError('the build directory %s is under %s: the candidate is never installed where the system '
-                             'keeps its modules' % (path, system))
-    return real
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # staging
 
@@ -225,14 +214,6 @@ def stage_tarball(tarball, dest):
     return layout
 
 
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _checkpatch_missing(scripts):
     return [name for name in CHECKPATCH_FILES if not os.path.isfile(os.path.join(scripts, name))
             or not os.path.getsize(os.path.join(scripts, name))]
@@ -283,7 +264,10 @@ class Build:
             for path in (p['signing_key'], p['signing_cert'], os.path.join(p['headers_dir'], 'scripts', 'sign-file')):
                 if not path or not os.path.isfile(path):
                     raise BuildError('signing needs %s, which is missing' % path)
-        refuse_system_path(p['build_dir'])
+        system = _tbnet_driver.system_module_dir(p['build_dir'])
+        if system:
+            raise BuildError('the build directory %s is under %s: the candidate is never installed where the system '
+                             'keeps its modules' % (p['build_dir'], system))
         unsupported = unsupported_kernel(p['target_kernel_version'], p.get('target_version_signature'))
         if unsupported:
             raise BuildError(unsupported)
@@ -324,7 +308,7 @@ class Build:
         if not os.path.isfile(patches[0]):
             raise BuildError('no patch for the %s layout with the %s history: %s is missing' % (
                 layout, described['history'], patches[0]))
-        found['patches'] = [{'path': path, 'sha256': sha256_of(path)} for path in patches]
+        found['patches'] = [{'path': path, 'sha256': _ledger_core.sha256_file(path)} for path in patches]
         self._run(['git', 'init', '-q', self.tree], 'stage', what='git init')
         self._run(['git'] + GIT_IDENTITY + ['-C', self.tree, 'add', '-A'], 'stage', what='git add')
         self._run(['git'] + GIT_IDENTITY + ['-C', self.tree, 'commit', '-q', '-m', 'distribution source'], 'stage',
@@ -384,7 +368,7 @@ class Build:
             self._run([os.path.join(self.p['headers_dir'], 'scripts', 'sign-file'), 'sha256', self.p['signing_key'],
                        self.p['signing_cert'], ko], 'sign', what='sign-file')
             signed = True
-        return {'module_path': ko, 'sha256': sha256_of(ko), 'vermagic': modinfo['vermagic'],
+        return {'module_path': ko, 'sha256': _ledger_core.sha256_file(ko), 'vermagic': modinfo['vermagic'],
                 'srcversion': modinfo['srcversion'], 'parm': modinfo['parm'].splitlines(), 'signed': signed,
                 'compiler_warnings': len(re.findall(r'warning:', log))}
 

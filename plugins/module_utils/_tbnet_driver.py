@@ -4,7 +4,7 @@
 """Load the candidate ``thunderbolt_net`` for a while, and put the distribution's driver back.
 
 The one implementation behind the ``tbnet_module`` module and the change ledger's ``kernel_module`` undo (which runs
-it on the host without a controller, as ``inferlab_tbnet_driver.py`` beside ``inferlab_ledger.py``). Standard
+it on the host without a controller, as ``inferlab_tbnet_driver.py`` beside the ledger's modules). Standard
 library only; compiles on Python 3.8.
 
 Nothing here persists: the candidate is ``insmod``-ed from its private build directory (a path under
@@ -53,8 +53,6 @@ LINK_KEYS = ('addressing', 'address', 'peer', 'timeout_s', 'min_speed_gbps', 'mi
 SPEED_RE = re.compile(r'^(\d+(?:\.\d+)?) Gb/s$')
 COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip', 'ping')
 COMMAND_DIRS = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
-# the PATH of the host-side watchdog (systemd's default for services)
-BASE_PATH = ':'.join(COMMAND_DIRS)
 
 
 class DriverError(Exception):
@@ -127,13 +125,20 @@ def interface_up(sysfs_root, interface):
         raise DriverError(f'class/net/{interface}/flags reads {flags!r}, not a hex number') from None
 
 
+def system_module_dir(path):
+    """The distribution's module directory that ``path`` resolves to or under, else None: nothing inferlab builds or
+    loads may be there (nothing may persist)."""
+    real = os.path.realpath(path)
+    return next((system for system in SYSTEM_MODULE_DIRS if real == system or real.startswith(system + '/')), None)
+
+
 def refuse_system_path(path):
     """A candidate is loaded only from its private build directory, never from the distribution's module tree."""
     real = os.path.realpath(path)
-    for system in SYSTEM_MODULE_DIRS:
-        if real == system or real.startswith(system + '/'):
-            raise DriverError(f'refusing to load {path} ({real}): a candidate module is loaded only from its private '
-                              f'build directory, never from under {system} (nothing may persist)')
+    system = system_module_dir(path)
+    if system:
+        raise DriverError(f'refusing to load {path} ({real}): a candidate module is loaded only from its private '
+                          f'build directory, never from under {system} (nothing may persist)')
     if not os.path.isfile(real):
         raise DriverError(f'the candidate module {path} does not exist')
     return real

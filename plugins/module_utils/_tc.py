@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Link profiles: the ``tc`` qdiscs that emulate the driver layer on one interface's egress, and their recognition.
 
-Standard library only and free of any ``ansible`` import: the ``link_profile`` module imports it, and
-``src/inferlab/lab.py`` loads it by file path to report each lab host's profile.
+Standard library only, free of any ``ansible`` import, and compiles on Python 3.8: the ``link_profile`` module and
+the ledger's undo import it, and ``src/inferlab/lab.py`` loads it by file path to report each lab host's profile.
 
 Profiles (``tc`` on this kind of machine has tbf, htb and pfifo, no netem, fq or fq_codel):
 
@@ -17,9 +17,8 @@ Profiles (``tc`` on this kind of machine has tbf, htb and pfifo, no netem, fq or
 
 Our qdiscs are recognised by their handles, ``1ab:`` (root tbf) and ``1ac:`` (its pfifo child). Anything else at the
 root (someone's htb, a tbf that tc numbered ``8001:``, our tbf with another child) is ``foreign``: the module refuses
-to replace it unless forced, and the ledger's undo refuses to delete it. The ledger script on a host is this
-repository's ``_ledger.py`` copied alone, so it keeps its own small copy of the "is the root ours" test
-(``_ledger._tc_root``); ``tests/unit/plugins/module_utils/test_tc.py`` checks that the two agree on every fixture.
+to replace it unless forced, and the ledger's undo (``_ledger_undo``, which the ``ledger`` role installs on hosts with
+this module beside it as ``inferlab_tc.py``) refuses to delete it.
 
 Units follow tc's: ``mbit`` = 10^6 bit/s, ``kb`` = 1024 bytes, ``ms``. ``tc -j`` reports the tbf ``rate`` in
 bytes/s, ``burst`` in bytes and ``lat`` in microseconds (iproute2 >= 5.x; older versions print strings such as
@@ -187,8 +186,7 @@ def classify(qdiscs):
         return {'profile': 'clean', 'parameters': {},
                 'reason': f'the kernel default root qdisc ({root["kind"]} 0:)'}
     children = [q for q in egress if not q['root']]
-    described = ', '.join(f'{q["kind"]} {q["handle"]}' + (f' parent {q["parent"]}' if q['parent'] else ' root')
-                          for q in egress)
+    described = describe(qdiscs)
     if root['kind'] != 'tbf' or root['handle'] != ROOT_HANDLE:
         return {'profile': 'foreign', 'parameters': {},
                 'reason': f'a root qdisc inferlab did not make: {described}'}
@@ -206,6 +204,13 @@ def classify(qdiscs):
                 'reason': f'tbf {ROOT_HANDLE} with pfifo {CHILD_HANDLE} limit {child["options"]["limit"]}'}
     return {'profile': 'foreign', 'parameters': {},
             'reason': f'the tbf {ROOT_HANDLE} of inferlab with children it did not make: {described}'}
+
+
+def describe(qdiscs):
+    """The egress qdiscs of ``qdiscs`` (from ``parse_qdiscs``) in a few words: ``tbf 1ab: root, pfifo 1ac: parent
+    1ab:1``."""
+    return ', '.join(f'{q["kind"]} {q["handle"]}' + (f' parent {q["parent"]}' if q['parent'] else ' root')
+                     for q in qdiscs if q['kind'] not in INGRESS_KINDS)
 
 
 def classify_output(text):

@@ -19,9 +19,9 @@ description:
     fsynced before the change, V(applied) after it, then V(undone) or V(undo_failed).
   - A per-host lock C(<ledger_dir>/<host>.lock) stops two runs from interleaving their ledgers; a second run fails
     fast and names the holder.
-  - The format, the lock and the undo of every kind live once, in the standard-library script
-    C(plugins/module_utils/_ledger.py), which this module imports and the C(inferlab.distributed.ledger) role
-    installs on the host as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
+  - The format, the lock and the undo of every kind live once, in the ledger's standard-library modules
+    C(plugins/module_utils/_ledger_*.py), which this module imports and the C(inferlab.distributed.ledger) role
+    installs on the host, the command line as C(<inferlab_state_dir>/bin/inferlab_ledger.py).
   - Known kinds are V(process), V(sampler), V(file), V(tc_profile), V(systemd_unit) and V(container). An unknown
     kind, or params a kind does not accept, fail at record time.
 author:
@@ -326,11 +326,13 @@ leftovers:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
 
-# _gateway_swap and _tbnet_driver: bundled for the undo of gateway_config and kernel_module entries, which _ledger
-# imports by name when it needs them
+# _gateway_swap and _tbnet_driver: bundled for the undo of gateway_config and kernel_module entries, which
+# _ledger_core.companion imports by name when it needs them
 from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402  # pylint: disable=unused-import
     _gateway_swap,  # noqa: F401
-    _ledger,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
     _tbnet_driver,  # noqa: F401
 )
 
@@ -343,13 +345,14 @@ class ChangeLedger:
         self.ledger_dir = self.params['ledger_dir']
         self.host = self.params['host']
         # the echo of the arguments: an entry's environment values redacted, as in every result
-        self.invocation = {'module_args': dict(self.params, params=_ledger.redact_params(self.params['params'] or {}))}
+        self.invocation = {'module_args': dict(self.params,
+                                               params=_ledger_core.redact_params(self.params['params'] or {}))}
 
     def run(self):
         action = self.params['action']
         try:
             result = getattr(self, 'do_' + action)()
-        except _ledger.LedgerError as err:
+        except _ledger_core.LedgerError as err:
             held_by = getattr(err, 'holder', None)
             self.module.fail_json(msg=str(err), ledger=self._ledger_path(), invocation=self.invocation,
                                   **({'held_by': held_by} if held_by is not None else {}))
@@ -358,51 +361,52 @@ class ChangeLedger:
 
     def _ledger_path(self):
         try:
-            return _ledger.ledger_path(self.ledger_dir, self.host)
-        except _ledger.LedgerError:
+            return _ledger_core.ledger_path(self.ledger_dir, self.host)
+        except _ledger_core.LedgerError:
             return None
 
     def do_lock(self):
-        result = _ledger.acquire_lock(self.ledger_dir, self.host, self.params['run_id'],
-                                      controller=self.params['controller'], pid=self.params['controller_pid'],
-                                      break_stale=self.params['break_stale'],
-                                      holder_alive=self.params['holder_alive'], check_mode=self.check_mode)
+        result = _ledger_core.acquire_lock(self.ledger_dir, self.host, self.params['run_id'],
+                                           controller=self.params['controller'], pid=self.params['controller_pid'],
+                                           break_stale=self.params['break_stale'],
+                                           holder_alive=self.params['holder_alive'], check_mode=self.check_mode)
         return dict(changed=result['changed'], lock=result['lock'], took_over=result['took_over'],
                     msg=result['message'])
 
     def do_unlock(self):
-        result = _ledger.release_lock(self.ledger_dir, self.host, run_id=self.params['run_id'],
-                                      check_mode=self.check_mode)
+        result = _ledger_core.release_lock(self.ledger_dir, self.host, run_id=self.params['run_id'],
+                                           check_mode=self.check_mode)
         return dict(changed=result['changed'], lock=result['lock'], msg=result['message'])
 
     def do_record(self):
         kind = self.params['kind']
         params = self._with_start_time(kind, dict(self.params['params']))
-        line = _ledger.record(self.ledger_dir, self.host, kind, params, run_id=self.params['run_id'],
-                              check_mode=self.check_mode)
-        return dict(changed=True, id=line['id'], entry=_ledger.redact_line(line),
+        line = _ledger_core.record(self.ledger_dir, self.host, kind, params, run_id=self.params['run_id'],
+                                   check_mode=self.check_mode)
+        return dict(changed=True, id=line['id'], entry=_ledger_core.redact_line(line),
                     msg=f'recorded {kind} entry {line["id"]} as pending')
 
     def do_mark(self):
         entry_id = self.params['id']
         params = self.params['params']
         if params:
-            current = {e['id']: e for e in _ledger.entries(self.ledger_dir, self.host)}
+            current = {e['id']: e for e in _ledger_core.entries(self.ledger_dir, self.host)}
             if entry_id in current:
                 params = self._with_start_time(current[entry_id]['kind'], dict(params),
                                                recorded=current[entry_id]['params'])
-        changed, line, previous = _ledger.mark(self.ledger_dir, self.host, entry_id, self.params['state'],
-                                               params=params, run_id=self.params['run_id'],
-                                               check_mode=self.check_mode)
+        changed, line, previous = _ledger_core.mark(self.ledger_dir, self.host, entry_id, self.params['state'],
+                                                    params=params, run_id=self.params['run_id'],
+                                                    check_mode=self.check_mode)
         msg = (f'marked {entry_id} {self.params["state"]} (was {previous})' if changed
                else f'{entry_id} is already {previous}')
-        return dict(changed=changed, id=entry_id, entry=_ledger.redact_line(line), previous_state=previous, msg=msg)
+        return dict(changed=changed, id=entry_id, entry=_ledger_core.redact_line(line), previous_state=previous,
+                    msg=msg)
 
     def do_undo(self):
         ids = [self.params['id']] if self.params['id'] else None
-        result = _ledger.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'],
-                              ctx=_ledger.UndoContext(procfs_root=self.params['procfs_root']),
-                              check_mode=self.check_mode)
+        result = _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'],
+                                   ctx=_ledger_undo.UndoContext(procfs_root=self.params['procfs_root']),
+                                   check_mode=self.check_mode)
         out = dict(changed=result['changed'], undone=result['undone'], failures=result['failed'],
                    skipped=result['skipped'], details=result['details'], problems=result['problems'],
                    msg=result['message'])
@@ -411,11 +415,11 @@ class ChangeLedger:
         return out
 
     def do_leftovers(self):
-        found = _ledger.leftovers(self.ledger_dir, self.host, self.params['procfs_root'])
+        found = _ledger_undo.leftovers(self.ledger_dir, self.host, self.params['procfs_root'])
         return dict(changed=False, leftovers=found, msg=f'{len(found)} leftover process(es)')
 
     def do_status(self):
-        result = _ledger.status(self.ledger_dir, self.host)
+        result = _ledger_core.status(self.ledger_dir, self.host)
         return dict(changed=False, entries=result['entries'], open=result['open'], lock=result['lock'],
                     problems=result['problems'],
                     msg=f'{len(result["entries"])} entries, {len(result["open"])} open')
@@ -430,11 +434,11 @@ class ChangeLedger:
             pid = int(params['pid'])
         except (TypeError, ValueError):
             return params  # the kind's check names the bad pid
-        identity = _ledger.process_identity(pid, self.params['procfs_root'])
+        identity = _ledger_proc.process_identity(pid, self.params['procfs_root'])
         if identity is None:
-            raise _ledger.LedgerError(f'process {pid} is not running (no {self.params["procfs_root"]}/{pid}/stat), '
-                                      'so its start time cannot be recorded; record it while it runs, or give '
-                                      'start_time')
+            stat = f'{self.params["procfs_root"]}/{pid}/stat'
+            raise _ledger_core.LedgerError(f'process {pid} is not running (no {stat}), so its start time cannot be '
+                                           'recorded; record it while it runs, or give start_time')
         params['start_time'] = identity['start_time']
         if not params.get('cmdline') and not (recorded or {}).get('cmdline') and identity['cmdline']:
             params['cmdline'] = identity['cmdline']

@@ -155,7 +155,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
     _counter_window,
     _counters,
-    _ledger,
+    _ledger_core,
     _nvml,
     _sysfs,
 )
@@ -177,7 +177,7 @@ def open_window(module):
         try:
             sampler = _counter_window.start_sampler(params['ledger_dir'], params['host'], params['run_id'],
                                                     params['sampler_argv'], params['pidfile'], params['window'])
-        except (_counter_window.WindowError, _ledger.LedgerError) as err:
+        except (_counter_window.WindowError, _ledger_core.LedgerError) as err:
             module.fail_json(msg='%s failed starting its sampler: %s' % (where, err))
     try:
         edge = take_snapshot(params, fail_on_missing=True)
@@ -205,7 +205,7 @@ def close_window(module):
         try:
             ids, result = _counter_window.stop_samplers(params['ledger_dir'], params['host'], params['run_id'],
                                                         params['pidfile'], procfs_root=params['procfs_root'])
-        except _ledger.LedgerError as err:
+        except _ledger_core.LedgerError as err:
             module.fail_json(msg='Closing counter window %s on %s: its sampler could not be stopped through the '
                                  'ledger: %s%s' % (params['window'], params['host'], err,
                                                    '; the closing snapshot failed too: %s' % error if error else ''))

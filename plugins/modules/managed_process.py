@@ -303,7 +303,12 @@ import time  # noqa: E402 - after the docs, as in community.general
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance, _ledger  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
+    _acceptance,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+)
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm  # noqa: E402
 
 LOG_TAIL_LINES = 40
@@ -325,22 +330,22 @@ class ManagedProcess:
         # masks its values too, no_log)
         secret = self.params['secret_environment'] or {}
         self.invocation = {'module_args': dict(
-            self.params, environment=_ledger.redact_environment(self.params['environment'] or {}),
-            secret_environment={k: _ledger.REDACTED for k in secret})}
+            self.params, environment=_ledger_core.redact_environment(self.params['environment'] or {}),
+            secret_environment={k: _ledger_core.REDACTED for k in secret})}
 
     def fail(self, **result):
         self.module.fail_json(invocation=self.invocation, **result)
 
     def shown_command(self):
         """The start command as results show it: environment values redacted."""
-        return _ledger.redact_command(self.command) if self.command else self.command
+        return _ledger_core.redact_command(self.command) if self.command else self.command
 
     def run(self):
         try:
             self.prepare()
             state = self.params['state']
             result = self.start() if state == 'started' else self.stop() if state == 'stopped' else self.report()
-        except (pm.ProcessManagerError, _ledger.LedgerError) as err:
+        except (pm.ProcessManagerError, _ledger_core.LedgerError) as err:
             self.fail(msg=str(err))
         self.module.exit_json(invocation=self.invocation, **result)
 
@@ -435,7 +440,7 @@ class ManagedProcess:
         return state
 
     def start_time(self, pid):
-        identity = _ledger.process_identity(pid, self.procfs_root) if pid else None
+        identity = _ledger_proc.process_identity(pid, self.procfs_root) if pid else None
         return identity['start_time'] if identity else None
 
     def open_entries(self):
@@ -459,12 +464,12 @@ class ManagedProcess:
     # -- stopping: always the undo of the ledger entries -------------------------------------------------------
 
     def undo(self, ids):
-        ctx = _ledger.UndoContext(
+        ctx = _ledger_undo.UndoContext(
             procfs_root=self.procfs_root,
             systemctl_command=[self.binary] if self.manager == 'systemd' else None,
             container_commands={self.manager: [self.binary]} if self.manager in ('docker', 'podman') else None,
             run_command=self.undo_command)
-        result = _ledger.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
+        result = _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
         self.undone += result['undone']
         if result['failed']:
             self.fail(msg=f'could not stop {self.describe()}: {result["message"]}',
@@ -478,7 +483,7 @@ class ManagedProcess:
             return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False,
                                            handle_exceptions=False)
         except OSError as exc:
-            raise _ledger.UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
+            raise _ledger_core.UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
 
     def stop(self):
         entries = self.open_entries()
@@ -552,11 +557,11 @@ class ManagedProcess:
                 left = self.status([])
                 if left['running']:
                     self.not_ours(left)  # the pidfile's process was none of the entries undone
-        line = _ledger.record(self.ledger_dir, self.host, pm.LEDGER_KINDS[self.manager],
-                              pm.ledger_params(self.manager, name=self.name, pidfile=self.params['pidfile'],
-                                               argv=self.argv, unit=self.unit, command=self.command,
-                                               stop_timeout=self.params['stop_timeout_s']),
-                              run_id=self.params['run_id'])
+        line = _ledger_core.record(self.ledger_dir, self.host, pm.LEDGER_KINDS[self.manager],
+                                   pm.ledger_params(self.manager, name=self.name, pidfile=self.params['pidfile'],
+                                                    argv=self.argv, unit=self.unit, command=self.command,
+                                                    stop_timeout=self.params['stop_timeout_s']),
+                                   run_id=self.params['run_id'])
         entry_id = line['id']
         log_start = pm.log_size(self.log_path) if self.log_path else 0
         if self.manager == 'process':
@@ -583,7 +588,7 @@ class ManagedProcess:
     def launch(self, entry_id):
         """systemd-run or docker/podman run, then the startup check."""
         if self.log_path:
-            pm.make_parent_dir(self.log_path)
+            _ledger_proc.make_parent_dir(self.log_path)
         self.checked_command(self.command, f'cannot start {self.describe()}', shown=self.shown_command(),
                              entry_id=entry_id, command=self.shown_command())
         time.sleep(self.params['startup_check_s'])
@@ -594,7 +599,7 @@ class ManagedProcess:
 
     def mark_applied(self, entry_id, pid, start_time):
         known = {'pid': pid, 'start_time': start_time} if pid and start_time is not None else None
-        _ledger.mark(self.ledger_dir, self.host, entry_id, 'applied', params=known, run_id=self.params['run_id'])
+        _ledger_core.mark(self.ledger_dir, self.host, entry_id, 'applied', params=known, run_id=self.params['run_id'])
 
     def startup_failed(self, entry_id, after, log_start):
         if self.manager in ('docker', 'podman'):
@@ -625,7 +630,7 @@ class ManagedProcess:
             if self.manager == 'systemd':
                 params = self.params
                 result['unit_text'] = pm.systemd_unit_text(self.unit, self.argv,
-                                                           _ledger.redact_environment(self.environment),
+                                                           _ledger_core.redact_environment(self.environment),
                                                            params['working_dir'], params['systemd_properties'],
                                                            self.log_path, params['stop_timeout_s'])
         if self.module._diff:

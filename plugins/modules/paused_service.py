@@ -211,7 +211,7 @@ import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo  # noqa: E402
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm  # noqa: E402
 
 KIND = 'service_pause'
@@ -234,7 +234,7 @@ class PausedService:
         try:
             self.prepare()
             result = self.pause() if self.params['state'] == 'paused' else self.resume()
-        except (pm.ProcessManagerError, _ledger.LedgerError) as err:
+        except (pm.ProcessManagerError, _ledger_core.LedgerError) as err:
             self.module.fail_json(msg=str(err))
         self.module.exit_json(**result)
 
@@ -250,7 +250,7 @@ class PausedService:
         self.unit = pm.service_unit(params['unit'] or self.name) if self.manager == 'systemd' else None
         self.container = None
         if self.manager in ('docker', 'podman'):
-            self.container = _ledger.container_name(params['container'] or self.name)
+            self.container = _ledger_core.container_name(params['container'] or self.name)
         self.binary = None
         if params['state'] == 'paused':
             if self.manager == 'process' and not params['pidfile']:
@@ -276,8 +276,9 @@ class PausedService:
 
     def open_entries(self):
         """This service's open service_pause entries, oldest first."""
-        return [e for e in _ledger.entries(self.ledger_dir, self.host)
-                if e['kind'] == KIND and e['state'] in _ledger.OPEN_STATES and e['params'].get('name') == self.name]
+        return [e for e in _ledger_core.entries(self.ledger_dir, self.host)
+                if e['kind'] == KIND and e['state'] in _ledger_core.OPEN_STATES
+                and e['params'].get('name') == self.name]
 
     def run_command(self, argv):
         return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False)
@@ -290,9 +291,9 @@ class PausedService:
         return out
 
     def proc_stat(self, pid):
-        """``_ledger.read_proc_stat``, failing with a message on a stat file it cannot parse."""
+        """``_ledger_proc.read_proc_stat``, failing with a message on a stat file it cannot parse."""
         try:
-            return _ledger.read_proc_stat(pid, self.procfs_root)
+            return _ledger_proc.read_proc_stat(pid, self.procfs_root)
         except (ValueError, IndexError, OSError) as exc:
             self.module.fail_json(msg=f'cannot read {os.path.join(self.procfs_root, str(pid), "stat")}: '
                                       f'{type(exc).__name__}: {exc}')
@@ -327,13 +328,13 @@ class PausedService:
         """``(running, pid, why)``: the live process the pidfile names, or why the service is not running."""
         pidfile = self.params['pidfile']
         try:
-            pid = _ledger._read_pidfile(pidfile)
-        except _ledger.UndoError as err:
+            pid = _ledger_proc.read_pidfile(pidfile)
+        except _ledger_proc.PidfileError as err:
             self.module.fail_json(msg=f'service {self.name} cannot be paused: {err}')
         if pid is None:
             return False, None, f'pidfile {pidfile}: absent or empty'
         info = self.proc_stat(pid)  # parsed first: pid_alive reads it too, and raises on a malformed one
-        if info is None or not _ledger.pid_alive(pid, self.procfs_root):
+        if info is None or not _ledger_proc.pid_alive(pid, self.procfs_root):
             return False, None, f'pidfile {pidfile}: pid {pid} is not running'
         if self.started_after_pidfile(info['start_time'], pidfile):
             return False, None, (f'pidfile {pidfile}: pid {pid} belongs to a process started after the pidfile was '
@@ -345,7 +346,7 @@ class PausedService:
         read, before anything is stopped."""
         proc_dir = os.path.join(self.procfs_root, str(pid))
         info = self.proc_stat(pid)
-        argv = _ledger.read_proc_cmdline(pid, self.procfs_root)
+        argv = _ledger_proc.read_proc_cmdline(pid, self.procfs_root)
         if info is None or argv is None:
             self.module.fail_json(msg=f'service {self.name}: pid {pid} exited while it was being read; nothing was '
                                       'paused')
@@ -469,8 +470,8 @@ class PausedService:
                 params.update(pid=pid, start_time=start_time)
         check_mode = self.module.check_mode
         # record validates the params and refuses when another run holds the lock, in check mode too
-        line = _ledger.record(self.ledger_dir, self.host, KIND, params, run_id=self.params['run_id'],
-                              check_mode=check_mode)
+        line = _ledger_core.record(self.ledger_dir, self.host, KIND, params, run_id=self.params['run_id'],
+                                   check_mode=check_mode)
         if check_mode:
             return self.result(True, pid=pid, message=f'would pause {self.describe()} (pid {pid})', before=True,
                                after=False, **extra)
@@ -479,8 +480,8 @@ class PausedService:
             how = self.stop_process(entry_id, pid, params['start_time'])
         else:
             how = self.stop_managed(entry_id)
-        _ledger.mark(self.ledger_dir, self.host, entry_id, 'applied', params={'how': how},
-                     run_id=self.params['run_id'])
+        _ledger_core.mark(self.ledger_dir, self.host, entry_id, 'applied', params={'how': how},
+                          run_id=self.params['run_id'])
         return self.result(True, entry_id=entry_id, pid=pid, how=how, before=True, after=False,
                            message=f'paused {self.describe()}: {how}, pid {pid}; ledger entry {entry_id}', **extra)
 
@@ -491,8 +492,8 @@ class PausedService:
                 'pidfile': self.params['pidfile'], 'stop_timeout': self.params['stop_timeout_s'],
                 'process_group': True}
         try:
-            said = _ledger._undo_process(stop, _ledger.UndoContext(procfs_root=self.procfs_root))
-        except _ledger.UndoError as err:
+            said = _ledger_undo.undo_process(stop, _ledger_undo.UndoContext(procfs_root=self.procfs_root))
+        except _ledger_core.UndoError as err:
             self.module.fail_json(msg=f'could not stop {self.describe()}: {err}; ledger entry {entry_id} stays pending '
                                       '(its undo starts the service again if it is down)', entry_id=entry_id, pid=pid)
         if ' with SIGKILL' in said:
@@ -527,10 +528,11 @@ class PausedService:
         managers = {e['params'].get('manager') for e in entries}
         systemctl = self.find_binary('systemctl') if 'systemd' in managers else None
         engines = {m: self.find_binary(m) for m in ('docker', 'podman') if m in managers}
-        ctx = _ledger.UndoContext(procfs_root=self.procfs_root, systemctl_command=[systemctl] if systemctl else None,
-                                  container_commands={m: [b] for m, b in engines.items() if b},
-                                  run_command=self.undo_command)
-        result = _ledger.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
+        ctx = _ledger_undo.UndoContext(procfs_root=self.procfs_root,
+                                       systemctl_command=[systemctl] if systemctl else None,
+                                       container_commands={m: [b] for m, b in engines.items() if b},
+                                       run_command=self.undo_command)
+        result = _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
         self.undone = result['undone']
         if result['failed']:
             self.module.fail_json(msg=f'could not resume service {self.name}: {result["message"]}',
@@ -547,13 +549,13 @@ class PausedService:
             return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False,
                                            handle_exceptions=False)
         except OSError as exc:
-            raise _ledger.UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
+            raise _ledger_core.UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
 
     def resumed_pid(self, params, ctx):
         """The pid running after the resume, or None when it cannot be told."""
         manager = params.get('manager')
         if manager == 'process':
-            return _ledger._pidfile_alive(params['pidfile'], ctx)
+            return _ledger_proc.pidfile_alive(params['pidfile'], ctx.procfs_root)
         if manager == 'systemd' and ctx.systemctl_command:
             rc, out, _err = self.run_command(pm.systemctl_status_argv(params['unit'], ctx.systemctl_command[0]))
             try:

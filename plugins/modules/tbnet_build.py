@@ -176,7 +176,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tbnet_build
 
 KIND = 'build_dir'
@@ -199,7 +199,7 @@ def source_fingerprint(source):
 
 
 def patch_digests(paths):
-    return {path: tbnet_build.sha256_of(path) for path in paths if os.path.isfile(path)}
+    return {path: _ledger_core.sha256_file(path) for path in paths if os.path.isfile(path)}
 
 
 class TbnetBuild:
@@ -231,7 +231,7 @@ class TbnetBuild:
             with open(os.path.join(self.p['build_dir'], RECORD_FILE)) as handle:
                 record = json.load(handle)
             module = record['build']['module']
-            if record['inputs'] == inputs and tbnet_build.sha256_of(module['module_path']) == module['sha256']:
+            if record['inputs'] == inputs and _ledger_core.sha256_file(module['module_path']) == module['sha256']:
                 return record['build']
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -239,8 +239,8 @@ class TbnetBuild:
 
     def open_entry(self):
         """The open build_dir entry for this directory, or None."""
-        lines, _problems = _ledger.read_ledger(self.p['ledger_dir'], self.p['ledger_host'])
-        for entry in _ledger.current_entries(lines).values():
+        lines, _problems = _ledger_core.read_ledger(self.p['ledger_dir'], self.p['ledger_host'])
+        for entry in _ledger_core.current_entries(lines).values():
             if entry['kind'] == KIND and entry['state'] != 'undone' and entry['params']['path'] == self.p['build_dir']:
                 return entry
         return None
@@ -251,24 +251,25 @@ class TbnetBuild:
         path = p['build_dir']
         entry = self.open_entry()
         if os.path.lexists(path):
-            if not (entry and os.path.isfile(os.path.join(path, tbnet_build.BUILD_DIR_MARKER))):
+            if not (entry and os.path.isfile(os.path.join(path, _ledger_core.BUILD_DIR_MARKER))):
                 raise tbnet_build.BuildError('%s exists and is not a build directory this ledger recorded: move it '
                                              'away or set tbnet_candidate_build_dir' % path)
             for name in os.listdir(path):
-                if name != tbnet_build.BUILD_DIR_MARKER:
+                if name != _ledger_core.BUILD_DIR_MARKER:
                     target = os.path.join(path, name)
                     if os.path.isdir(target) and not os.path.islink(target):
                         shutil.rmtree(target)
                     else:
                         os.unlink(target)
             return entry['id']
-        entry = _ledger.record(p['ledger_dir'], p['ledger_host'], KIND, {'path': path, 'purpose': 'tbnet candidate'},
-                               run_id=p['run_id'])
+        entry = _ledger_core.record(p['ledger_dir'], p['ledger_host'], KIND, {'path': path,
+                                                                              'purpose': 'tbnet candidate'},
+                                    run_id=p['run_id'])
         os.makedirs(path, mode=0o700)
         os.chmod(path, 0o700)
-        with open(os.path.join(path, tbnet_build.BUILD_DIR_MARKER), 'w') as handle:
+        with open(os.path.join(path, _ledger_core.BUILD_DIR_MARKER), 'w') as handle:
             handle.write('made by inferlab tbnet_build; removed by the ledger entry %s\n' % entry['id'])
-        _ledger.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
+        _ledger_core.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
         return entry['id']
 
     def run(self):
@@ -291,14 +292,14 @@ class TbnetBuild:
             self.module.exit_json(changed=True, build=None, message='would build in %s' % p['build_dir'])
         try:
             entry_id = self.make_build_dir()
-        except (tbnet_build.BuildError, _ledger.LedgerError, OSError) as exc:
+        except (tbnet_build.BuildError, _ledger_core.LedgerError, OSError) as exc:
             self.module.fail_json(msg='Nothing was changed: %s' % exc, failed_gate='build_dir', output='')
         try:
             result = build.run()
         except (tbnet_build.BuildError, OSError) as exc:
             if not isinstance(exc, tbnet_build.BuildError):
                 exc = tbnet_build.BuildError(str(exc), gate='build_dir')
-            undone = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=[entry_id])
+            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=[entry_id])
             self.fail(tbnet_build.BuildError('%s (nothing was loaded; the build directory: %s)' % (
                 exc, undone['details'][0]['message'] if undone['details'] else undone['message']),
                 exc.gate, exc.output))

@@ -249,7 +249,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as driver
 from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet import collect
 
@@ -275,15 +275,15 @@ class TbnetModule:
     def open_entries(self, watchdogs=False):
         """The open candidate loads (and, with ``watchdogs``, the link watchdogs started for them)."""
         try:
-            lines, _problems = _ledger.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
-        except _ledger.LedgerError as exc:
+            lines, _problems = _ledger_core.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
+        except _ledger_core.LedgerError as exc:
             self.fail(str(exc))
 
         def wanted(entry):
             if entry['kind'] == KIND:
                 return True
             return watchdogs and entry['kind'] == 'process' and 'watch-link' in entry['params'].get('cmdline', [])
-        return [e for e in _ledger.current_entries(lines).values() if e['state'] != 'undone' and wanted(e)]
+        return [e for e in _ledger_core.current_entries(lines).values() if e['state'] != 'undone' and wanted(e)]
 
     def peer_e2e(self):
         """Whether the peer on the direct link advertises E2E (tbnet_info's reading of the same sysfs)."""
@@ -338,16 +338,16 @@ class TbnetModule:
                                   kernel_taint={'before': taint_before, 'after': taint_before},
                                   peer_override=p['peer_override'], message='would load the candidate')
         try:
-            entry = _ledger.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
-        except _ledger.LedgerError as exc:
+            entry = _ledger_core.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
+        except _ledger_core.LedgerError as exc:
             self.fail('Nothing was changed: %s' % exc, before=before)
         try:
             message = driver.load_candidate(params)
-            _ledger.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
-        except (_ledger.LedgerError, driver.DriverError, OSError) as exc:
+            _ledger_core.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
+        except (_ledger_core.LedgerError, driver.DriverError, OSError) as exc:
             # load_candidate put the stock driver back; the undo checks that and closes the entry
-            undone = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=[entry['id']],
-                                  ctx=_ledger.UndoContext(procfs_root=p['procfs_root']))
+            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=[entry['id']],
+                                       ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']))
             self.fail('%s (ledger: %s)' % (exc, undone['message']), before=before,
                       module=driver.module_state(p['sysfs_root']))
         watchdog = self.start_watchdog(script, entry['id']) if script else None
@@ -379,7 +379,7 @@ class TbnetModule:
         """Wait for the watchdog's verdict on the link (it runs the tail) and return how the link came back; fail
         when it did not, after the watchdog has put the stock driver back."""
         p = self.params
-        proc = _ledger.SPAWNED.get(watchdog['pid'])
+        proc = _ledger_proc.SPAWNED.get(watchdog['pid'])
         bound = p['watchdog_deadline_s'] + p['link_timeout_s'] + 30
         try:
             proc.wait(timeout=bound)
@@ -418,13 +418,14 @@ class TbnetModule:
                 '--deadline', '%g' % p['watchdog_deadline_s'], '--json']
         try:
             offset = os.path.getsize(log) if os.path.exists(log) else 0
-            watch = _ledger.record(p['ledger_dir'], p['ledger_host'], 'process',
-                                   {'pidfile': pidfile, 'cmdline': argv, 'process_group': True}, run_id=p['run_id'])
-            pid = _ledger.spawn_detached(argv, {'PATH': driver.BASE_PATH, 'LANG': 'C.UTF-8'}, log, pidfile)
-            identity = _ledger.process_identity(pid, p['procfs_root']) or {}
-            _ledger.mark(p['ledger_dir'], p['ledger_host'], watch['id'], 'applied', run_id=p['run_id'],
-                         params={'pid': pid, 'start_time': identity.get('start_time', 0)})
-        except (_ledger.LedgerError, OSError) as exc:
+            watch = _ledger_core.record(p['ledger_dir'], p['ledger_host'], 'process',
+                                        {'pidfile': pidfile, 'cmdline': argv, 'process_group': True},
+                                        run_id=p['run_id'])
+            pid = _ledger_proc.spawn_detached(argv, {'PATH': _ledger_proc.BASE_PATH, 'LANG': 'C.UTF-8'}, log, pidfile)
+            identity = _ledger_proc.process_identity(pid, p['procfs_root']) or {}
+            _ledger_core.mark(p['ledger_dir'], p['ledger_host'], watch['id'], 'applied', run_id=p['run_id'],
+                              params={'pid': pid, 'start_time': identity.get('start_time', 0)})
+        except (_ledger_core.LedgerError, OSError) as exc:
             self.fail('the candidate is loaded, but its link watchdog did not start: %s; put the stock driver back '
                       '(state=stock, or playbooks/restore.yml)' % exc)
         return {'pid': pid, 'peer': p['link_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
@@ -438,10 +439,10 @@ class TbnetModule:
         outcome = {'undone': [], 'details': [], 'message': 'no candidate load is open in the ledger: nothing to undo'}
         if ids:
             try:
-                outcome = _ledger.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
-                                       ctx=_ledger.UndoContext(procfs_root=p['procfs_root']),
-                                       check_mode=self.module.check_mode)
-            except _ledger.LedgerError as exc:
+                outcome = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
+                                            ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']),
+                                            check_mode=self.module.check_mode)
+            except _ledger_core.LedgerError as exc:
                 self.fail(str(exc), before=before)
             if outcome['failed']:
                 self.fail(outcome['message'], before=before, module=driver.module_state(p['sysfs_root']))

@@ -26,7 +26,12 @@ from pathlib import Path
 import pytest
 from oldpython import require_python
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _counters,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+)
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +84,7 @@ def pids():
 
 
 def alive(pid):
-    info = _ledger.read_proc_stat(pid)
+    info = _ledger_proc.read_proc_stat(pid)
     return info is not None and info['state'] not in ('Z', 'X')
 
 
@@ -273,11 +278,11 @@ def test_start_detaches_and_stops_on_sigterm(host_bin, roots, pids):
     pid = result['pid']
     pids.append(pid)
     state = host_bin.parent
-    assert result['start_time'] == _ledger.read_proc_stat(pid)['start_time']
+    assert result['start_time'] == _ledger_proc.read_proc_stat(pid)['start_time']
     assert os.getsid(pid) == pid  # its own session
     assert (state / 'run' / 'sampler-run1-w.pid').read_text() == f'{pid}\n'
     # what the ledger records before the start is exactly what runs
-    assert _ledger.read_proc_cmdline(pid) == argv
+    assert _ledger_proc.read_proc_cmdline(pid) == argv
     for fd in (0, 1):
         assert os.readlink(f'/proc/{pid}/fd/{fd}') == os.devnull
     assert os.readlink(f'/proc/{pid}/fd/2') == str(state / 'logs' / 'sampler-run1-w.log')
@@ -312,11 +317,11 @@ def test_the_ledger_stops_it_by_its_pidfile(host_bin, roots, pids, tmp_path):
     ledger_dir = str(tmp_path / 'ledger')
     argv = sampler_argv(sys.executable, host_bin, roots)
     pidfile = str(host_bin.parent / 'run' / 'sampler-run1-w.pid')
-    entry = _ledger.record(ledger_dir, HOST, 'sampler', {'pidfile': pidfile, 'cmdline': argv}, run_id='run1')
+    entry = _ledger_core.record(ledger_dir, HOST, 'sampler', {'pidfile': pidfile, 'cmdline': argv}, run_id='run1')
     pid = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout)['pid']
     pids.append(pid)
     wait_lines(host_bin.parent / 'windows' / 'run1-w.jsonl', 2)
-    result = _ledger.undo(ledger_dir, HOST, ids=[entry['id']], run_id='run1')
+    result = _ledger_undo.undo(ledger_dir, HOST, ids=[entry['id']], run_id='run1')
     assert result['undone'] == [entry['id']], result
     assert f'stopped pid {pid}' in result['details'][0]['message']
     assert not alive(pid)

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger, _tc
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo, _tc
 
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 IP, TC = shutil.which("ip", path=SBIN), shutil.which("tc", path=SBIN)
@@ -101,21 +101,21 @@ def test_a_foreign_root_qdisc_is_refused_then_forced(netns):
 def test_the_ledger_undo_removes_the_profile_for_real(netns, tmp_path):
     ns, dev = netns
     ledger_dir, host = str(tmp_path / "ledger"), "itc-host"
-    ctx = _ledger.UndoContext(tc_command=[IP, "netns", "exec", ns, TC])
+    ctx = _ledger_undo.UndoContext(tc_command=[IP, "netns", "exec", ns, TC])
     # a pending entry whose change never happened: nothing to remove
-    _ledger.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "tx_cliff"})
+    _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "tx_cliff"})
     # recorded before, applied, marked: the way the link_profile role does it
-    line = _ledger.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "lossy"})
+    line = _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "lossy"})
     apply(ns, dev, "lossy")
-    _ledger.mark(ledger_dir, host, line["id"], "applied")
-    result = _ledger.undo(ledger_dir, host, ctx=ctx)
+    _ledger_core.mark(ledger_dir, host, line["id"], "applied")
+    result = _ledger_undo.undo(ledger_dir, host, ctx=ctx)
     assert not result["failed"], result
     assert [d["message"].split(" (")[0] for d in result["details"]] == [
         f"removed the lossy profile from {dev}", f"no tx_cliff profile on {dev}"]
     assert current(ns, dev)["profile"] == "clean"
     # a foreign root qdisc is never deleted by the undo
     in_ns(ns, [TC, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10"])
-    _ledger.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "tx_cliff"})
-    result = _ledger.undo(ledger_dir, host, ctx=ctx)
+    _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "tx_cliff"})
+    result = _ledger_undo.undo(ledger_dir, host, ctx=ctx)
     assert "not deleting it" in result["failed"][0]["error"]
     assert current(ns, dev)["profile"] == "foreign"

@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc
 
 FAKE_NGINX = '''\
 """A stand-in for an nginx master: writes its pidfile, forks workers; on SIGHUP it reads the upstream file (a file
@@ -266,7 +266,7 @@ def free_port():
 
 
 def alive(pid):
-    info = _ledger.read_proc_stat(pid)
+    info = _ledger_proc.read_proc_stat(pid)
     return info is not None and info["state"] not in ("Z", "X")
 
 
@@ -308,15 +308,15 @@ class Processes:
             except (OSError, ValueError, IndexError):
                 pass
         for pid in pids:
-            if alive(pid) and str(self.tmp_path) in " ".join(_ledger.read_proc_cmdline(pid) or []):
+            if alive(pid) and str(self.tmp_path) in " ".join(_ledger_proc.read_proc_cmdline(pid) or []):
                 try:
-                    if _ledger.read_proc_stat(pid)["pgrp"] == pid:
+                    if _ledger_proc.read_proc_stat(pid)["pgrp"] == pid:
                         os.killpg(pid, signal.SIGKILL)
                     else:
                         os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            proc = _ledger.SPAWNED.pop(pid, None)
+            proc = _ledger_proc.SPAWNED.pop(pid, None)
             if proc is not None:
                 proc.wait(timeout=10)
         for proc in self.popens:

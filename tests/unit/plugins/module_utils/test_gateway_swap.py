@@ -19,10 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from ledger_host import install_ledger
 from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
     FAKE_NGINX,
     Gateway,
@@ -38,7 +39,6 @@ from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.ga
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 SOURCE = REPO_ROOT / "plugins" / "module_utils" / "_gateway_swap.py"
-LEDGER = REPO_ROOT / "plugins" / "module_utils" / "_ledger.py"
 KEY = "sk-test-gateway"
 
 FAKE_LITELLM = '''\
@@ -554,14 +554,14 @@ def test_start_and_stop_a_process_instance(tmp_path, scripts, cleanup):
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")[:-1]
     assert sorted(e.split(b"=")[0] for e in environ) == [b"HOME", b"LANG", b"PATH"]
     assert b"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" in environ
-    assert _ledger.read_proc_stat(pid)["pgrp"] == pid  # spawn_detached: a session (and group) of its own
+    assert _ledger_proc.read_proc_stat(pid)["pgrp"] == pid  # spawn_detached: a session (and group) of its own
     with pytest.raises(gs.GatewayError, match=f"sleepy already runs as pid {pid}"):
         gs.start_instance(instance)
 
     message = gs.stop_instance(instance, timeout_s=5)
     assert re.fullmatch(rf"stopped sleepy \(process group {pid}\) with SIGTERM in \d+\.\ds", message)
     assert not alive(pid)
-    assert _ledger.SPAWNED[pid].returncode == -signal.SIGTERM  # reaped, no zombie left
+    assert _ledger_proc.SPAWNED[pid].returncode == -signal.SIGTERM  # reaped, no zombie left
     assert not Path(instance["pidfile"]).exists()
     assert gs.stop_instance(instance) == f"sleepy already stopped: pidfile {instance['pidfile']} is absent or empty"
 
@@ -571,7 +571,7 @@ def test_stop_instance_kills_after_the_timeout(tmp_path, scripts, cleanup):
     gs.start_instance(instance)
     pid = pid_of(instance)
     cleanup.pids.append(pid)
-    wait_for(lambda: "ignore-term" in " ".join(_ledger.read_proc_cmdline(pid) or []), "the sleeper")
+    wait_for(lambda: "ignore-term" in " ".join(_ledger_proc.read_proc_cmdline(pid) or []), "the sleeper")
     time.sleep(0.2)  # let it install its SIGTERM handler
     message = gs.stop_instance(instance, timeout_s=0.3)
     assert message == f"stopped sleepy (process group {pid}) with SIGKILL: still running 0.3s after SIGTERM"
@@ -584,7 +584,7 @@ def test_stop_instance_refuses_a_real_pid_without_match(tmp_path, cleanup):
     pidfile = tmp_path / "a.pid"
     pidfile.write_text(f"{proc.pid}\n")
     instance = dict(PROCESS_INSTANCE, pidfile=str(pidfile))
-    wait_for(lambda: _ledger.read_proc_cmdline(proc.pid) == ["sleep", "30"], "sleep")
+    wait_for(lambda: _ledger_proc.read_proc_cmdline(proc.pid) == ["sleep", "30"], "sleep")
     with pytest.raises(gs.GatewayError, match=f'pid {proc.pid} .* runs "sleep 30", which does not contain'):
         gs.stop_instance(instance)
     time.sleep(0.05)
@@ -684,7 +684,7 @@ def test_reload_front_refuses_what_is_not_nginx(tmp_path, cleanup):
         gs.reload_front(front)
     proc = subprocess.Popen(["sleep", "30"])
     cleanup.popens.append(proc)
-    wait_for(lambda: _ledger.read_proc_cmdline(proc.pid) == ["sleep", "30"], "sleep")
+    wait_for(lambda: _ledger_proc.read_proc_cmdline(proc.pid) == ["sleep", "30"], "sleep")
     pidfile.write_text(f"{proc.pid}\n")
     with pytest.raises(gs.GatewayError, match=f'pid {proc.pid} from .* runs "sleep 30", not nginx'):
         gs.reload_front(front)
@@ -798,15 +798,16 @@ def test_source_imports_nothing_from_ansible_but_the_guarded_ledger():
     source = SOURCE.read_text()
     imports = re.findall(r"^\s*(?:from|import)\s+ansible\S*.*$", source, re.MULTILINE)
     assert [line.strip() for line in imports] == [
-        "from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger"]
-    assert "import inferlab_ledger as _ledger" in source
+        "from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc"]
+    assert "import inferlab_ledger_core as _ledger_core" in source
+    assert "import inferlab_ledger_proc as _ledger_proc" in source
 
 
 STANDALONE_DRIVER = '''\
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import inferlab_gateway_swap as gs
-assert gs._ledger.__name__ == "inferlab_ledger", gs._ledger.__name__
+assert gs._ledger_proc.__name__ == "inferlab_ledger_proc", gs._ledger_proc.__name__
 instance = json.loads(sys.argv[2])
 steps = gs.rolling_restart([instance], {}, sys.argv[3], "small", ["large"], ready_timeout_s=10, drain_timeout_s=5)
 print(json.dumps({"steps": steps, "marked": gs.mark_down("server a:1;", "a:1")}))
@@ -819,7 +820,7 @@ def test_standalone_copy_on_old_python(tmp_path, fake_instance, version):
     python = require_python(version)
     folder = tmp_path / "state" / "bin"
     folder.mkdir(parents=True)
-    shutil.copy(LEDGER, folder / "inferlab_ledger.py")
+    install_ledger(folder)
     shutil.copy(SOURCE, folder / "inferlab_gateway_swap.py")
     (folder / "driver.py").write_text(STANDALONE_DRIVER)
     instance = fake_instance("litellm-a")
@@ -847,7 +848,7 @@ CHANGE = {"kind": "litellm", "config_path": "/srv/gw/litellm.yaml", "original_sh
 
 
 def test_gateway_config_params_are_checked_and_normalised(tmp_path):
-    line = _ledger.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", CHANGE, run_id="run1")
+    line = _ledger_core.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", CHANGE, run_id="run1")
     params = line["params"]
     assert (line["kind"], line["state"]) == ("gateway_config", "pending")
     assert params["instances"] == [gs.check_instance(PROCESS_INSTANCE)]
@@ -858,7 +859,7 @@ def test_gateway_config_params_are_checked_and_normalised(tmp_path):
     without_front = dict(CHANGE, front={})
     for key in ("front_backup_path", "front_original_sha256", "original_fallbacks", "ready_timeout_s"):
         del without_front[key]
-    params = _ledger.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", without_front)["params"]
+    params = _ledger_core.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", without_front)["params"]
     assert (params["front"], params["original_fallbacks"], params["ready_timeout_s"]) == ({}, [], 60.0)
 
 
@@ -897,8 +898,8 @@ def test_gateway_config_params_are_checked_and_normalised(tmp_path):
 ])
 def test_gateway_config_params_refused(tmp_path, change, message):
     params = {k: v for k, v in dict(CHANGE, **change).items() if v is not DROP}
-    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
-        _ledger.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", params)
+    with pytest.raises(_ledger_core.LedgerError, match=re.escape(message)):
+        _ledger_core.record(str(tmp_path / "ledger"), LEDGER_HOST, "gateway_config", params)
     assert not (tmp_path / "ledger").exists()
 
 
@@ -915,12 +916,12 @@ def gateway_change(gateway, stamp="2026-11-30T101500Z-ab12"):
     backup = gateway.ledger_dir.parent / "backup"
     upstream = gateway.front["upstream_file"]
     return {"kind": "litellm", "config_path": str(gateway.config_path),
-            "original_sha256": gs.sha256_file(str(gateway.config_path)),
+            "original_sha256": _ledger_core.sha256_file(str(gateway.config_path)),
             "backup_path": str(backup / f"litellm.yaml.{stamp}"), "instances": gateway.instances,
             "front": gateway.front, "admin_key_file": str(gateway.key_file), "public_model": "small",
             "original_fallbacks": [], "ready_timeout_s": 10, "drain_timeout_s": 5,
             "front_backup_path": str(backup / f"upstream.conf.{stamp}"),
-            "front_original_sha256": gs.sha256_file(upstream)}
+            "front_original_sha256": _ledger_core.sha256_file(upstream)}
 
 
 def test_undo_of_a_pending_gateway_config_that_changed_nothing(gateway):
@@ -933,10 +934,10 @@ def test_undo_of_a_pending_gateway_config_that_changed_nothing(gateway):
     upstream = Path(gateway.front["upstream_file"]).read_bytes()
     ledger_dir = str(gateway.ledger_dir)
     params = gateway_change(gateway)
-    entry = _ledger.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
+    entry = _ledger_core.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
     before = gateway.pids()
 
-    result = _ledger.undo(ledger_dir, LEDGER_HOST)
+    result = _ledger_undo.undo(ledger_dir, LEDGER_HOST)
 
     assert result["undone"] == [entry["id"]] and result["failed"] == []
     assert result["details"][0]["message"] == (
@@ -947,7 +948,7 @@ def test_undo_of_a_pending_gateway_config_that_changed_nothing(gateway):
     assert gateway.config_path.read_bytes() == original
     assert Path(gateway.front["upstream_file"]).read_bytes() == upstream
     assert not Path(params["backup_path"]).exists() and not Path(params["front_backup_path"]).exists()
-    states = [line["state"] for line in _ledger.read_ledger(ledger_dir, LEDGER_HOST)[0]]
+    states = [line["state"] for line in _ledger_core.read_ledger(ledger_dir, LEDGER_HOST)[0]]
     assert states == ["pending", "undone"]
 
 
@@ -966,12 +967,12 @@ def test_standalone_undo_of_an_interrupted_swap(gateway, version):
     ledger_dir = str(gateway.ledger_dir)
     # what the module does: pending, the backups, the new config, applied
     params = gateway_change(gateway)
-    entry = _ledger.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
+    entry = _ledger_core.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
     Path(params["backup_path"]).parent.mkdir(parents=True)
     gs.write_atomic(params["backup_path"], original, mode=0o600)
     gs.write_atomic(params["front_backup_path"], upstream, mode=0o600)
     gs.write_atomic(str(gateway.config_path), gateway.config_text(fallback=True).encode())
-    _ledger.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
+    _ledger_core.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
     # the rolling restart, as far as litellm-a's restart
     down = gs.mark_down(upstream.decode(), gs.check_instance(first)["upstream_server"])
     gs.write_atomic(front["upstream_file"], down.encode())
@@ -984,7 +985,7 @@ def test_standalone_undo_of_an_interrupted_swap(gateway, version):
 
     folder = gateway.ledger_dir.parent / "bin"
     folder.mkdir()
-    shutil.copy(LEDGER, folder / "inferlab_ledger.py")
+    install_ledger(folder)
     shutil.copy(SOURCE, folder / "inferlab_gateway_swap.py")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}  # no PYTHONPATH: the copies alone
     out = subprocess.run([python, str(folder / "inferlab_ledger.py"), "undo", "--ledger-dir", ledger_dir, "--host",
@@ -1006,7 +1007,7 @@ def test_standalone_undo_of_an_interrupted_swap(gateway, version):
     assert gateway.fallbacks() == {"litellm-a": [], "litellm-b": []}
     # the front: put back, then litellm-a drained and put back again
     assert gateway.reloads()[-3:] == [upstream.decode(), down, upstream.decode()]
-    states = [line["state"] for line in _ledger.read_ledger(ledger_dir, LEDGER_HOST)[0]]
+    states = [line["state"] for line in _ledger_core.read_ledger(ledger_dir, LEDGER_HOST)[0]]
     assert states == ["pending", "applied", "undone"]
 
 
@@ -1052,7 +1053,7 @@ def test_undo_of_added_roles_restarts_the_instances_that_serve_them(gateway):
     upstream = Path(front["upstream_file"]).read_bytes()
     ledger_dir = str(gateway.ledger_dir)
     params = dict(gateway_change(gateway), original_models=["small", "large"])
-    entry = _ledger.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
+    entry = _ledger_core.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
     Path(params["backup_path"]).parent.mkdir(parents=True)
     gs.write_atomic(params["backup_path"], original, mode=0o600)
     gs.write_atomic(params["front_backup_path"], upstream, mode=0o600)
@@ -1060,13 +1061,13 @@ def test_undo_of_added_roles_restarts_the_instances_that_serve_them(gateway):
             f"      api_base: {gateway.backends['small'].api_base}\n      api_key: none\n")
     changed = original.decode().replace("litellm_settings:", solo + "litellm_settings:", 1)
     gs.write_atomic(str(gateway.config_path), changed.encode())
-    _ledger.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
+    _ledger_core.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
     gs.rolling_restart(gateway.instances, front, gateway.key, "small", [], ready_timeout_s=10, drain_timeout_s=5)
     assert {i["name"]: gs.listed_models(i["url"], gateway.key) for i in gateway.instances} == {
         "litellm-a": ["small", "large", "solo-lab-b"], "litellm-b": ["small", "large", "solo-lab-b"]}
     before = gateway.pids()
 
-    result = _ledger.undo(ledger_dir, LEDGER_HOST)
+    result = _ledger_undo.undo(ledger_dir, LEDGER_HOST)
 
     assert result["undone"] == [entry["id"]] and result["failed"] == []
     assert result["details"][0]["message"].endswith("restarted litellm-a, litellm-b with it")

@@ -1,5 +1,6 @@
 """Tests of the change ledger: format, lock, undo of every kind, and the script entry point on real processes."""
 
+import ast
 import json
 import os
 import re
@@ -13,24 +14,30 @@ import time
 from pathlib import Path
 
 import pytest
+from ledger_host import install_ledger, ledger_files, ledger_script
 from oldpython import require_python
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_cli,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-SCRIPT = REPO_ROOT / "plugins" / "module_utils" / "_ledger.py"
 HOST = "lab-a"
 ID_RE = re.compile(r"^\d{8}T\d{6}Z-(process|file)-[0-9a-f]{4}$")
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 def lines_of(ledger_dir, host=HOST):
-    return [json.loads(line) for line in Path(_ledger.ledger_path(ledger_dir, host)).read_text().splitlines()]
+    return [json.loads(line) for line in Path(_ledger_core.ledger_path(ledger_dir, host)).read_text().splitlines()]
 
 
 def run_script(*args):
-    """Run _ledger.py as a standalone script, as the restore playbook does on a host."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60, check=False)
+    """Run the ledger script as the restore playbook does on a host."""
+    proc = subprocess.run([sys.executable, str(ledger_script()), *args], capture_output=True, text=True, timeout=60,
+                          check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -40,7 +47,7 @@ def start(procs, argv, **kwargs):
     procs.append(proc)
     # wait until the child has exec'd, so /proc/PID/cmdline and start_time describe it and not the forked parent
     deadline = time.monotonic() + 10
-    while _ledger.read_proc_cmdline(proc.pid) != list(argv):
+    while _ledger_proc.read_proc_cmdline(proc.pid) != list(argv):
         assert time.monotonic() < deadline, f"{argv} did not start"
         time.sleep(0.01)
     return proc
@@ -56,9 +63,9 @@ def file_change(tmp_path, ledger_dir, name, content, run_id=None):
         params = {"path": str(path), "backup": str(backup)}
     else:
         params = {"path": str(path), "existed": False}
-    line = _ledger.record(ledger_dir, HOST, "file", params, run_id=run_id)
+    line = _ledger_core.record(ledger_dir, HOST, "file", params, run_id=run_id)
     path.write_text(content)
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id=run_id)
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", run_id=run_id)
     return line["id"]
 
 
@@ -67,9 +74,9 @@ def file_change(tmp_path, ledger_dir, name, content, run_id=None):
 
 def test_record_mark_round_trip(tmp_path, ledger_dir):
     target = tmp_path / "conf"
-    line = _ledger.record(ledger_dir, HOST, "file", {"path": str(target), "existed": False}, run_id="run1")
+    line = _ledger_core.record(ledger_dir, HOST, "file", {"path": str(target), "existed": False}, run_id="run1")
     assert ID_RE.match(line["id"])
-    changed, marked, previous = _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
+    changed, marked, previous = _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
     assert (changed, previous) == (True, "pending")
 
     written = lines_of(ledger_dir)
@@ -82,35 +89,36 @@ def test_record_mark_round_trip(tmp_path, ledger_dir):
         assert TIME_RE.match(entry["time"])
         assert entry["run_id"] == "run1"
 
-    current = _ledger.status(ledger_dir, HOST)
+    current = _ledger_core.status(ledger_dir, HOST)
     assert [e["state"] for e in current["entries"]] == ["applied"]
     assert current["open"] == [line["id"]]
     assert current["problems"] == []
-    assert stat.S_IMODE(os.stat(_ledger.ledger_path(ledger_dir, HOST)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(_ledger_core.ledger_path(ledger_dir, HOST)).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(ledger_dir).st_mode) == 0o700
 
 
 def test_ids_are_unique(tmp_path, ledger_dir):
-    ids = {_ledger.record(ledger_dir, HOST, "file", {"path": f"/tmp/x{i}", "existed": False})["id"] for i in range(50)}
+    ids = {_ledger_core.record(ledger_dir, HOST, "file", {"path": f"/tmp/x{i}",
+                                                          "existed": False})["id"] for i in range(50)}
     assert len(ids) == 50
 
 
 def test_truncated_last_line_is_reported_and_the_next_write_is_not_merged(tmp_path, ledger_dir):
     file_change(tmp_path, ledger_dir, "a", "new")
-    path = _ledger.ledger_path(ledger_dir, HOST)
+    path = _ledger_core.ledger_path(ledger_dir, HOST)
     with open(path, "a") as handle:
         handle.write('{"id": "20261130T101500Z-file-dead", "time": "2026-11-30T1')  # writer killed mid-line
 
-    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    entries, problems = _ledger_core.read_ledger(ledger_dir, HOST)
     assert len(entries) == 2
     assert len(problems) == 1 and "line 3: truncated last line" in problems[0]
 
-    second = _ledger.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "b"), "existed": False})
-    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    second = _ledger_core.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "b"), "existed": False})
+    entries, problems = _ledger_core.read_ledger(ledger_dir, HOST)
     assert [e["id"] for e in entries][-1] == second["id"]
     assert len(problems) == 1 and "line 3: not valid JSON" in problems[0]
 
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"] == []
     assert len(result["undone"]) == 2
     assert "ledger problems" in result["message"]
@@ -118,12 +126,12 @@ def test_truncated_last_line_is_reported_and_the_next_write_is_not_merged(tmp_pa
 
 def test_malformed_lines_are_skipped(ledger_dir):
     os.makedirs(ledger_dir)
-    Path(_ledger.ledger_path(ledger_dir, HOST)).write_text(
+    Path(_ledger_core.ledger_path(ledger_dir, HOST)).write_text(
         '[1, 2]\n{"id": "x", "time": "t", "kind": "file", "params": {}, "state": "bogus"}\n\n'
         '{"id": "y", "time": "t", "kind": "file", "params": {"path": "/nonexistent/y", "existed": false}, '
         '"state": "applied"}\n'
     )
-    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    entries, problems = _ledger_core.read_ledger(ledger_dir, HOST)
     assert [e["id"] for e in entries] == ["y"]
     assert any("not a JSON object" in p for p in problems)
     assert any("unknown state 'bogus'" in p for p in problems)
@@ -133,28 +141,28 @@ def test_a_line_that_reopens_an_undone_entry_is_a_problem_not_a_reopened_entry(t
     # a file the change created, undone; an `applied` line for it appended afterwards (not by inferlab's writers),
     # then a file created later at that path by someone else: the next undo must not delete it
     entry_id = file_change(tmp_path, ledger_dir, "made", "x")
-    _ledger.undo(ledger_dir, HOST)
+    _ledger_undo.undo(ledger_dir, HOST)
     [undone] = [line for line in lines_of(ledger_dir) if line["state"] == "undone"]
-    with open(_ledger.ledger_path(ledger_dir, HOST), "a") as handle:
+    with open(_ledger_core.ledger_path(ledger_dir, HOST), "a") as handle:
         handle.write(json.dumps({**undone, "state": "applied"}) + "\n")
     (tmp_path / "made").write_text("someone else's file\n")
-    entries, problems = _ledger.read_ledger(ledger_dir, HOST)
+    entries, problems = _ledger_core.read_ledger(ledger_dir, HOST)
     assert [e["state"] for e in entries] == ["pending", "applied", "undone"]
     [problem] = problems
     assert f"entry {entry_id} goes from undone back to applied" in problem and "ignored" in problem
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [] and result["problems"] == [problem]
     assert (tmp_path / "made").read_text() == "someone else's file\n"
-    assert _ledger.status(ledger_dir, HOST)["open"] == []
+    assert _ledger_core.status(ledger_dir, HOST)["open"] == []
 
 
 def test_unknown_kind_fails_at_record_time(ledger_dir):
-    with pytest.raises(_ledger.LedgerError,
+    with pytest.raises(_ledger_core.LedgerError,
                        match=r"unknown ledger kind 'tc_profil': known kinds are build_dir, container, file, "
                              r"gateway_config, kernel_module, "
                              r"process, sampler, service_pause, systemd_unit, tc_profile"):
-        _ledger.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
-    assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
+        _ledger_core.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
+    assert not os.path.exists(_ledger_core.ledger_path(ledger_dir, HOST))
 
 
 @pytest.mark.parametrize(
@@ -173,41 +181,42 @@ def test_unknown_kind_fails_at_record_time(ledger_dir):
     ],
 )
 def test_bad_params_fail_at_record_time(ledger_dir, kind, params, message):
-    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
-        _ledger.record(ledger_dir, HOST, kind, params)
+    with pytest.raises(_ledger_core.LedgerError, match=re.escape(message)):
+        _ledger_core.record(ledger_dir, HOST, kind, params)
 
 
 def test_bad_host_name(ledger_dir):
-    with pytest.raises(_ledger.LedgerError, match="invalid ledger host name"):
-        _ledger.ledger_path(ledger_dir, "../etc/passwd")
+    with pytest.raises(_ledger_core.LedgerError, match="invalid ledger host name"):
+        _ledger_core.ledger_path(ledger_dir, "../etc/passwd")
 
 
 def test_mark_transitions(tmp_path, ledger_dir):
     entry_id = file_change(tmp_path, ledger_dir, "a", "x")
-    assert _ledger.mark(ledger_dir, HOST, entry_id, "applied")[0] is False  # already applied: no line written
+    assert _ledger_core.mark(ledger_dir, HOST, entry_id, "applied")[0] is False  # already applied: no line written
     assert len(lines_of(ledger_dir)) == 2
-    assert _ledger.mark(ledger_dir, HOST, entry_id, "undone")[0] is True
-    with pytest.raises(_ledger.LedgerError, match="is undone and cannot be marked applied"):
-        _ledger.mark(ledger_dir, HOST, entry_id, "applied")
-    with pytest.raises(_ledger.LedgerError, match="no entry 'nope'"):
-        _ledger.mark(ledger_dir, HOST, "nope", "applied")
+    assert _ledger_core.mark(ledger_dir, HOST, entry_id, "undone")[0] is True
+    with pytest.raises(_ledger_core.LedgerError, match="is undone and cannot be marked applied"):
+        _ledger_core.mark(ledger_dir, HOST, entry_id, "applied")
+    with pytest.raises(_ledger_core.LedgerError, match="no entry 'nope'"):
+        _ledger_core.mark(ledger_dir, HOST, "nope", "applied")
 
 
 def test_mark_merges_params(ledger_dir):
-    line = _ledger.record(ledger_dir, HOST, "process", {"pidfile": "/run/s.pid", "cmdline": ["s"]})
-    changed, marked, _previous = _ledger.mark(ledger_dir, HOST, line["id"], "applied",
-                                              params={"pid": 123, "start_time": 9})
+    line = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": "/run/s.pid", "cmdline": ["s"]})
+    changed, marked, _previous = _ledger_core.mark(ledger_dir, HOST, line["id"], "applied",
+                                                   params={"pid": 123, "start_time": 9})
     assert changed
     assert marked["params"]["pid"] == 123 and marked["params"]["pidfile"] == "/run/s.pid"
     assert lines_of(ledger_dir)[-1]["params"] == marked["params"]
 
 
 def test_check_mode_writes_nothing(tmp_path, ledger_dir):
-    line = _ledger.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "a"), "existed": False}, check_mode=True)
+    line = _ledger_core.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "a"), "existed": False},
+                               check_mode=True)
     assert ID_RE.match(line["id"])
     assert not os.path.exists(ledger_dir)
     entry_id = file_change(tmp_path, ledger_dir, "b", "x")
-    result = _ledger.undo(ledger_dir, HOST, check_mode=True)
+    result = _ledger_undo.undo(ledger_dir, HOST, check_mode=True)
     assert result["changed"] and result["undone"] == [entry_id]
     assert (tmp_path / "b").exists()
     assert len(lines_of(ledger_dir)) == 2
@@ -217,48 +226,49 @@ def test_check_mode_writes_nothing(tmp_path, ledger_dir):
 
 
 def test_lock_acquire_reacquire_release(ledger_dir):
-    first = _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
+    first = _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
     assert first["changed"] and first["lock"]["run_id"] == "run1"
-    holder = json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())
+    holder = json.loads(Path(_ledger_core.lock_path(ledger_dir, HOST)).read_text())
     assert set(holder) == {"run_id", "controller", "pid", "time"}
     assert (holder["controller"], holder["pid"]) == ("ctl1", 4242)
 
-    again = _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=9999)
+    again = _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=9999)
     assert again["changed"] is False and again["lock"]["pid"] == 4242
 
-    with pytest.raises(_ledger.LockError, match="held by run run1"):
-        _ledger.release_lock(ledger_dir, HOST, run_id="run2")
-    assert _ledger.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is True
-    assert not os.path.exists(_ledger.lock_path(ledger_dir, HOST))
-    assert _ledger.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is False
+    with pytest.raises(_ledger_core.LockError, match="held by run run1"):
+        _ledger_core.release_lock(ledger_dir, HOST, run_id="run2")
+    assert _ledger_core.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is True
+    assert not os.path.exists(_ledger_core.lock_path(ledger_dir, HOST))
+    assert _ledger_core.release_lock(ledger_dir, HOST, run_id="run1")["changed"] is False
 
 
 def test_the_same_run_id_from_another_controller_is_another_run(ledger_dir):
     # two controllers whose runs started in the same second once got the same id, and the second took the first's
     # lock as its own
-    _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
-    with pytest.raises(_ledger.LockError) as err:
-        _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl2", pid=4242)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
+    with pytest.raises(_ledger_core.LockError) as err:
+        _ledger_core.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl2", pid=4242)
     assert "locked by run 20261130T101500Z-experiment (controller ctl1, pid 4242" in str(err.value)
     assert "taken from controller ctl1, not from this controller ctl2; two runs may not share an id" in str(err.value)
     assert err.value.holder["controller"] == "ctl1"
-    assert json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["controller"] == "ctl1"
+    assert json.loads(Path(_ledger_core.lock_path(ledger_dir, HOST)).read_text())["controller"] == "ctl1"
 
 
 def test_lock_conflict_names_the_holder(ledger_dir):
-    _ledger.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
-    since = json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["time"]
-    with pytest.raises(_ledger.LockError) as err:
-        _ledger.acquire_lock(ledger_dir, HOST, "20261130T110000Z-restore", controller="ctl1", pid=5555)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "20261130T101500Z-experiment", controller="ctl1", pid=4242)
+    since = json.loads(Path(_ledger_core.lock_path(ledger_dir, HOST)).read_text())["time"]
+    with pytest.raises(_ledger_core.LockError) as err:
+        _ledger_core.acquire_lock(ledger_dir, HOST, "20261130T110000Z-restore", controller="ctl1", pid=5555)
     assert str(err.value) == (
         f"ledger for lab-a is locked by run 20261130T101500Z-experiment (controller ctl1, pid 4242, since {since}); "
         "wait for it, or if that run is dead, run playbooks/restore.yml with ledger_break_stale_lock=true"
     )
     # another run may not write into the ledger either
-    with pytest.raises(_ledger.LockError, match="locked by run 20261130T101500Z-experiment"):
-        _ledger.record(ledger_dir, HOST, "file", {"path": "/x", "existed": False}, run_id="20261130T110000Z-restore")
-    with pytest.raises(_ledger.LockError, match="locked by run 20261130T101500Z-experiment"):
-        _ledger.undo(ledger_dir, HOST, run_id="20261130T110000Z-restore")
+    with pytest.raises(_ledger_core.LockError, match="locked by run 20261130T101500Z-experiment"):
+        _ledger_core.record(ledger_dir, HOST, "file", {"path": "/x", "existed": False},
+                            run_id="20261130T110000Z-restore")
+    with pytest.raises(_ledger_core.LockError, match="locked by run 20261130T101500Z-experiment"):
+        _ledger_undo.undo(ledger_dir, HOST, run_id="20261130T110000Z-restore")
 
 
 def dead_pid():
@@ -269,47 +279,48 @@ def dead_pid():
 
 def test_break_stale_lock_of_a_dead_holder(ledger_dir):
     me = socket.gethostname()
-    _ledger.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=dead_pid())
-    result = _ledger.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=os.getpid(), break_stale=True)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=dead_pid())
+    result = _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=os.getpid(), break_stale=True)
     assert result["changed"]
     assert result["took_over"]["run_id"] == "old"
     assert "took over the stale ledger lock of lab-a from run old" in result["message"]
-    assert json.loads(Path(_ledger.lock_path(ledger_dir, HOST)).read_text())["run_id"] == "new"
+    assert json.loads(Path(_ledger_core.lock_path(ledger_dir, HOST)).read_text())["run_id"] == "new"
     assert os.listdir(ledger_dir) == ["lab-a.lock"]  # no temporary file left
 
 
 def test_break_stale_refuses_a_live_holder(ledger_dir):
     me = socket.gethostname()
-    _ledger.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=os.getpid())
-    with pytest.raises(_ledger.LockError, match=f"not breaking it: pid {os.getpid()} is still alive"):
-        _ledger.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=1, break_stale=True)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=os.getpid())
+    with pytest.raises(_ledger_core.LockError, match=f"not breaking it: pid {os.getpid()} is still alive"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=1, break_stale=True)
 
 
 def test_break_stale_refuses_another_controller(ledger_dir):
-    _ledger.acquire_lock(ledger_dir, HOST, "old", controller="ctl-elsewhere", pid=dead_pid())
-    with pytest.raises(_ledger.LockError, match="taken from controller ctl-elsewhere, not from this controller ctl1"):
-        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller="ctl-elsewhere", pid=dead_pid())
+    with pytest.raises(_ledger_core.LockError,
+                       match="taken from controller ctl-elsewhere, not from this controller ctl1"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
 
 
 def test_break_stale_with_liveness_checked_by_the_caller(ledger_dir):
     # the module runs on the host; the role checks the pid on the controller and passes holder_alive
-    _ledger.acquire_lock(ledger_dir, HOST, "old", controller="ctl-remote", pid=4242)
-    with pytest.raises(_ledger.LockError, match="cannot be checked on"):
-        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True)
-    with pytest.raises(_ledger.LockError, match="still alive"):
-        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True,
-                             holder_alive=True)
-    result = _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True,
-                                  holder_alive=False)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller="ctl-remote", pid=4242)
+    with pytest.raises(_ledger_core.LockError, match="cannot be checked on"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True)
+    with pytest.raises(_ledger_core.LockError, match="still alive"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True,
+                                  holder_alive=True)
+    result = _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl-remote", pid=1, break_stale=True,
+                                       holder_alive=False)
     assert result["took_over"]["pid"] == 4242
 
 
 def test_malformed_lock_file(ledger_dir):
     os.makedirs(ledger_dir)
-    Path(_ledger.lock_path(ledger_dir, HOST)).write_text("")  # killed between O_EXCL create and write
-    with pytest.raises(_ledger.LockError, match="empty or malformed .*ledger_break_stale_lock=true"):
-        _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1)
-    result = _ledger.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
+    Path(_ledger_core.lock_path(ledger_dir, HOST)).write_text("")  # killed between O_EXCL create and write
+    with pytest.raises(_ledger_core.LockError, match="empty or malformed .*ledger_break_stale_lock=true"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1)
+    result = _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
     assert "empty or malformed" in result["took_over"]["problem"]
 
 
@@ -323,7 +334,7 @@ def test_undo_runs_in_reverse_order(tmp_path, ledger_dir):
     second = file_change(tmp_path, ledger_dir, "conf", "second change")
     created = file_change(tmp_path, ledger_dir, "new", "made by the run")
 
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [created, second, first]
     assert result["failed"] == [] and result["changed"] is True
     # forward order would leave "first change"
@@ -333,15 +344,15 @@ def test_undo_runs_in_reverse_order(tmp_path, ledger_dir):
 
 
 def test_undo_is_idempotent(tmp_path, ledger_dir):
-    empty = _ledger.undo(ledger_dir, HOST)
+    empty = _ledger_undo.undo(ledger_dir, HOST)
     assert (empty["changed"], empty["undone"], empty["failed"]) == (False, [], [])
     assert "empty ledger" in empty["message"]
     assert not os.path.exists(ledger_dir)
 
     entry_id = file_change(tmp_path, ledger_dir, "a", "x")
-    assert _ledger.undo(ledger_dir, HOST)["undone"] == [entry_id]
+    assert _ledger_undo.undo(ledger_dir, HOST)["undone"] == [entry_id]
     count = len(lines_of(ledger_dir))
-    again = _ledger.undo(ledger_dir, HOST)
+    again = _ledger_undo.undo(ledger_dir, HOST)
     assert (again["changed"], again["undone"], again["skipped"]) == (False, [], [entry_id])
     assert len(lines_of(ledger_dir)) == count
 
@@ -349,11 +360,11 @@ def test_undo_is_idempotent(tmp_path, ledger_dir):
 def test_undo_only_selected_ids(tmp_path, ledger_dir):
     one = file_change(tmp_path, ledger_dir, "one", "x")
     two = file_change(tmp_path, ledger_dir, "two", "x")
-    assert _ledger.undo(ledger_dir, HOST, ids=[one])["undone"] == [one]
+    assert _ledger_undo.undo(ledger_dir, HOST, ids=[one])["undone"] == [one]
     assert (tmp_path / "two").exists() and not (tmp_path / "one").exists()
-    assert _ledger.status(ledger_dir, HOST)["open"] == [two]
-    with pytest.raises(_ledger.LedgerError, match="no entry nope"):
-        _ledger.undo(ledger_dir, HOST, ids=["nope"])
+    assert _ledger_core.status(ledger_dir, HOST)["open"] == [two]
+    with pytest.raises(_ledger_core.LedgerError, match="no entry nope"):
+        _ledger_undo.undo(ledger_dir, HOST, ids=["nope"])
 
 
 def test_file_undo_restores_content_and_mode(tmp_path, ledger_dir):
@@ -362,7 +373,7 @@ def test_file_undo_restores_content_and_mode(tmp_path, ledger_dir):
     conf.chmod(0o640)
     entry_id = file_change(tmp_path, ledger_dir, "conf", "changed\n")
     conf.chmod(0o666)
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [entry_id]
     assert conf.read_text() == "original\n"
     assert stat.S_IMODE(conf.stat().st_mode) == 0o640
@@ -373,14 +384,14 @@ def test_file_undo_restores_content_and_mode(tmp_path, ledger_dir):
 def test_file_undo_of_a_created_file(tmp_path, ledger_dir):
     entry_id = file_change(tmp_path, ledger_dir, "made", "x")
     assert (tmp_path / "made").exists()
-    assert _ledger.undo(ledger_dir, HOST)["undone"] == [entry_id]
+    assert _ledger_undo.undo(ledger_dir, HOST)["undone"] == [entry_id]
     assert not (tmp_path / "made").exists()
 
 
 def test_pending_file_entry_whose_change_never_happened(tmp_path, ledger_dir):
     # the run was killed between "pending" and the write
-    _ledger.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "never"), "existed": False})
-    result = _ledger.undo(ledger_dir, HOST)
+    _ledger_core.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "never"), "existed": False})
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"] == [] and len(result["undone"]) == 1
     assert "it was never written" in result["details"][0]["message"]
 
@@ -393,7 +404,7 @@ def test_missing_backup_is_an_undo_failure(tmp_path, ledger_dir):
     backup = lines_of(ledger_dir)[-1]["params"]["backup"]
     os.unlink(backup)
 
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [good]  # one failure does not stop the others
     assert result["failed"] == [{"id": bad, "kind": "file", "error": (
         f"backup {backup} of {conf} is missing, so the file cannot be restored; restore {conf} by hand")}]
@@ -403,23 +414,23 @@ def test_missing_backup_is_an_undo_failure(tmp_path, ledger_dir):
     assert conf.read_text() == "changed"
 
     # undo_failed stays open: a later undo tries again
-    retry = _ledger.undo(ledger_dir, HOST)
+    retry = _ledger_undo.undo(ledger_dir, HOST)
     assert [f["id"] for f in retry["failed"]] == [bad]
     Path(backup).write_text("original")
-    assert _ledger.undo(ledger_dir, HOST)["undone"] == [bad]
+    assert _ledger_undo.undo(ledger_dir, HOST)["undone"] == [bad]
     assert conf.read_text() == "original"
 
 
 def test_unknown_kind_in_the_ledger_is_an_undo_failure(ledger_dir):
-    _ledger.append_line(ledger_dir, HOST, {"id": "x1", "time": "2026-11-30T10:00:00Z", "kind": "from_the_future",
-                                           "params": {}, "state": "applied"})
-    result = _ledger.undo(ledger_dir, HOST)
+    _ledger_core.append_line(ledger_dir, HOST, {"id": "x1", "time": "2026-11-30T10:00:00Z", "kind": "from_the_future",
+                                                "params": {}, "state": "applied"})
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"][0]["error"].startswith("unknown kind 'from_the_future'")
 
 
 def test_registry_entries_are_complete():
-    for name, kind in _ledger.KINDS.items():
-        assert callable(kind.check) and callable(kind.undo), name
+    for name, check in _ledger_core.KINDS.items():
+        assert callable(check) and callable(_ledger_undo.UNDO[name]), name
 
 
 # --- process kind -------------------------------------------------------------------------------------------------
@@ -431,18 +442,18 @@ def test_read_proc_stat_with_odd_comm(tmp_path):
     (tmp_path / "77" / "stat").write_text("77 (a) b) c) " + " ".join(fields) + "\n")
     (tmp_path / "77" / "cmdline").write_bytes(b"python3\0-m\0server\0")
     expected = {"state": "S", "ppid": 1, "pgrp": 77, "start_time": 123456}
-    assert _ledger.read_proc_stat(77, str(tmp_path)) == expected
-    assert _ledger.process_identity(77, str(tmp_path)) == {
+    assert _ledger_proc.read_proc_stat(77, str(tmp_path)) == expected
+    assert _ledger_proc.process_identity(77, str(tmp_path)) == {
         "pid": 77, "start_time": 123456, "cmdline": ["python3", "-m", "server"]}
-    assert _ledger.read_proc_stat(78, str(tmp_path)) is None
+    assert _ledger_proc.read_proc_stat(78, str(tmp_path)) is None
 
 
 @pytest.mark.parametrize("kind", ["process", "sampler"])
 def test_process_undo_via_the_script(procs, ledger_dir, kind):
     proc = start(procs, ["sleep", "300"])
-    identity = _ledger.process_identity(proc.pid)
-    line = _ledger.record(ledger_dir, HOST, kind, identity, run_id="run1")
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
+    identity = _ledger_proc.process_identity(proc.pid)
+    line = _ledger_core.record(ledger_dir, HOST, kind, identity, run_id="run1")
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", run_id="run1")
 
     rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
     assert rc == 0, err
@@ -458,9 +469,9 @@ def test_process_undo_via_the_script(procs, ledger_dir, kind):
 
 def test_process_undo_never_kills_a_reused_pid(procs, ledger_dir):
     proc = start(procs, ["sleep", "300"])
-    identity = _ledger.process_identity(proc.pid)
+    identity = _ledger_proc.process_identity(proc.pid)
     identity["start_time"] -= 1  # the recorded process was an earlier one with this pid
-    line = _ledger.record(ledger_dir, HOST, "process", identity)
+    line = _ledger_core.record(ledger_dir, HOST, "process", identity)
 
     rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
     assert rc == 0, err
@@ -474,7 +485,7 @@ def test_process_undo_never_kills_a_reused_pid(procs, ledger_dir):
 def test_pending_process_of_a_killed_run_is_undone(procs, ledger_dir):
     # the run recorded "pending", started the process, and died before marking it applied
     proc = start(procs, ["sleep", "300"])
-    line = _ledger.record(ledger_dir, HOST, "process", _ledger.process_identity(proc.pid), run_id="dead-run")
+    line = _ledger_core.record(ledger_dir, HOST, "process", _ledger_proc.process_identity(proc.pid), run_id="dead-run")
     assert lines_of(ledger_dir)[-1]["state"] == "pending"
 
     rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
@@ -486,7 +497,7 @@ def test_pending_process_of_a_killed_run_is_undone(procs, ledger_dir):
 def test_pending_process_known_by_its_pidfile(procs, tmp_path, ledger_dir):
     pidfile = tmp_path / "server.pid"
     argv = ["sleep", "300"]
-    line = _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": argv})
+    line = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": argv})
     proc = start(procs, argv)
     pidfile.write_text(f"{proc.pid}\n")  # started and wrote its pidfile; the run died before "applied"
 
@@ -500,27 +511,28 @@ def test_pending_process_known_by_its_pidfile(procs, tmp_path, ledger_dir):
 
 def test_pending_process_known_by_its_pidfile_that_names_another_program(procs, tmp_path, ledger_dir):
     pidfile = tmp_path / "server.pid"
-    _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": ["my-server", "--port", "1"]})
+    _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": ["my-server", "--port", "1"]})
     other = start(procs, ["sleep", "301"])
     pidfile.write_text(str(other.pid))
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert "not \"my-server --port 1\": nothing to kill" in result["details"][0]["message"]
     assert other.poll() is None
 
 
 def test_pending_process_that_never_started(tmp_path, ledger_dir):
-    _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "never.pid"), "cmdline": "server"})
-    result = _ledger.undo(ledger_dir, HOST)
+    _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "never.pid"), "cmdline": "server"})
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"] == []
     assert "it was never started" in result["details"][0]["message"]
 
 
 def test_process_that_already_exited(ledger_dir):
     proc = subprocess.Popen(["sleep", "0"])
-    identity = {"pid": proc.pid, "start_time": _ledger.read_proc_stat(proc.pid)["start_time"], "cmdline": "sleep 0"}
+    identity = {"pid": proc.pid, "start_time": _ledger_proc.read_proc_stat(proc.pid)["start_time"],
+                "cmdline": "sleep 0"}
     proc.wait()
-    _ledger.record(ledger_dir, HOST, "process", identity)
-    result = _ledger.undo(ledger_dir, HOST)
+    _ledger_core.record(ledger_dir, HOST, "process", identity)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"] == [] and "had already exited" in result["details"][0]["message"]
 
 
@@ -530,9 +542,9 @@ def test_process_ignoring_sigterm_gets_sigkill(procs, ledger_dir):
             "time.sleep(300)"]
     proc = start(procs, argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
-    params = dict(_ledger.process_identity(proc.pid), stop_timeout=0.3)
-    _ledger.record(ledger_dir, HOST, "process", params)
-    result = _ledger.undo(ledger_dir, HOST)
+    params = dict(_ledger_proc.process_identity(proc.pid), stop_timeout=0.3)
+    _ledger_core.record(ledger_dir, HOST, "process", params)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"] == []
     assert "with SIGKILL" in result["details"][0]["message"]
     assert proc.wait(timeout=10) == -signal.SIGKILL
@@ -542,17 +554,17 @@ def test_process_group_undo_stops_the_children(procs, ledger_dir):
     argv = ["sh", "-c", "sleep 300 & sleep 300 & wait"]
     proc = start(procs, argv, start_new_session=True)
     deadline = time.monotonic() + 10
-    while len(_ledger._group_members(proc.pid, "/proc")) < 3:
+    while len(_ledger_proc.group_members(proc.pid, "/proc")) < 3:
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    children = [p for p in _ledger._group_members(proc.pid, "/proc") if p != proc.pid]
-    params = dict(_ledger.process_identity(proc.pid), process_group=True)
-    _ledger.record(ledger_dir, HOST, "process", params)
-    result = _ledger.undo(ledger_dir, HOST)
+    children = [p for p in _ledger_proc.group_members(proc.pid, "/proc") if p != proc.pid]
+    params = dict(_ledger_proc.process_identity(proc.pid), process_group=True)
+    _ledger_core.record(ledger_dir, HOST, "process", params)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"] == []
     assert f"stopped process group {proc.pid}" in result["details"][0]["message"]
     proc.wait(timeout=10)
-    assert [c for c in children if _ledger.pid_alive(c)] == []
+    assert [c for c in children if _ledger_proc.pid_alive(c)] == []
 
 
 # --- the script ---------------------------------------------------------------------------------------------------
@@ -576,7 +588,7 @@ def test_script_exit_codes_and_text(tmp_path, ledger_dir):
     rc, out, _err = run_script("status", "--ledger-dir", ledger_dir, "--host", HOST)
     assert rc == 0 and f"undo_failed {entry_id}" in out and "lock: free" in out
 
-    _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
     rc, out, _err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--run-id", "run2", "--json")
     assert rc == 3 and "locked by run run1 (controller ctl1, pid 4242" in json.loads(out)["message"]
     rc, out, _err = run_script("status", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
@@ -594,21 +606,20 @@ def test_script_reports_a_crash_with_its_own_exit_code(monkeypatch, capsys, ledg
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_ledger, "status", broken)
-    assert _ledger.main(["status", "--ledger-dir", ledger_dir, "--host", HOST, "--json"]) == _ledger.EXIT_CRASHED
+    monkeypatch.setattr(_ledger_core, "status", broken)
+    assert _ledger_cli.main(["status", "--ledger-dir", ledger_dir, "--host", HOST,
+                             "--json"]) == _ledger_cli.EXIT_CRASHED
     result = json.loads(capsys.readouterr().out)
     assert result["message"] == "status crashed: boom" and "RuntimeError: boom" in result["traceback"]
 
 
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
-    """The host copy is the file alone, run by whatever Python the host has (3.8 is ansible-core 2.19's oldest)."""
+    """The host's copies alone, run by whatever Python the host has (3.8 is ansible-core 2.19's oldest)."""
     python = require_python(version)
-    alone = tmp_path / "bin" / "inferlab_ledger.py"
-    alone.parent.mkdir()
-    shutil.copy(SCRIPT, alone)
+    alone = install_ledger(tmp_path / "bin")
     proc = start(procs, ["sleep", "300"])
-    line = _ledger.record(ledger_dir, HOST, "process", _ledger.process_identity(proc.pid))
+    line = _ledger_core.record(ledger_dir, HOST, "process", _ledger_proc.process_identity(proc.pid))
     out = subprocess.run([python, "-I", str(alone), "undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json"],
                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path), check=False)
     assert out.returncode == 0, out.stderr
@@ -616,9 +627,23 @@ def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
     assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
-def test_script_imports_nothing_from_ansible():
-    source = SCRIPT.read_text()
-    assert not re.search(r"^\s*(from|import)\s+ansible", source, re.MULTILINE)
+def test_every_kind_has_an_undo():
+    assert set(_ledger_undo.UNDO) == set(_ledger_core.KINDS)
+
+
+def test_the_host_files_import_ansible_only_where_they_fall_back_to_their_host_names():
+    """On a host the files run alone: an import of the collection is only ever tried, with the host's name of the
+    same module as its ImportError fallback."""
+    for source, _name in ledger_files():
+        tree = ast.parse(source.read_text())
+        guarded = {id(node) for handler in ast.walk(tree) if isinstance(handler, ast.Try)
+                   and any(isinstance(h.type, ast.Name) and h.type.id == "ImportError" for h in handler.handlers)
+                   for node in handler.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if any(name.split(".")[0] in ("ansible", "ansible_collections") for name in names):
+                    assert id(node) in guarded, f"{source.name}:{node.lineno}"
 
 
 # --- tc_profile kind ----------------------------------------------------------------------------------------------
@@ -667,12 +692,13 @@ def fake_tc(tmp_path):
 
 
 def tc_ctx(tc):
-    return _ledger.UndoContext(tc_command=[tc])
+    return _ledger_undo.UndoContext(tc_command=[tc])
 
 
 def test_tc_profile_check_normalises_params(ledger_dir):
-    line = _ledger.record(ledger_dir, HOST, "tc_profile",
-                          {"interface": "thunderbolt0", "profile": "lossy", "rate_mbit": "1000", "pfifo_limit": 10})
+    line = _ledger_core.record(ledger_dir, HOST, "tc_profile",
+                               {"interface": "thunderbolt0", "profile": "lossy", "rate_mbit": "1000",
+                                "pfifo_limit": 10})
     assert line["params"] == {"interface": "thunderbolt0", "profile": "lossy", "handle": "1ab:", "rate_mbit": 1000,
                               "pfifo_limit": 10}
     assert re.match(r"^\d{8}T\d{6}Z-tc_profile-[0-9a-f]{4}$", line["id"])
@@ -690,22 +716,22 @@ def test_tc_profile_check_normalises_params(ledger_dir):
     ({"interface": "tb0", "profile": "lossy", "dev": "tb0"}, "unknown params for a tc_profile entry: dev"),
 ])
 def test_tc_profile_bad_params(ledger_dir, params, message):
-    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
-        _ledger.record(ledger_dir, HOST, "tc_profile", params)
+    with pytest.raises(_ledger_core.LedgerError, match=re.escape(message)):
+        _ledger_core.record(ledger_dir, HOST, "tc_profile", params)
 
 
 @pytest.mark.parametrize("profile", ["tx_cliff", "lossy"])
 def test_tc_profile_undo_removes_our_root_qdisc(ledger_dir, fake_tc, profile):
     tc, set_state, made = fake_tc
     set_state(profile)
-    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": profile})
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied")
-    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    line = _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": profile})
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied")
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
     assert result["undone"] == [line["id"]] and not result["failed"]
     assert result["details"][0]["message"].startswith(f"removed the {profile} profile from tb0 (tbf 1ab: root")
     assert made() == [["-j", "qdisc", "show", "dev", "tb0"], ["qdisc", "del", "dev", "tb0", "root"]]
     # idempotent: a second undo has nothing open, and tc is not called again
-    assert _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))["changed"] is False
+    assert _ledger_undo.undo(ledger_dir, HOST, ctx=tc_ctx(tc))["changed"] is False
     assert len(made()) == 2
 
 
@@ -713,8 +739,8 @@ def test_tc_profile_undo_removes_our_root_qdisc(ledger_dir, fake_tc, profile):
 def test_tc_profile_pending_entry_whose_change_never_happened(ledger_dir, fake_tc, state):
     tc, set_state, made = fake_tc
     set_state(state)
-    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
-    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    line = _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
     assert result["undone"] == [line["id"]]
     assert "no tx_cliff profile on tb0 (the kernel default root qdisc" in result["details"][0]["message"]
     assert "nothing to remove" in result["details"][0]["message"]
@@ -725,21 +751,21 @@ def test_tc_profile_pending_entry_whose_change_never_happened(ledger_dir, fake_t
 def test_tc_profile_undo_never_deletes_a_foreign_root_qdisc(ledger_dir, fake_tc, state):
     tc, set_state, made = fake_tc
     set_state(state)
-    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "lossy"})
-    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    line = _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "lossy"})
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
     assert [f["id"] for f in result["failed"]] == [line["id"]]
     error = result["failed"][0]["error"]
     assert error.startswith("tb0 has a root qdisc inferlab did not make (")
     assert "not deleting it" in error and "tc qdisc del dev tb0 root" in error
     assert made() == [["-j", "qdisc", "show", "dev", "tb0"]]
-    assert _ledger.status(ledger_dir, HOST)["entries"][0]["state"] == "undo_failed"
+    assert _ledger_core.status(ledger_dir, HOST)["entries"][0]["state"] == "undo_failed"
 
 
 def test_tc_profile_undo_when_the_interface_is_gone(ledger_dir, fake_tc):
     tc, set_state, _made = fake_tc
     set_state("tx_cliff")
-    _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb9", "profile": "tx_cliff"})
-    result = _ledger.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
+    _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb9", "profile": "tx_cliff"})
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=tc_ctx(tc))
     assert not result["failed"]
     assert result["details"][0]["message"] == "tb9 no longer exists, and its qdiscs went with it: nothing to remove"
 
@@ -747,21 +773,22 @@ def test_tc_profile_undo_when_the_interface_is_gone(ledger_dir, fake_tc):
 @pytest.mark.parametrize(("tc_command", "message"), [
     (["/nonexistent/tc"], "/nonexistent/tc -j qdisc show dev tb0 could not run"),
     ([sys.executable, "-c", "print('qdisc noqueue 0: root')"], "printed something that is not JSON"),
-    ([sys.executable, "-c", "print('{}')"], "printed dict, not a list of qdiscs"),
+    ([sys.executable, "-c", "print('{}')"], "printed dict, expected a list of qdiscs"),
     ([sys.executable, "-c", "import sys; sys.stderr.write('RTNETLINK answers: busy'); sys.exit(2)"],
      "exited 2: RTNETLINK answers: busy"),
 ])
 def test_tc_profile_undo_failures(ledger_dir, tc_command, message):
-    _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
-    result = _ledger.undo(ledger_dir, HOST, ctx=_ledger.UndoContext(tc_command=tc_command))
+    _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=_ledger_undo.UndoContext(tc_command=tc_command))
     assert message in result["failed"][0]["error"]
 
 
 def test_tc_profile_undo_through_the_script_with_its_tc_option(ledger_dir, fake_tc):
     tc, set_state, made = fake_tc
     set_state("lossy")
-    line = _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "lossy"})
-    out = subprocess.run([sys.executable, "-I", str(SCRIPT), "undo", "--ledger-dir", ledger_dir, "--host", HOST,
+    line = _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "lossy"})
+    out = subprocess.run([sys.executable, "-I", str(ledger_script()), "undo", "--ledger-dir", ledger_dir, "--host",
+                          HOST,
                           "--tc", tc, "--json"], capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["undone"] == [line["id"]]
@@ -770,13 +797,13 @@ def test_tc_profile_undo_through_the_script_with_its_tc_option(ledger_dir, fake_
 
 def test_tc_is_found_in_sbin_by_default(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    found = [os.path.join(d, "tc") for d in _ledger.TC_SBIN if os.access(os.path.join(d, "tc"), os.X_OK)]
+    found = [os.path.join(d, "tc") for d in _ledger_undo.TC_SBIN if os.access(os.path.join(d, "tc"), os.X_OK)]
     if not found:
-        with pytest.raises(_ledger.UndoError, match="tc is not installed on this host"):
-            _ledger._tc_argv(_ledger.UndoContext())
+        with pytest.raises(_ledger_core.UndoError, match="tc is not installed on this host"):
+            _ledger_undo._tc_argv(_ledger_undo.UndoContext())
     else:
-        assert _ledger._tc_argv(_ledger.UndoContext()) == [found[0]]
-    assert _ledger._tc_argv(_ledger.UndoContext(tc_command=("ip", "netns", "exec", "x", "tc"))) == [
+        assert _ledger_undo._tc_argv(_ledger_undo.UndoContext()) == [found[0]]
+    assert _ledger_undo._tc_argv(_ledger_undo.UndoContext(tc_command=("ip", "netns", "exec", "x", "tc"))) == [
         "ip", "netns", "exec", "x", "tc"]
 
 
@@ -801,22 +828,24 @@ class FakeCommands:
 
 def fake_ctx(calls):
     commands = FakeCommands(calls)
-    ctx = _ledger.UndoContext(systemctl_command=["systemctl"],
-                              container_commands={"docker": ["docker"], "podman": ["podman"]}, run_command=commands)
+    ctx = _ledger_undo.UndoContext(systemctl_command=["systemctl"],
+                                   container_commands={"docker": ["docker"], "podman": ["podman"]},
+                                   run_command=commands)
     return ctx, commands
 
 
 def test_systemd_unit_and_container_checks_normalise_params(ledger_dir):
-    line = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
+    line = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
     assert line["params"] == {"unit": "inferlab-rank0.service", "stop_timeout": 90.0}
     assert re.match(r"^\d{8}T\d{6}Z-systemd_unit-[0-9a-f]{4}$", line["id"])
-    line = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0.service", "stop_timeout": "30",
-                                                             "command": ["systemd-run", "--", "sleep", "30"]})
+    line = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0.service",
+                                                                  "stop_timeout": "30",
+                                                                  "command": ["systemd-run", "--", "sleep", "30"]})
     assert line["params"] == {"unit": "inferlab-rank0.service", "stop_timeout": 30.0,
                               "command": ["systemd-run", "--", "sleep", "30"]}
-    line = _ledger.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
+    line = _ledger_core.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
     assert line["params"] == {"engine": "podman", "name": "rank0", "stop_timeout": 10.0}
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", params={"pid": "4321", "start_time": 77})
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", params={"pid": "4321", "start_time": 77})
     assert lines_of(ledger_dir)[-1]["params"] == {"engine": "podman", "name": "rank0", "stop_timeout": 10.0,
                                                   "pid": 4321, "start_time": 77}
 
@@ -847,8 +876,8 @@ def test_systemd_unit_and_container_checks_normalise_params(ledger_dir):
     ("container", {"engine": "docker", "name": "r0", "image": "i"}, "unknown params for a container entry: image"),
 ])
 def test_systemd_unit_and_container_bad_params(ledger_dir, kind, params, message):
-    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
-        _ledger.record(ledger_dir, HOST, kind, params)
+    with pytest.raises(_ledger_core.LedgerError, match=re.escape(message)):
+        _ledger_core.record(ledger_dir, HOST, kind, params)
 
 
 SYSTEMCTL_NOT_LOADED = "Failed to stop inferlab-r0.service: Unit inferlab-r0.service not loaded.\n"
@@ -871,14 +900,14 @@ NO_SYSTEMD = ("System has not been booted with systemd as init system (PID 1). C
      "this host does not run systemd, so no unit inferlab-r0.service can be running: nothing to stop"),
 ])
 def test_systemd_unit_undo(ledger_dir, calls, message):
-    line = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0", "stop_timeout": 30})
+    line = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0", "stop_timeout": 30})
     ctx, commands = fake_ctx(calls)
-    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert result["undone"] == [line["id"]] and not result["failed"]
     assert result["details"][0]["message"] == message
     assert not commands.calls
-    assert commands.timeouts[0] == 30 + _ledger.COMMAND_GRACE
-    assert _ledger.undo(ledger_dir, HOST, ctx=ctx)["changed"] is False
+    assert commands.timeouts[0] == 30 + _ledger_undo.COMMAND_GRACE
+    assert _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)["changed"] is False
 
 
 @pytest.mark.parametrize(("calls", "message"), [
@@ -891,23 +920,23 @@ def test_systemd_unit_undo(ledger_dir, calls, message):
      "to bus"),
 ])
 def test_systemd_unit_undo_failures(ledger_dir, calls, message):
-    _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0"})
+    _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0"})
     ctx, _commands = fake_ctx(calls)
-    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert result["failed"][0]["error"] == message
     assert lines_of(ledger_dir)[-1]["state"] == "undo_failed"
 
 
 @pytest.mark.parametrize("engine", ["docker", "podman"])
 def test_container_undo_stops_and_removes(ledger_dir, engine):
-    line = _ledger.record(ledger_dir, HOST, "container", {"engine": engine, "name": "rank0", "stop_timeout": 2.5})
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", params={"pid": 4321, "start_time": 5})
+    line = _ledger_core.record(ledger_dir, HOST, "container", {"engine": engine, "name": "rank0", "stop_timeout": 2.5})
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", params={"pid": 4321, "start_time": 5})
     ctx, commands = fake_ctx([([engine, "stop", "-t", "3", "rank0"], 0, "rank0\n", ""),
                               ([engine, "rm", "rank0"], 0, "rank0\n", "")])
-    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert result["undone"] == [line["id"]]
     assert result["details"][0]["message"] == f"stopped and removed {engine} container rank0"
-    assert commands.timeouts == [2.5 + _ledger.COMMAND_GRACE, 60]
+    assert commands.timeouts == [2.5 + _ledger_undo.COMMAND_GRACE, 60]
     assert not commands.calls
 
 
@@ -916,9 +945,9 @@ def test_container_undo_stops_and_removes(ledger_dir, engine):
     ("podman", 125, 'Error: no container with name or ID "rank0" found: no such container\n'),
 ])
 def test_container_undo_when_there_is_no_such_container(ledger_dir, engine, rc, err):
-    line = _ledger.record(ledger_dir, HOST, "container", {"engine": engine, "name": "rank0"})
+    line = _ledger_core.record(ledger_dir, HOST, "container", {"engine": engine, "name": "rank0"})
     ctx, commands = fake_ctx([([engine, "stop", "-t", "10", "rank0"], rc, "", err)])
-    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert result["undone"] == [line["id"]]
     assert result["details"][0]["message"] == (
         f"no {engine} container rank0 (never created, or already removed): nothing to stop")
@@ -926,11 +955,11 @@ def test_container_undo_when_there_is_no_such_container(ledger_dir, engine, rc, 
 
 
 def test_container_removed_between_stop_and_rm_is_fine(ledger_dir):
-    line = _ledger.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "rank0"})
+    line = _ledger_core.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "rank0"})
     ctx, _commands = fake_ctx([(["docker", "stop", "-t", "10", "rank0"], 0, "rank0\n", ""),
                                (["docker", "rm", "rank0"], 1, "", "Error response from daemon: No such container: "
                                                                   "rank0\n")])
-    assert _ledger.undo(ledger_dir, HOST, ctx=ctx)["undone"] == [line["id"]]
+    assert _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)["undone"] == [line["id"]]
 
 
 @pytest.mark.parametrize(("calls", "message"), [
@@ -943,18 +972,18 @@ def test_container_removed_between_stop_and_rm_is_fine(ledger_dir):
      "stopped docker container rank0, but docker rm rank0 exited 1: Error response from daemon: removal"),
 ])
 def test_container_undo_failures(ledger_dir, calls, message):
-    _ledger.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "rank0"})
+    _ledger_core.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "rank0"})
     ctx, _commands = fake_ctx(calls)
-    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert result["failed"][0]["error"].startswith(message)
     assert lines_of(ledger_dir)[-1]["state"] == "undo_failed"
 
 
 def test_a_missing_manager_command_is_an_undo_failure(ledger_dir, monkeypatch):
-    monkeypatch.setattr(_ledger, "COMMAND_DIRS", ())
+    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", ())
     monkeypatch.setenv("PATH", "/nonexistent")
-    _ledger.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
-    result = _ledger.undo(ledger_dir, HOST)
+    _ledger_core.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["failed"][0]["error"] == (
         "podman is not installed on this host (the podman CLI), so container rank0 cannot be stopped; install it or "
         "stop it by hand, then run the undo again")
@@ -963,14 +992,14 @@ def test_a_missing_manager_command_is_an_undo_failure(ledger_dir, monkeypatch):
 def test_the_command_runner_of_the_context_runs_tc_too(ledger_dir, fake_tc):
     tc, set_state, made = fake_tc
     set_state("clean_veth")
-    _ledger.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
+    _ledger_core.record(ledger_dir, HOST, "tc_profile", {"interface": "tb0", "profile": "tx_cliff"})
     seen = []
 
     def run_command(argv, timeout):
         seen.append(argv)
         return 0, "[]", ""
 
-    result = _ledger.undo(ledger_dir, HOST, ctx=_ledger.UndoContext(tc_command=[tc], run_command=run_command))
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=_ledger_undo.UndoContext(tc_command=[tc], run_command=run_command))
     assert not result["failed"]
     assert seen == [[tc, "-j", "qdisc", "show", "dev", "tb0"]]
     assert made() == [], "the fake tc ran although the context's runner was given"
@@ -999,12 +1028,13 @@ def test_systemd_unit_and_container_undo_through_the_script(tmp_path, ledger_dir
     systemctl, systemctl_calls = fake_manager(tmp_path, "systemctl", "Unit gone.service not loaded.\n", 5)
     docker, docker_calls = fake_manager(tmp_path, "docker", "Error: No such container: gone\n", 1)
     podman, podman_calls = fake_manager(tmp_path, "podman", "Error: no such container\n", 125)
-    ids = [_ledger.record(ledger_dir, HOST, kind, params)["id"] for kind, params in (
+    ids = [_ledger_core.record(ledger_dir, HOST, kind, params)["id"] for kind, params in (
         ("systemd_unit", {"unit": "inferlab-r0"}),
         ("systemd_unit", {"unit": "gone"}),
         ("container", {"engine": "docker", "name": "r1", "stop_timeout": 30}),
         ("container", {"engine": "podman", "name": "gone"}))]
-    out = subprocess.run([sys.executable, "-I", str(SCRIPT), "undo", "--ledger-dir", ledger_dir, "--host", HOST,
+    out = subprocess.run([sys.executable, "-I", str(ledger_script()), "undo", "--ledger-dir", ledger_dir, "--host",
+                          HOST,
                           "--systemctl", systemctl, "--docker", docker, "--podman", podman, "--json"],
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -1023,25 +1053,25 @@ def test_systemd_unit_and_container_undo_through_the_script(tmp_path, ledger_dir
 
 def test_build_dir_undo_removes_the_marked_directory(tmp_path, ledger_dir):
     build = tmp_path / "build" / "tbnet-candidate"
-    entry = _ledger.record(ledger_dir, HOST, "build_dir", {"path": str(build) + "/", "purpose": "candidate"})
+    entry = _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": str(build) + "/", "purpose": "candidate"})
     assert entry["params"]["path"] == str(build)
     (build / "module").mkdir(parents=True)
-    (build / _ledger.BUILD_DIR_MARKER).write_text("")
+    (build / _ledger_core.BUILD_DIR_MARKER).write_text("")
     (build / "module" / "thunderbolt-net.ko").write_bytes(b"\x7fELF")
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [entry["id"]] and not build.exists()
     assert result["details"][0]["message"] == f"removed the build directory {build}"
     # twice, and for a pending entry whose directory was never made: nothing to remove
-    entry = _ledger.record(ledger_dir, HOST, "build_dir", {"path": str(build)})
-    assert _ledger.undo(ledger_dir, HOST)["details"][0]["message"] == f"removed nothing: {build} is absent"
+    entry = _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": str(build)})
+    assert _ledger_undo.undo(ledger_dir, HOST)["details"][0]["message"] == f"removed nothing: {build} is absent"
 
 
 def test_build_dir_undo_leaves_an_unmarked_directory_alone(tmp_path, ledger_dir):
     build = tmp_path / "someone-elses"
     build.mkdir()
     (build / "notes.txt").write_text("mine")
-    _ledger.record(ledger_dir, HOST, "build_dir", {"path": str(build)})
-    result = _ledger.undo(ledger_dir, HOST)
+    _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": str(build)})
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert "no .inferlab-build-dir marker: not the directory inferlab made" in result["failed"][0]["error"]
     assert (build / "notes.txt").read_text() == "mine"
 
@@ -1055,6 +1085,6 @@ def test_build_dir_undo_leaves_an_unmarked_directory_alone(tmp_path, ledger_dir)
     ("/etc/modprobe.d/x", "may not be under /etc"),
 ])
 def test_build_dir_refuses_system_trees(ledger_dir, path, message):
-    with pytest.raises(_ledger.LedgerError, match=message):
-        _ledger.record(ledger_dir, HOST, "build_dir", {"path": path})
-    assert not os.path.exists(_ledger.ledger_path(ledger_dir, HOST))
+    with pytest.raises(_ledger_core.LedgerError, match=message):
+        _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": path})
+    assert not os.path.exists(_ledger_core.ledger_path(ledger_dir, HOST))

@@ -1,5 +1,5 @@
-"""Tests of the dead man's switch of the change ledger (``_ledger.deadman`` and ``inferlab_ledger.py deadman``): on a
-fake clock, then the script itself on real processes."""
+"""Tests of the dead man's switch of the change ledger (``_ledger_watch.deadman`` and ``inferlab_ledger.py
+deadman``): on a fake clock, then the script itself on real processes."""
 
 import json
 import os
@@ -12,11 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
+from ledger_host import ledger_script
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_cli,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+    _ledger_watch,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-SCRIPT = REPO_ROOT / "plugins" / "module_utils" / "_ledger.py"
 HOST = "lab-a"
 LOG_LINE_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ inferlab_ledger\[\d+\]: ")
 
@@ -69,7 +75,7 @@ def renew_every(clock, path, period, until):
 
 
 def lines_of(ledger_dir, host=HOST):
-    return [json.loads(line) for line in Path(_ledger.ledger_path(ledger_dir, host)).read_text().splitlines()]
+    return [json.loads(line) for line in Path(_ledger_core.ledger_path(ledger_dir, host)).read_text().splitlines()]
 
 
 def state_of(ledger_dir, entry_id):
@@ -83,14 +89,15 @@ def file_change(tmp_path, ledger_dir, name, content, run_id=None):
     backup = tmp_path / "backup" / name
     backup.parent.mkdir(exist_ok=True)
     shutil.copy2(path, backup)
-    line = _ledger.record(ledger_dir, HOST, "file", {"path": str(path), "backup": str(backup)}, run_id=run_id)
+    line = _ledger_core.record(ledger_dir, HOST, "file", {"path": str(path), "backup": str(backup)}, run_id=run_id)
     path.write_text(content)
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", run_id=run_id)
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", run_id=run_id)
     return line["id"]
 
 
 def run_deadman(ledger_dir, renew, clock, deadline=10, **kwargs):
-    return _ledger.deadman(ledger_dir, HOST, str(renew), deadline, poll_s=1, clock=clock, sleep=clock.sleep, **kwargs)
+    return _ledger_watch.deadman(ledger_dir, HOST, str(renew), deadline, poll_s=1, clock=clock, sleep=clock.sleep,
+                                 **kwargs)
 
 
 # --- the function, on a fake clock --------------------------------------------------------------------------------
@@ -206,10 +213,10 @@ def test_its_own_entry_is_skipped_and_marked_undone(procs, tmp_path, ledger_dir)
     # a live process stands in for the switch itself: undoing its entry would kill it
     proc = subprocess.Popen(["sleep", "300"])
     procs.append(proc)
-    while _ledger.read_proc_cmdline(proc.pid) != ["sleep", "300"]:
+    while _ledger_proc.read_proc_cmdline(proc.pid) != ["sleep", "300"]:
         time.sleep(0.01)
-    own = _ledger.record(ledger_dir, HOST, "process", _ledger.process_identity(proc.pid), run_id="run1")["id"]
-    _ledger.mark(ledger_dir, HOST, own, "applied", run_id="run1")
+    own = _ledger_core.record(ledger_dir, HOST, "process", _ledger_proc.process_identity(proc.pid), run_id="run1")["id"]
+    _ledger_core.mark(ledger_dir, HOST, own, "applied", run_id="run1")
     entry = file_change(tmp_path, ledger_dir, "conf", "changed", run_id="run1")
     clock = FakeTime()
 
@@ -223,7 +230,7 @@ def test_its_own_entry_is_skipped_and_marked_undone(procs, tmp_path, ledger_dir)
     assert proc.poll() is None, "the switch undid its own process entry"
     own_last = [line for line in lines_of(ledger_dir) if line["id"] == own][-1]
     assert own_last["state"] == "undone" and "error" not in own_last and own_last["run_id"] == "run1"
-    assert _ledger.status(ledger_dir, HOST)["open"] == []
+    assert _ledger_core.status(ledger_dir, HOST)["open"] == []
 
 
 def test_the_sigterm_handler_of_the_caller_is_put_back(tmp_path, ledger_dir):
@@ -247,10 +254,10 @@ def test_an_unknown_own_entry_is_a_failure(tmp_path, ledger_dir):
 
 
 def test_a_ledger_locked_by_another_run_is_not_undone(tmp_path, ledger_dir, capsys):
-    own = _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "deadman.pid"),
-                                                       "cmdline": ["deadman"]}, run_id="run1")["id"]
+    own = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "deadman.pid"),
+                                                            "cmdline": ["deadman"]}, run_id="run1")["id"]
     entry = file_change(tmp_path, ledger_dir, "conf", "changed", run_id="run1")
-    _ledger.acquire_lock(ledger_dir, HOST, "run2", controller="ctl1", pid=4242)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "run2", controller="ctl1", pid=4242)
     before = lines_of(ledger_dir)
 
     result = run_deadman(ledger_dir, tmp_path / "renew", FakeTime(), run_id="run1", self_id=own)
@@ -267,27 +274,27 @@ def test_a_ledger_locked_by_another_run_is_not_undone(tmp_path, ledger_dir, caps
 
 
 def test_a_lock_of_the_run_that_armed_it_is_fine(tmp_path, ledger_dir):
-    own = _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "deadman.pid"),
-                                                       "cmdline": ["deadman"]}, run_id="run1")["id"]
+    own = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": str(tmp_path / "deadman.pid"),
+                                                            "cmdline": ["deadman"]}, run_id="run1")["id"]
     entry = file_change(tmp_path, ledger_dir, "conf", "changed", run_id="run1")
-    _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)  # the run that died
+    _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)  # the run that died
 
     result = run_deadman(ledger_dir, tmp_path / "renew", FakeTime(), run_id="run1", self_id=own)
 
     assert result["refused"] is False and result["undo"]["undone"] == [entry] and result["failed"] == []
     assert result["self"] == {"id": own, "marked": True, "previous": "pending"}
     assert (tmp_path / "conf").read_text() == "original"
-    assert _ledger.read_lock(ledger_dir, HOST)[0]["run_id"] == "run1"  # left for the next run's restore to break
+    assert _ledger_core.read_lock(ledger_dir, HOST)[0]["run_id"] == "run1"  # left for the next run's restore to break
 
 
 def test_without_a_run_id_only_an_unlocked_ledger_is_undone(tmp_path, ledger_dir):
     file_change(tmp_path, ledger_dir, "conf", "changed")
-    _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
+    _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
     result = run_deadman(ledger_dir, tmp_path / "renew", FakeTime())
     assert result["refused"] is True and "armed without --run-id" in result["message"]
     assert (tmp_path / "conf").read_text() == "changed"
 
-    _ledger.release_lock(ledger_dir, HOST, run_id="run1")
+    _ledger_core.release_lock(ledger_dir, HOST, run_id="run1")
     result = run_deadman(ledger_dir, tmp_path / "renew", FakeTime())
     assert result["refused"] is False and result["failed"] == []
     assert (tmp_path / "conf").read_text() == "original"
@@ -296,9 +303,10 @@ def test_without_a_run_id_only_an_unlocked_ledger_is_undone(tmp_path, ledger_dir
 def test_main_exits_1_when_an_undo_fails(tmp_path, ledger_dir, capsys):
     entry = file_change(tmp_path, ledger_dir, "conf", "changed")
     shutil.rmtree(tmp_path / "backup")
-    rc = _ledger.main(["deadman", "--ledger-dir", ledger_dir, "--host", HOST, "--renew-file", str(tmp_path / "renew"),
-                       "--deadline", "0.05", "--poll", "0.01", "--json"])
-    assert rc == _ledger.EXIT_UNDO_FAILED
+    rc = _ledger_cli.main(["deadman", "--ledger-dir", ledger_dir, "--host", HOST, "--renew-file",
+                           str(tmp_path / "renew"),
+                           "--deadline", "0.05", "--poll", "0.01", "--json"])
+    assert rc == _ledger_cli.EXIT_UNDO_FAILED
     result = json.loads(capsys.readouterr().out)
     assert result["fired"] is True and [f["id"] for f in result["failed"]] == [entry]
     assert state_of(ledger_dir, entry) == "undo_failed"
@@ -308,9 +316,9 @@ def test_main_exits_1_when_an_undo_fails(tmp_path, ledger_dir, capsys):
                                   ["--deadline", "5", "--poll", "0"], []])
 def test_main_usage_errors(tmp_path, ledger_dir, capsys, args):
     with pytest.raises(SystemExit) as err:
-        _ledger.main(["deadman", "--ledger-dir", ledger_dir, "--host", HOST, "--renew-file", str(tmp_path / "r"),
-                      *args])
-    assert err.value.code == _ledger.EXIT_USAGE
+        _ledger_cli.main(["deadman", "--ledger-dir", ledger_dir, "--host", HOST, "--renew-file", str(tmp_path / "r"),
+                          *args])
+    assert err.value.code == _ledger_cli.EXIT_USAGE
     said = capsys.readouterr().err
     assert "inferlab_ledger.py deadman: error: " in said and ("--deadline" in said or "--poll" in said)
 
@@ -319,19 +327,21 @@ def test_main_usage_errors(tmp_path, ledger_dir, capsys, args):
 
 
 def deadman_argv(ledger_dir, renew, deadline, *extra):
-    return [sys.executable, "-I", str(SCRIPT), "deadman", "--ledger-dir", ledger_dir, "--host", HOST, "--renew-file",
+    return [sys.executable, "-I", str(ledger_script()), "deadman", "--ledger-dir", ledger_dir, "--host", HOST,
+            "--renew-file",
             str(renew), "--deadline", str(deadline), "--poll", "0.1", "--json", *extra]
 
 
 def test_the_script_fires_and_restores_without_a_controller(procs, tmp_path, ledger_dir):
     entry = file_change(tmp_path, ledger_dir, "conf", "changed", run_id="run1")
-    _ledger.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)  # the controller died holding it
+    _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)  # the controller died holding it
     argv = deadman_argv(ledger_dir, tmp_path / "renew", 0.5, "--run-id", "run1", "--self-id", "SELF")
     pidfile = tmp_path / "deadman.pid"
     # recorded before it starts, the way the process manager records it (pidfile and command line)
-    own = _ledger.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": argv}, run_id="run1")["id"]
+    own = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": str(pidfile), "cmdline": argv},
+                              run_id="run1")["id"]
     argv[argv.index("SELF")] = own
-    _ledger.mark(ledger_dir, HOST, own, "applied", params={"cmdline": argv}, run_id="run1")
+    _ledger_core.mark(ledger_dir, HOST, own, "applied", params={"cmdline": argv}, run_id="run1")
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(proc)
@@ -347,7 +357,7 @@ def test_the_script_fires_and_restores_without_a_controller(procs, tmp_path, led
     assert result["undo"]["undone"] == [entry]
     assert result["self"] == {"id": own, "marked": True, "previous": "applied"}
     assert (tmp_path / "conf").read_text() == "original"
-    assert _ledger.status(ledger_dir, HOST)["open"] == []
+    assert _ledger_core.status(ledger_dir, HOST)["open"] == []
     assert err and all(LOG_LINE_RE.match(line) for line in err.splitlines())
 
 
@@ -359,9 +369,9 @@ def test_sigterm_from_the_undo_of_its_entry_disarms_the_script(procs, tmp_path, 
                             text=True)
     procs.append(proc)
     assert "armed for the ledger of lab-a" in proc.stderr.readline()  # the SIGTERM handler is in place
-    own = _ledger.record(ledger_dir, HOST, "process", _ledger.process_identity(proc.pid))["id"]
+    own = _ledger_core.record(ledger_dir, HOST, "process", _ledger_proc.process_identity(proc.pid))["id"]
 
-    undone = _ledger.undo(ledger_dir, HOST, ids=[own])  # what restore.yml does with its process entry
+    undone = _ledger_undo.undo(ledger_dir, HOST, ids=[own])  # what restore.yml does with its process entry
 
     assert undone["failed"] == [] and f"stopped pid {proc.pid}" in undone["details"][0]["message"]
     assert "with SIGTERM" in undone["details"][0]["message"]
@@ -401,21 +411,21 @@ CGROUP_FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "proc-cgroup"
     (600, None),
 ])
 def test_own_systemd_unit_reads_the_cgroup_file(pid, unit):
-    assert _ledger.own_systemd_unit(pid, str(CGROUP_FIXTURES)) == unit
+    assert _ledger_proc.own_systemd_unit(pid, str(CGROUP_FIXTURES)) == unit
 
 
 def test_the_kind_of_an_entry_id():
-    assert _ledger.kind_of_id(_ledger.new_id("systemd_unit")) == "systemd_unit"
-    assert _ledger.kind_of_id("20261130T101502Z-process-3fa9") == "process"
+    assert _ledger_core.kind_of_id(_ledger_core.new_id("systemd_unit")) == "systemd_unit"
+    assert _ledger_core.kind_of_id("20261130T101502Z-process-3fa9") == "process"
 
 
 def test_its_own_systemd_unit_entry_is_found_by_the_unit_it_runs_in(ledger_dir):
-    other = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
-    own = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"})
-    assert _ledger.own_entry(ledger_dir, HOST, pid=100, procfs_root=str(CGROUP_FIXTURES)) == own["id"]
-    assert _ledger.own_entry(ledger_dir, HOST, pid=300, procfs_root=str(CGROUP_FIXTURES)) is None
-    _ledger.mark(ledger_dir, HOST, own["id"], "undone")
-    assert _ledger.own_entry(ledger_dir, HOST, pid=100, procfs_root=str(CGROUP_FIXTURES)) is None
+    other = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
+    own = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"})
+    assert _ledger_watch.own_entry(ledger_dir, HOST, pid=100, procfs_root=str(CGROUP_FIXTURES)) == own["id"]
+    assert _ledger_watch.own_entry(ledger_dir, HOST, pid=300, procfs_root=str(CGROUP_FIXTURES)) is None
+    _ledger_core.mark(ledger_dir, HOST, own["id"], "undone")
+    assert _ledger_watch.own_entry(ledger_dir, HOST, pid=100, procfs_root=str(CGROUP_FIXTURES)) is None
     assert other["id"] != own["id"]
 
 
@@ -427,10 +437,10 @@ def test_a_switch_running_as_a_systemd_unit_never_stops_its_own_unit(tmp_path, l
     (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
     (bin_dir / "systemctl").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    rank = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"}, run_id="run1")["id"]
-    _ledger.mark(ledger_dir, HOST, rank, "applied", run_id="run1")
-    own = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"}, run_id="run1")["id"]
-    _ledger.mark(ledger_dir, HOST, own, "applied", run_id="run1")
+    rank = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"}, run_id="run1")["id"]
+    _ledger_core.mark(ledger_dir, HOST, rank, "applied", run_id="run1")
+    own = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-deadman-run1"}, run_id="run1")["id"]
+    _ledger_core.mark(ledger_dir, HOST, own, "applied", run_id="run1")
     # this process plays the switch: pid 100 of the fixture tree runs in inferlab-deadman-run1.service
     fixture = tmp_path / "proc"
     shutil.copytree(CGROUP_FIXTURES / "100", fixture / str(os.getpid()))
@@ -440,13 +450,13 @@ def test_a_switch_running_as_a_systemd_unit_never_stops_its_own_unit(tmp_path, l
     assert calls.read_text().splitlines() == ["stop inferlab-rank0.service", "reset-failed inferlab-rank0.service"]
     assert result["undo"]["undone"] == [rank]
     assert result["self"] == {"id": own, "marked": True, "previous": "applied"}
-    assert state_of(ledger_dir, own) == "undone" and _ledger.status(ledger_dir, HOST)["open"] == []
+    assert state_of(ledger_dir, own) == "undone" and _ledger_core.status(ledger_dir, HOST)["open"] == []
 
 
 def test_its_own_entry_is_found_by_its_pid_when_no_id_is_given(ledger_dir):
-    entry = _ledger.record(ledger_dir, HOST, 'process', {'pid': os.getpid(), 'start_time': 1, 'cmdline': 'x'})
-    other = _ledger.record(ledger_dir, HOST, 'process', {'pid': os.getpid() + 100000, 'start_time': 1,
-                                                         'cmdline': 'y'})
-    assert _ledger.own_entry(ledger_dir, HOST) == entry['id']
-    assert _ledger.own_entry(ledger_dir, HOST, pid=os.getpid() + 100000) == other['id']
-    assert _ledger.own_entry(ledger_dir, HOST, pid=1) is None
+    entry = _ledger_core.record(ledger_dir, HOST, 'process', {'pid': os.getpid(), 'start_time': 1, 'cmdline': 'x'})
+    other = _ledger_core.record(ledger_dir, HOST, 'process', {'pid': os.getpid() + 100000, 'start_time': 1,
+                                                              'cmdline': 'y'})
+    assert _ledger_watch.own_entry(ledger_dir, HOST) == entry['id']
+    assert _ledger_watch.own_entry(ledger_dir, HOST, pid=os.getpid() + 100000) == other['id']
+    assert _ledger_watch.own_entry(ledger_dir, HOST, pid=1) is None

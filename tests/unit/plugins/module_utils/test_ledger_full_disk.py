@@ -10,10 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ledger_host import ledger_script
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-SCRIPT = REPO_ROOT / "plugins" / "module_utils" / "_ledger.py"
 HOST = "lab-a"
 
 
@@ -22,28 +23,28 @@ def created_files(tmp_path, ledger_dir, count=3):
     paths = []
     for n in range(count):
         path = tmp_path / f"made-{n}.conf"
-        entry = _ledger.record(str(ledger_dir), HOST, "file", {"path": str(path), "existed": False})["id"]
+        entry = _ledger_core.record(str(ledger_dir), HOST, "file", {"path": str(path), "existed": False})["id"]
         path.write_text("made by the change\n")
-        _ledger.mark(str(ledger_dir), HOST, entry, "applied")
+        _ledger_core.mark(str(ledger_dir), HOST, entry, "applied")
         paths.append(path)
     return paths
 
 
 def run_full(argv, ledger_dir):
     """The script with its file-size limit at the ledger's size: no line can be appended (EFBIG)."""
-    size = os.path.getsize(_ledger.ledger_path(str(ledger_dir), HOST))
+    size = os.path.getsize(_ledger_core.ledger_path(str(ledger_dir), HOST))
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
-    return subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=60,
+    return subprocess.run([sys.executable, str(ledger_script()), *argv], capture_output=True, text=True, timeout=60,
                           preexec_fn=limit, check=False)
 
 
 def test_a_full_ledger_filesystem_stops_no_undo_and_every_unwritten_mark_is_reported(tmp_path):
     ledger_dir = tmp_path / "ledger"
     paths = created_files(tmp_path, ledger_dir)
-    before = _ledger.ledger_path(str(ledger_dir), HOST)
+    before = _ledger_core.ledger_path(str(ledger_dir), HOST)
     size = os.path.getsize(before)
     proc = run_full(["undo", "--ledger-dir", str(ledger_dir), "--host", HOST, "--json"], ledger_dir)
     result = json.loads(proc.stdout)
@@ -54,21 +55,22 @@ def test_a_full_ledger_filesystem_stops_no_undo_and_every_unwritten_mark_is_repo
                for f in result["failed"])
     assert {d["result"] for d in result["details"]} == {"mark_not_written"}
     assert os.path.getsize(before) == size
-    assert len(_ledger.status(str(ledger_dir), HOST)["open"]) == 3  # nothing was lost: every entry still open
+    assert len(_ledger_core.status(str(ledger_dir), HOST)["open"]) == 3  # nothing was lost: every entry still open
 
     # room again: the next undo finds the changes undone and records them
-    again = subprocess.run([sys.executable, str(SCRIPT), "undo", "--ledger-dir", str(ledger_dir), "--host", HOST,
+    again = subprocess.run([sys.executable, str(ledger_script()), "undo", "--ledger-dir", str(ledger_dir), "--host",
+                            HOST,
                             "--json"], capture_output=True, text=True, timeout=60, check=False)
     assert again.returncode == 0, again.stderr
     assert len(json.loads(again.stdout)["undone"]) == 3
-    assert _ledger.status(str(ledger_dir), HOST)["open"] == []
+    assert _ledger_core.status(str(ledger_dir), HOST)["open"] == []
 
 
 def test_the_dead_mans_switch_on_a_full_ledger_filesystem_undoes_everything_and_says_what_it_could_not_mark(
         tmp_path):
     ledger_dir = tmp_path / "ledger"
     paths = created_files(tmp_path, ledger_dir)
-    own = _ledger.record(str(ledger_dir), HOST, "process", {"pid": os.getpid(), "start_time": 1})["id"]
+    own = _ledger_core.record(str(ledger_dir), HOST, "process", {"pid": os.getpid(), "start_time": 1})["id"]
     renew = tmp_path / "renew"
     renew.write_text("")
     os.utime(renew, (1, 1))  # last renewed long ago: it fires at once

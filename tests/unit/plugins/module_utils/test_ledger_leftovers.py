@@ -1,4 +1,4 @@
-"""``_ledger.leftovers``: what undone entries started that still runs, found by the ledger's identity, never by a
+"""``_ledger_undo.leftovers``: what undone entries started that still runs, found by the ledger's identity, never by a
 command line: ``process`` entries (pid and start time, process group) on real processes; ``systemd_unit`` and
 ``container`` entries through ``systemctl is-active`` and ``ENGINE container inspect``, answered here as systemd and
 docker answer (the real systemd path runs in molecule ``kernel``'s guest)."""
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 
 HOST = "lab-a"
 
@@ -28,22 +28,22 @@ def start(procs, argv, own_group=False):
     proc = subprocess.Popen(argv, start_new_session=own_group)
     proc.own_group = own_group
     procs.append(proc)
-    wait_for(lambda: _ledger.read_proc_cmdline(proc.pid) == argv)
+    wait_for(lambda: _ledger_proc.read_proc_cmdline(proc.pid) == argv)
     return proc
 
 
 def recorded(ledger_dir, pid, state="undone", **extra):
-    entry = _ledger.record(ledger_dir, HOST, "process", {**_ledger.process_identity(pid), **extra})["id"]
-    _ledger.mark(ledger_dir, HOST, entry, "applied")
+    entry = _ledger_core.record(ledger_dir, HOST, "process", {**_ledger_proc.process_identity(pid), **extra})["id"]
+    _ledger_core.mark(ledger_dir, HOST, entry, "applied")
     if state == "undone":
-        _ledger.mark(ledger_dir, HOST, entry, "undone")
+        _ledger_core.mark(ledger_dir, HOST, entry, "undone")
     return entry
 
 
 def test_an_undone_entry_whose_process_still_runs_is_a_leftover(procs, ledger_dir):
     proc = start(procs, ["sleep", "301"])
     entry = recorded(ledger_dir, proc.pid)
-    assert _ledger.leftovers(ledger_dir, HOST) == [{
+    assert _ledger_undo.leftovers(ledger_dir, HOST) == [{
         "id": entry, "kind": "process", "pid": proc.pid, "what": str(proc.pid), "cmdline": ["sleep", "301"],
         "message": f'"sleep 301" still runs (the recorded process) although entry {entry} is undone'}]
 
@@ -51,12 +51,12 @@ def test_an_undone_entry_whose_process_still_runs_is_a_leftover(procs, ledger_di
 def test_a_child_that_outlived_its_recorded_group_leader_is_a_leftover(procs, ledger_dir):
     # the leader (sh) forks a child into its own process group, then is killed alone: the child stays
     leader = start(procs, ["sh", "-c", "sleep 302 & wait"], own_group=True)
-    wait_for(lambda: len(_ledger._group_members(leader.pid, "/proc")) == 2)
+    wait_for(lambda: len(_ledger_proc.group_members(leader.pid, "/proc")) == 2)
     entry = recorded(ledger_dir, leader.pid, process_group=True)
-    child = [pid for pid in _ledger._group_members(leader.pid, "/proc") if pid != leader.pid][0]
+    child = [pid for pid in _ledger_proc.group_members(leader.pid, "/proc") if pid != leader.pid][0]
     os.kill(leader.pid, signal.SIGKILL)
     leader.wait()
-    found = _ledger.leftovers(ledger_dir, HOST)
+    found = _ledger_undo.leftovers(ledger_dir, HOST)
     assert [(f["id"], f["pid"], f["cmdline"]) for f in found] == [(entry, child, ["sleep", "302"])]
     assert f"(a member of the recorded process group {leader.pid})" in found[0]["message"]
 
@@ -70,29 +70,30 @@ def test_what_the_ledger_never_recorded_or_still_holds_open_is_not_a_leftover(pr
     recorded(ledger_dir, stopped.pid)
     stopped.kill()
     stopped.wait()
-    assert _ledger.leftovers(ledger_dir, HOST) == []
+    assert _ledger_undo.leftovers(ledger_dir, HOST) == []
 
 
 def test_a_reused_pid_is_not_a_leftover(procs, ledger_dir):
     proc = start(procs, ["sleep", "306"])
-    identity = _ledger.process_identity(proc.pid)
-    entry = _ledger.record(ledger_dir, HOST, "process", {**identity, "start_time": identity["start_time"] - 1})["id"]
-    _ledger.mark(ledger_dir, HOST, entry, "undone")
-    assert _ledger.leftovers(ledger_dir, HOST) == []
+    identity = _ledger_proc.process_identity(proc.pid)
+    entry = _ledger_core.record(ledger_dir, HOST, "process", {**identity,
+                                                              "start_time": identity["start_time"] - 1})["id"]
+    _ledger_core.mark(ledger_dir, HOST, entry, "undone")
+    assert _ledger_undo.leftovers(ledger_dir, HOST) == []
 
 
 def test_an_empty_or_missing_ledger_has_no_leftovers(ledger_dir):
-    assert _ledger.leftovers(ledger_dir, HOST) == []
+    assert _ledger_undo.leftovers(ledger_dir, HOST) == []
 
 
 @pytest.mark.parametrize("line", ['{"id": "x", "kind": "process"', "not json"])
 def test_a_cut_last_line_is_skipped(ledger_dir, line, procs):
     proc = start(procs, ["sleep", "307"])
     entry = recorded(ledger_dir, proc.pid)
-    with open(_ledger.ledger_path(ledger_dir, HOST), "a") as handle:
+    with open(_ledger_core.ledger_path(ledger_dir, HOST), "a") as handle:
         handle.write(line)
-    assert [f["id"] for f in _ledger.leftovers(ledger_dir, HOST)] == [entry]
-    assert json.loads(open(_ledger.ledger_path(ledger_dir, HOST)).readline())["id"] == entry
+    assert [f["id"] for f in _ledger_undo.leftovers(ledger_dir, HOST)] == [entry]
+    assert json.loads(open(_ledger_core.ledger_path(ledger_dir, HOST)).readline())["id"] == entry
 
 
 class Commands:
@@ -110,18 +111,18 @@ class Commands:
 
 
 def managed(ledger_dir, kind, params, state="undone"):
-    entry = _ledger.record(ledger_dir, HOST, kind, params)["id"]
-    _ledger.mark(ledger_dir, HOST, entry, "applied")
+    entry = _ledger_core.record(ledger_dir, HOST, kind, params)["id"]
+    _ledger_core.mark(ledger_dir, HOST, entry, "applied")
     if state == "undone":
-        _ledger.mark(ledger_dir, HOST, entry, "undone")
+        _ledger_core.mark(ledger_dir, HOST, entry, "undone")
     return entry
 
 
 def context(answers):
     commands = Commands(answers)
-    ctx = _ledger.UndoContext(systemctl_command=["/bin/systemctl"],
-                              container_commands={"docker": ["/usr/bin/docker"], "podman": ["/usr/bin/podman"]},
-                              run_command=commands)
+    ctx = _ledger_undo.UndoContext(systemctl_command=["/bin/systemctl"],
+                                   container_commands={"docker": ["/usr/bin/docker"], "podman": ["/usr/bin/podman"]},
+                                   run_command=commands)
     return ctx, commands
 
 
@@ -138,7 +139,7 @@ def test_an_undone_unit_still_active_and_a_container_still_running_are_leftovers
         ("container", "inspect", "-f", "{{.State.Status}}", "rank1"):
             (125, "", "Error: no such container rank1\n"),
     })
-    found = _ledger.leftovers(ledger_dir, HOST, ctx=ctx)
+    found = _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx)
     assert found == [
         {"id": unit, "kind": "systemd_unit", "pid": 812, "unit": "inferlab-rank0.service",
          "what": "unit inferlab-rank0.service",
@@ -157,15 +158,15 @@ def test_a_unit_or_container_that_an_open_entry_names_again_is_not_a_leftover(le
     managed(ledger_dir, "container", {"engine": "docker", "name": "rank0"})
     managed(ledger_dir, "container", {"engine": "docker", "name": "rank0"}, state="applied")
     ctx, commands = context({})
-    assert _ledger.leftovers(ledger_dir, HOST, ctx=ctx) == [] and commands.argvs == []
+    assert _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx) == [] and commands.argvs == []
 
 
 def test_a_state_that_cannot_be_read_is_reported_not_passed(ledger_dir):
     unit = managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     ctx, _commands = context({("is-active", "inferlab-rank0.service"):
-                              _ledger.UndoError("/bin/systemctl is-active inferlab-rank0.service could not run: "
-                                                "timed out after 60 seconds")})
-    [found] = _ledger.leftovers(ledger_dir, HOST, ctx=ctx)
+                              _ledger_core.UndoError("/bin/systemctl is-active inferlab-rank0.service could not run: "
+                                                     "timed out after 60 seconds")})
+    [found] = _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx)
     assert found["id"] == unit and found["what"] == "unit inferlab-rank0.service"
     assert found["message"].startswith("cannot tell whether unit inferlab-rank0.service still runs: ")
 
@@ -175,7 +176,7 @@ def test_a_container_engine_that_cannot_answer_is_reported_not_passed(ledger_dir
     ctx, _commands = context({("container", "inspect", "-f", "{{.State.Status}}", "rank0"):
                               (1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
                                       "Is the docker daemon running?\n")})
-    [found] = _ledger.leftovers(ledger_dir, HOST, ctx=ctx)
+    [found] = _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx)
     assert found["id"] == container and found["what"] == "docker container rank0"
     assert found["message"].startswith("cannot tell whether docker container rank0 still runs: ")
     assert "Cannot connect to the Docker daemon" in found["message"]
@@ -185,14 +186,14 @@ def test_a_host_without_systemctl_or_the_engine_has_no_unit_or_container_leftove
     managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     managed(ledger_dir, "container", {"engine": "podman", "name": "rank0"})
     monkeypatch.setenv("PATH", str(ledger_dir))
-    monkeypatch.setattr(_ledger, "COMMAND_DIRS", (str(ledger_dir),))
-    ctx = _ledger.UndoContext(run_command=Commands({}))
-    assert _ledger.leftovers(ledger_dir, HOST, ctx=ctx) == []
+    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", (str(ledger_dir),))
+    ctx = _ledger_undo.UndoContext(run_command=Commands({}))
+    assert _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx) == []
 
 
 def test_a_unit_started_and_undone_twice_is_one_leftover_under_its_newest_entry(ledger_dir):
     managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     newest = managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     ctx, commands = context({("is-active", "inferlab-rank0.service"): (0, "active\n", "")})
-    assert [f["id"] for f in _ledger.leftovers(ledger_dir, HOST, ctx=ctx)] == [newest]
+    assert [f["id"] for f in _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx)] == [newest]
     assert len(commands.argvs) == 1

@@ -6,13 +6,12 @@ processes that write their own pidfile like the lab's original replicas, through
 and through the standalone script (on old Pythons too).
 
 Every process a test starts is killed by its pid at the end of the test: the ones started here, the ones the undo
-spawned in this process (``_ledger.SPAWNED``) and the ones the standalone script started (found by their pidfile and
-checked by their command line)."""
+spawned in this process (``_ledger_proc.SPAWNED``) and the ones the standalone script started (found by their pidfile
+and checked by their command line)."""
 
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,12 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
+from ledger_host import install_ledger, ledger_script
 from oldpython import require_python
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-SCRIPT = REPO_ROOT / "plugins" / "module_utils" / "_ledger.py"
 HOST = "lab-a"
 
 # A stand-in for an original replica: it writes its own pidfile once up, logs its mode and directory to stdout, and
@@ -67,7 +66,7 @@ class Replicas:
         self.workdir.mkdir()
         self.started = []
         self.pidfiles = []
-        self.known = set(_ledger.SPAWNED)
+        self.known = set(_ledger_proc.SPAWNED)
 
     def start(self, name="original-a", env=None):
         pidfile = self.tmp_path / "run" / f"{name}.pid"
@@ -90,8 +89,8 @@ class Replicas:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-        for pid in set(_ledger.SPAWNED) - self.known:
-            proc = _ledger.SPAWNED.pop(pid)
+        for pid in set(_ledger_proc.SPAWNED) - self.known:
+            proc = _ledger_proc.SPAWNED.pop(pid)
             if proc.poll() is None:
                 os.killpg(pid, signal.SIGKILL)
             proc.wait(timeout=10)
@@ -100,9 +99,9 @@ class Replicas:
                 pid = int(pidfile.read_text().split()[0])
             except (OSError, ValueError, IndexError):
                 continue
-            if str(self.script) in (_ledger.read_proc_cmdline(pid) or []):
+            if str(self.script) in (_ledger_proc.read_proc_cmdline(pid) or []):
                 os.kill(pid, signal.SIGKILL)
-                wait_for(lambda pid=pid: not _ledger.pid_alive(pid), f"pid {pid} survived SIGKILL")
+                wait_for(lambda pid=pid: not _ledger_proc.pid_alive(pid), f"pid {pid} survived SIGKILL")
 
 
 @pytest.fixture
@@ -125,26 +124,27 @@ def read_service(pid, pidfile):
     environ = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
                    if "=" in item)
     return {"manager": "process", "name": "original-a", "pidfile": str(pidfile),
-            "argv": _ledger.read_proc_cmdline(pid), "environment": environ,
+            "argv": _ledger_proc.read_proc_cmdline(pid), "environment": environ,
             "working_dir": os.readlink(f"/proc/{pid}/cwd"), "log_path": out if os.path.isfile(out) else os.devnull,
-            "pid": pid, "start_time": _ledger.read_proc_stat(pid)["start_time"], "start_timeout": 10}
+            "pid": pid, "start_time": _ledger_proc.read_proc_stat(pid)["start_time"], "start_timeout": 10}
 
 
 def pause(ledger_dir, proc, pidfile, run_id="run1"):
     """Record pending, stop with SIGTERM, mark applied: what the module does."""
-    line = _ledger.record(ledger_dir, HOST, "service_pause", read_service(proc.pid, pidfile), run_id=run_id)
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", read_service(proc.pid, pidfile), run_id=run_id)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", params={"how": "SIGTERM"}, run_id=run_id)
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", params={"how": "SIGTERM"}, run_id=run_id)
     return line["id"]
 
 
 def lines_of(ledger_dir):
-    return [json.loads(x) for x in Path(_ledger.ledger_path(ledger_dir, HOST)).read_text().splitlines()]
+    return [json.loads(x) for x in Path(_ledger_core.ledger_path(ledger_dir, HOST)).read_text().splitlines()]
 
 
-def run_script(*args, python=sys.executable, script=SCRIPT):
-    proc = subprocess.run([python, "-I", str(script), *args], capture_output=True, text=True, timeout=60, check=False)
+def run_script(*args, python=sys.executable, script=None):
+    proc = subprocess.run([python, "-I", str(script or ledger_script()), *args], capture_output=True, text=True,
+                          timeout=60, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -156,18 +156,18 @@ PROCESS = {"manager": "process", "name": "original-a", "pidfile": "/run/a.pid", 
 
 
 def test_check_normalises_params(ledger_dir):
-    line = _ledger.record(ledger_dir, HOST, "service_pause", PROCESS)
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", PROCESS)
     assert line["params"] == dict(PROCESS, start_timeout=30.0)
     assert re.match(r"^\d{8}T\d{6}Z-service_pause-[0-9a-f]{4}$", line["id"])
-    _ledger.mark(ledger_dir, HOST, line["id"], "applied", params={"how": "SIGKILL"})
+    _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", params={"how": "SIGKILL"})
     assert lines_of(ledger_dir)[-1]["params"]["how"] == "SIGKILL"
-    line = _ledger.record(ledger_dir, HOST, "service_pause", {"manager": "systemd", "name": "small",
-                                                              "unit": "sglang-small", "start_timeout": "5",
-                                                              "pid": "77", "start_time": 9})
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", {"manager": "systemd", "name": "small",
+                                                                   "unit": "sglang-small", "start_timeout": "5",
+                                                                   "pid": "77", "start_time": 9})
     assert line["params"] == {"manager": "systemd", "name": "small", "unit": "sglang-small.service",
                               "start_timeout": 5.0, "pid": 77, "start_time": 9}
-    line = _ledger.record(ledger_dir, HOST, "service_pause", {"manager": "podman", "name": "small",
-                                                              "container": "sglang-small"})
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", {"manager": "podman", "name": "small",
+                                                                   "container": "sglang-small"})
     assert line["params"] == {"manager": "podman", "name": "small", "container": "sglang-small", "start_timeout": 30.0}
 
 
@@ -200,13 +200,13 @@ def test_check_normalises_params(ledger_dir):
     ({"manager": "podman", "name": "a", "container": "-x"}, "a container name must match"),
 ])
 def test_bad_params(ledger_dir, params, message):
-    with pytest.raises(_ledger.LedgerError, match=re.escape(message)):
-        _ledger.record(ledger_dir, HOST, "service_pause", params)
+    with pytest.raises(_ledger_core.LedgerError, match=re.escape(message)):
+        _ledger_core.record(ledger_dir, HOST, "service_pause", params)
 
 
 def test_a_bad_environment_is_refused_without_quoting_its_values(ledger_dir):
-    with pytest.raises(_ledger.LedgerError) as raised:
-        _ledger.record(ledger_dir, HOST, "service_pause", dict(PROCESS, environment={"TOKEN": 12345678}))
+    with pytest.raises(_ledger_core.LedgerError) as raised:
+        _ledger_core.record(ledger_dir, HOST, "service_pause", dict(PROCESS, environment={"TOKEN": 12345678}))
     assert "12345678" not in str(raised.value)
 
 
@@ -218,12 +218,12 @@ def test_pause_then_undo_starts_the_same_process_again(replicas, ledger_dir):
     entry_id = pause(ledger_dir, proc, pidfile)
     assert not pidfile.exists(), "the replica removes its own pidfile on SIGTERM"
 
-    result = _ledger.undo(ledger_dir, HOST, run_id="run1")
+    result = _ledger_undo.undo(ledger_dir, HOST, run_id="run1")
     assert result["undone"] == [entry_id] and not result["failed"], result
     pid = int(pidfile.read_text())
     assert pid != proc.pid
     assert result["details"][0]["message"] == f"started service original-a again: pid {pid}, output to {log}"
-    assert _ledger.read_proc_cmdline(pid) == argv
+    assert _ledger_proc.read_proc_cmdline(pid) == argv
     environ = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
     assert dict(item.split("=", 1) for item in environ if item) == env
     assert os.readlink(f"/proc/{pid}/cwd") == str(replicas.workdir)
@@ -234,8 +234,8 @@ def test_pause_then_undo_starts_the_same_process_again(replicas, ledger_dir):
                                             f"replica up mode=prod cwd={replicas.workdir}"]
     assert [x["state"] for x in lines_of(ledger_dir)] == ["pending", "applied", "undone"]
 
-    again = _ledger.undo(ledger_dir, HOST)
-    assert again["changed"] is False and _ledger.pid_alive(pid)
+    again = _ledger_undo.undo(ledger_dir, HOST)
+    assert again["changed"] is False and _ledger_proc.pid_alive(pid)
 
 
 def test_undo_through_the_script_outlives_it(replicas, ledger_dir):
@@ -246,40 +246,39 @@ def test_undo_through_the_script_outlives_it(replicas, ledger_dir):
     assert json.loads(out)["undone"] == [entry_id]
     pid = int(pidfile.read_text())
     time.sleep(0.2)
-    assert _ledger.pid_alive(pid) and _ledger.read_proc_cmdline(pid) == argv, "the service died with the script"
+    assert _ledger_proc.pid_alive(pid), "the service died with the script"
+    assert _ledger_proc.read_proc_cmdline(pid) == argv, "the service died with the script"
 
 
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_the_script_alone_on_old_python_starts_the_service_again(replicas, tmp_path, ledger_dir, version):
     python = require_python(version)
-    alone = tmp_path / "bin" / "inferlab_ledger.py"
-    alone.parent.mkdir()
-    shutil.copy(SCRIPT, alone)
+    alone = install_ledger(tmp_path / "bin")
     proc, argv, _env, pidfile, _log = replicas.start()
     entry_id = pause(ledger_dir, proc, pidfile)
     rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json", python=python,
                               script=alone)
     assert rc == 0, out + err
     assert json.loads(out)["undone"] == [entry_id]
-    assert _ledger.read_proc_cmdline(int(pidfile.read_text())) == argv
+    assert _ledger_proc.read_proc_cmdline(int(pidfile.read_text())) == argv
 
 
 def test_pending_entry_whose_stop_never_happened_is_already_running(replicas, ledger_dir):
     proc, _argv, _env, pidfile, _log = replicas.start()
-    line = _ledger.record(ledger_dir, HOST, "service_pause", read_service(proc.pid, pidfile), run_id="dead-run")
-    result = _ledger.undo(ledger_dir, HOST)
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", read_service(proc.pid, pidfile), run_id="dead-run")
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [line["id"]]
     assert result["details"][0]["message"] == (
         f"service original-a is already running (pid {proc.pid}): nothing to start")
     assert proc.poll() is None and int(pidfile.read_text()) == proc.pid
-    assert set(_ledger.SPAWNED) == replicas.known, "a second copy was started"
+    assert set(_ledger_proc.SPAWNED) == replicas.known, "a second copy was started"
 
 
 def test_the_recorded_process_still_running_without_its_pidfile_is_already_running(replicas, ledger_dir):
     proc, _argv, _env, pidfile, _log = replicas.start()
-    _ledger.record(ledger_dir, HOST, "service_pause", read_service(proc.pid, pidfile))
+    _ledger_core.record(ledger_dir, HOST, "service_pause", read_service(proc.pid, pidfile))
     pidfile.unlink()
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert f"is already running (pid {proc.pid})" in result["details"][0]["message"]
     assert not pidfile.exists()
 
@@ -288,27 +287,27 @@ def test_a_stale_pidfile_naming_another_program_does_not_count_as_running(replic
     proc, argv, _env, pidfile, _log = replicas.start()
     pause(ledger_dir, proc, pidfile)
     pidfile.write_text(f"{os.getpid()}\n")  # alive, but this test, not the service
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert not result["failed"] and result["details"][0]["message"].startswith("started service original-a again")
-    assert _ledger.read_proc_cmdline(int(pidfile.read_text())) == argv
+    assert _ledger_proc.read_proc_cmdline(int(pidfile.read_text())) == argv
 
 
 def test_a_garbage_pidfile_is_written_anew(replicas, ledger_dir):
     proc, argv, _env, pidfile, _log = replicas.start()
     pause(ledger_dir, proc, pidfile)
     pidfile.write_text("not a pid\n")
-    assert not _ledger.undo(ledger_dir, HOST)["failed"]
-    assert _ledger.read_proc_cmdline(int(pidfile.read_text())) == argv
+    assert not _ledger_undo.undo(ledger_dir, HOST)["failed"]
+    assert _ledger_proc.read_proc_cmdline(int(pidfile.read_text())) == argv
 
 
 def test_a_service_that_dies_at_once_fails_quoting_its_log(replicas, ledger_dir):
     proc, _argv, env, pidfile, log = replicas.start()
-    line = _ledger.record(ledger_dir, HOST, "service_pause",
-                          dict(read_service(proc.pid, pidfile), environment=dict(env, REPLICA_FAIL="no GPU left")))
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause",
+                               dict(read_service(proc.pid, pidfile), environment=dict(env, REPLICA_FAIL="no GPU left")))
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=10)
     started = time.monotonic()
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert time.monotonic() - started < 5, "the undo waited for the whole start timeout"
     error = result["failed"][0]["error"]
     assert re.match(r"^service original-a was started again \(pid \d+\) but exited with status 3 after \d+\.\ds; "
@@ -323,21 +322,21 @@ def test_a_service_that_dies_at_once_fails_quoting_its_log(replicas, ledger_dir)
 def test_a_working_directory_that_is_gone_is_an_undo_failure(replicas, tmp_path, ledger_dir):
     proc, _argv, _env, pidfile, _log = replicas.start()
     params = dict(read_service(proc.pid, pidfile), working_dir=str(tmp_path / "gone"))
-    _ledger.record(ledger_dir, HOST, "service_pause", params)
+    _ledger_core.record(ledger_dir, HOST, "service_pause", params)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=10)
-    error = _ledger.undo(ledger_dir, HOST)["failed"][0]["error"]
+    error = _ledger_undo.undo(ledger_dir, HOST)["failed"][0]["error"]
     assert error.startswith(f"cannot start service original-a again ({sys.executable} in {tmp_path / 'gone'}): ")
     assert "No such file or directory" in error and error.endswith("; start it by hand")
 
 
 def test_output_to_dev_null(replicas, ledger_dir):
     proc, _argv, _env, pidfile, _log = replicas.start()
-    line = _ledger.record(ledger_dir, HOST, "service_pause", dict(read_service(proc.pid, pidfile),
-                                                                  log_path=os.devnull))
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", dict(read_service(proc.pid, pidfile),
+                                                                       log_path=os.devnull))
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=10)
-    result = _ledger.undo(ledger_dir, HOST)
+    result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [line["id"]]
     pid = int(pidfile.read_text())
     assert os.readlink(f"/proc/{pid}/fd/1") == os.devnull
@@ -345,12 +344,12 @@ def test_output_to_dev_null(replicas, ledger_dir):
 
 
 def test_log_tail_of_dev_null_and_of_a_truncated_log(tmp_path):
-    assert _ledger._log_tail(os.devnull, 0) == "(none: its output went to /dev/null)"
+    assert _ledger_undo._log_tail(os.devnull, 0) == "(none: its output went to /dev/null)"
     log = tmp_path / "x.log"
     log.write_text("".join(f"l{i}\n" for i in range(30)))
-    assert _ledger._log_tail(str(log), 10_000) == "\n".join(f"l{i}" for i in range(10, 30))
-    assert _ledger._log_tail(str(log), log.stat().st_size) == "(nothing)"
-    assert _ledger._log_tail(str(tmp_path / "absent"), 0).startswith("(cannot read it: ")
+    assert _ledger_undo._log_tail(str(log), 10_000) == "\n".join(f"l{i}" for i in range(10, 30))
+    assert _ledger_undo._log_tail(str(log), log.stat().st_size) == "(nothing)"
+    assert _ledger_undo._log_tail(str(tmp_path / "absent"), 0).startswith("(cannot read it: ")
 
 
 # --- systemd and containers: the commands, through the context's command runner ----------------------------------
@@ -370,11 +369,12 @@ class FakeCommands:
 
 
 def undo_with(ledger_dir, params, calls):
-    line = _ledger.record(ledger_dir, HOST, "service_pause", params)
+    line = _ledger_core.record(ledger_dir, HOST, "service_pause", params)
     commands = FakeCommands(calls)
-    ctx = _ledger.UndoContext(systemctl_command=["systemctl"], poll_interval=0.01,
-                              container_commands={"docker": ["docker"], "podman": ["podman"]}, run_command=commands)
-    result = _ledger.undo(ledger_dir, HOST, ctx=ctx)
+    ctx = _ledger_undo.UndoContext(systemctl_command=["systemctl"], poll_interval=0.01,
+                                   container_commands={"docker": ["docker"], "podman": ["podman"]},
+                                   run_command=commands)
+    result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert not commands.calls, f"calls expected but not made: {commands.calls}"
     detail = result["details"][0]
     assert detail["id"] == line["id"]
@@ -460,10 +460,10 @@ def test_container_undo_failures(ledger_dir, engine, calls, message):
 
 
 def test_a_missing_systemctl_is_an_undo_failure(ledger_dir, monkeypatch):
-    monkeypatch.setattr(_ledger, "COMMAND_DIRS", ())
+    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", ())
     monkeypatch.setenv("PATH", "/nonexistent")
-    _ledger.record(ledger_dir, HOST, "service_pause", UNIT)
-    assert _ledger.undo(ledger_dir, HOST)["failed"][0]["error"] == (
+    _ledger_core.record(ledger_dir, HOST, "service_pause", UNIT)
+    assert _ledger_undo.undo(ledger_dir, HOST)["failed"][0]["error"] == (
         "systemctl is not installed on this host (package systemd), so unit sglang-small.service cannot be started "
         "again; install it or start the service by hand, then run the undo again")
 
@@ -504,7 +504,7 @@ def test_unit_and_container_undo_through_the_script(tmp_path, ledger_dir):
     systemctl, systemctl_calls = fake_manager(tmp_path, "systemctl", "stopped")
     docker, docker_calls = fake_manager(tmp_path, "docker", "stopped")
     podman, podman_calls = fake_manager(tmp_path, "podman", "running")  # its stop never happened
-    ids = [_ledger.record(ledger_dir, HOST, "service_pause", params)["id"] for params in (
+    ids = [_ledger_core.record(ledger_dir, HOST, "service_pause", params)["id"] for params in (
         UNIT, {"manager": "docker", "name": "big", "container": "sglang-big"},
         {"manager": "podman", "name": "tiny", "container": "sglang-tiny"})]
     rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--systemctl", systemctl,
@@ -524,5 +524,6 @@ def test_unit_and_container_undo_through_the_script(tmp_path, ledger_dir):
 
 
 def test_registry_has_the_kind():
-    assert _ledger.KINDS["service_pause"] == _ledger.Kind(_ledger._check_service_pause, _ledger._undo_service_pause)
-    assert "service_pause" in _ledger.__doc__
+    assert _ledger_core.KINDS["service_pause"] is _ledger_core._check_service_pause
+    assert _ledger_undo.UNDO["service_pause"] is _ledger_undo._undo_service_pause
+    assert "service_pause" in _ledger_core.__doc__

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -33,7 +33,7 @@ def spawned():
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc = pm._SPAWNED.pop(pid, None)
+        proc = _ledger_proc.SPAWNED.pop(pid, None)
         if proc is not None:
             proc.wait(timeout=10)
 
@@ -314,7 +314,7 @@ def test_ledger_params_pass_the_kind_checks(tmp_path):
             ("systemd", dict(unit="inferlab-r0", command=["systemd-run", "--", "x"])),
             ("podman", dict(name="r0", command=["podman", "run", "img"], stop_timeout=2.5))):
         params = pm.ledger_params(manager, **kwargs)
-        line = _ledger.record(ledger_dir, HOST, pm.LEDGER_KINDS[manager], params)
+        line = _ledger_core.record(ledger_dir, HOST, pm.LEDGER_KINDS[manager], params)
         assert line["params"] == params, manager
     assert pm.ledger_params("process", pidfile="/run/r0.pid", argv=SGLANG) == {
         "pidfile": "/run/r0.pid", "cmdline": SGLANG, "stop_timeout": 30.0, "process_group": True}
@@ -324,14 +324,14 @@ def test_ledger_params_pass_the_kind_checks(tmp_path):
 
 def test_open_entries_picks_this_name_s_open_entries_only(tmp_path):
     ledger_dir = str(tmp_path / "ledger")
-    mine = _ledger.record(ledger_dir, HOST, "process", {"pidfile": "/run/r0.pid", "cmdline": ["a"]})
-    other = _ledger.record(ledger_dir, HOST, "process", {"pidfile": "/run/r1.pid", "cmdline": ["a"]})
-    closed = _ledger.record(ledger_dir, HOST, "process", {"pidfile": "/run//r0.pid", "cmdline": ["b"]})
-    _ledger.mark(ledger_dir, HOST, closed["id"], "undone")
-    unit = _ledger.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0"})
-    docker = _ledger.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "r0"})
-    _ledger.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "r0"})
-    again = _ledger.record(ledger_dir, HOST, "process", {"pidfile": "/run/./r0.pid", "cmdline": ["c"]})
+    mine = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": "/run/r0.pid", "cmdline": ["a"]})
+    other = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": "/run/r1.pid", "cmdline": ["a"]})
+    closed = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": "/run//r0.pid", "cmdline": ["b"]})
+    _ledger_core.mark(ledger_dir, HOST, closed["id"], "undone")
+    unit = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-r0"})
+    docker = _ledger_core.record(ledger_dir, HOST, "container", {"engine": "docker", "name": "r0"})
+    _ledger_core.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "r0"})
+    again = _ledger_core.record(ledger_dir, HOST, "process", {"pidfile": "/run/./r0.pid", "cmdline": ["c"]})
 
     def ids(manager, **identity):
         return [e["id"] for e in pm.open_entries(ledger_dir, HOST, manager, pm.identity_params(manager, **identity))]
@@ -360,7 +360,7 @@ def test_spawn_detached_writes_the_pidfile_and_the_log_and_detaches(spawned, tmp
         assert time.monotonic() < deadline, "the process wrote nothing to its log"
         time.sleep(0.02)
     assert (tmp_path / "logs" / "p.log").read_text() == "up /\nerr\n"
-    assert _ledger.read_proc_cmdline(pid) == argv
+    assert _ledger_proc.read_proc_cmdline(pid) == argv
     assert os.getsid(pid) == pid and os.getpgid(pid) == pid, "not the leader of a session of its own"
     assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
     assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2") == str(tmp_path / "logs" / "p.log")
@@ -395,8 +395,8 @@ def test_a_spawned_process_outlives_its_starter_without_holding_its_pipes(tmp_pa
     pid = int(out.stdout)
     try:
         assert time.monotonic() - started < 10
-        assert _ledger.pid_alive(pid), "the process died with its starter"
-        assert _ledger.read_proc_cmdline(pid) == ["sleep", "30"]
+        assert _ledger_proc.pid_alive(pid), "the process died with its starter"
+        assert _ledger_proc.read_proc_cmdline(pid) == ["sleep", "30"]
         assert pm.process_status(str(tmp_path / "p.pid"), ["sleep", "30"])["running"] is True
     finally:
         os.killpg(pid, signal.SIGKILL)
@@ -416,7 +416,7 @@ def test_process_status(spawned, tmp_path):
         "running": False, "pid": None, "start_time": None, "cmdline": None, "environment_matches": None}
     pid = spawn(spawned, tmp_path, ["sleep", "30"], {"A": "1"})
     status = pm.process_status(pidfile, ["sleep", "30"], {"A": "1"})
-    assert status == {"running": True, "pid": pid, "start_time": _ledger.process_identity(pid)["start_time"],
+    assert status == {"running": True, "pid": pid, "start_time": _ledger_proc.process_identity(pid)["start_time"],
                       "cmdline": ["sleep", "30"], "environment_matches": True}
     assert pm.process_status(pidfile, ["sleep", "30"], {"A": "2"})["environment_matches"] is False
     assert pm.process_status(pidfile, ["sleep", "30"])["environment_matches"] is None
@@ -510,9 +510,9 @@ def test_log_tail(tmp_path):
 
 def test_write_pidfile_replaces_atomically(tmp_path):
     pidfile = tmp_path / "d" / "x.pid"
-    pm.write_pidfile(str(pidfile), 123)
+    _ledger_proc.write_pidfile(str(pidfile), 123)
     inode = pidfile.stat().st_ino
-    pm.write_pidfile(str(pidfile), 456)
+    _ledger_proc.write_pidfile(str(pidfile), 456)
     assert pidfile.read_text() == "456\n"
     assert pidfile.stat().st_ino != inode, "rewritten in place, not replaced"
     assert os.listdir(tmp_path / "d") == ["x.pid"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _tbnet_driver
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tb
 from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_build import BuildError
 from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_source import LAYOUTS
@@ -381,29 +381,25 @@ def test_vermagic_for_another_kernel(vermagic, first):
     assert problem.endswith('not for the target kernel 6.1.0-57-amd64 (uname -r)')
 
 
-# --- refuse_system_path -----------------------------------------------------------------------------------------
+# --- system_module_dir (the build directory's refusal) -------------------------------------------------------------
 
 @pytest.mark.parametrize('path', ['/lib/modules', '/lib/modules/6.1.0-57-amd64/extra/tbnet',
                                   '/usr/lib/modules/6.1.0-57-amd64/updates', '/lib/modules/../modules/x'])
-def test_refuse_system_path(path):
-    with pytest.raises(BuildError, match='the candidate is never installed where the system keeps its modules') as err:
-        tb.refuse_system_path(path)
-    assert err.value.gate == 'precondition' and str(err.value).startswith(f'the build directory {path} is under ')
+def test_a_system_module_dir_is_found(path):
+    assert _tbnet_driver.system_module_dir(path) in ('/lib/modules', '/usr/lib/modules')
 
 
-def test_refuse_a_symlink_into_lib_modules(tmp_path):
+def test_a_symlink_into_lib_modules_is_a_system_module_dir(tmp_path):
     link = tmp_path / 'build'
     link.symlink_to('/lib/modules')
-    with pytest.raises(BuildError, match='is under /(usr/)?lib/modules'):
-        tb.refuse_system_path(str(link))
-    with pytest.raises(BuildError, match='is under'):
-        tb.refuse_system_path(str(link / RELEASE / 'tbnet'))
+    assert _tbnet_driver.system_module_dir(str(link)) in ('/lib/modules', '/usr/lib/modules')
+    assert _tbnet_driver.system_module_dir(str(link / RELEASE / 'tbnet')) in ('/lib/modules', '/usr/lib/modules')
 
 
 @pytest.mark.parametrize('path', ['/var/lib/inferlab/build/tbnet', '/lib/modules-old/x', '/usr/lib/modulesx'])
-def test_accept_other_paths(tmp_path, path):
-    assert tb.refuse_system_path(path) == os.path.realpath(path)
-    assert tb.refuse_system_path(str(tmp_path / 'build')) == os.path.realpath(tmp_path / 'build')
+def test_other_paths_are_not(tmp_path, path):
+    assert _tbnet_driver.system_module_dir(path) is None
+    assert _tbnet_driver.system_module_dir(str(tmp_path / 'build')) is None
 
 
 # --- staging -----------------------------------------------------------------------------------------------------
@@ -484,9 +480,9 @@ def test_stage_directory_without_the_driver(tmp_path):
         tb.stage_directory(str(source), str(tmp_path / 'tree'))
 
 
-def test_sha256_of(tmp_path):
+def test_sha256_file(tmp_path):
     path = write(tmp_path / 'x', 'abc')
-    assert tb.sha256_of(str(path)) == hashlib.sha256(b'abc').hexdigest()
+    assert _ledger_core.sha256_file(str(path)) == hashlib.sha256(b'abc').hexdigest()
 
 
 # --- Build.preconditions -----------------------------------------------------------------------------------------
@@ -725,11 +721,12 @@ def test_run_single_layout_from_a_directory(host):
         'source': {'path': p['source'], 'source_kind': 'directory', 'source_version': '6.1.192',
                    'headers_version': '6.1.192', 'running_version': '6.1.192', 'layout': 'single',
                    'history': 'rx_only', 'driver': LAYOUTS['single'],
-                   'patches': [{'path': p['patches'][0], 'sha256': tb.sha256_of(p['patches'][0])}]},
+                   'patches': [{'path': p['patches'][0], 'sha256': _ledger_core.sha256_file(p['patches'][0])}]},
         'gates': {'git_diff_check': 'passed', 'patches': [
             {'patch': p['patches'][0], 'git_apply_check': 'passed',
              'checkpatch': CHECKPATCH_CLEAN.format(patch=p['patches'][0]).strip().splitlines()[-1]}]},
-        'module': {'module_path': ko, 'sha256': tb.sha256_of(ko), 'vermagic': VERMAGIC, 'srcversion': SRCVERSION,
+        'module': {'module_path': ko, 'sha256': _ledger_core.sha256_file(ko), 'vermagic': VERMAGIC,
+                   'srcversion': SRCVERSION,
                    'parm': PARM.splitlines(), 'signed': False, 'compiler_warnings': 0},
         'target_kernel_release': RELEASE, 'headers_dir': p['headers_dir']}
     out = os.path.join(p['build_dir'], 'module')
@@ -899,7 +896,3 @@ def test_compiler_warnings_are_counted(host):
                '\'hopid\' [-Wunused-variable]\n' % ((os.path.join(p['build_dir'], 'module'),) * 2))
     run = FakeRun(expected_calls(p, p['patches'], make=make_writes(module_path(p), err=warning)))
     assert tb.Build(p, run).run()['module']['compiler_warnings'] == 1
-
-
-def test_build_dir_marker_is_the_ledgers():
-    assert tb.BUILD_DIR_MARKER == _ledger.BUILD_DIR_MARKER

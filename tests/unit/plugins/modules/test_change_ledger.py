@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import change_ledger
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
 
@@ -80,14 +80,14 @@ def test_record_process_by_pid_fills_in_its_start_time(ledger_dir, kind):
     proc = subprocess.Popen(["sleep", "300"])
     try:
         deadline = time.monotonic() + 10
-        while _ledger.read_proc_cmdline(proc.pid) != ["sleep", "300"]:
+        while _ledger_proc.read_proc_cmdline(proc.pid) != ["sleep", "300"]:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         failed, result = run(ledger_dir, action="record", kind=kind, params={"pid": str(proc.pid)})
         assert not failed, result.get("msg", result)
         params = result["entry"]["params"]
         assert params["pid"] == proc.pid
-        assert params["start_time"] == _ledger.read_proc_stat(proc.pid)["start_time"]
+        assert params["start_time"] == _ledger_proc.read_proc_stat(proc.pid)["start_time"]
         assert params["cmdline"] == ["sleep", "300"]
 
         failed, result = run(ledger_dir, action="undo")
@@ -106,7 +106,7 @@ def test_mark_process_with_its_pid_once_started(ledger_dir, tmp_path):
     failed, result = run(ledger_dir, action="mark", id=recorded["id"], state="applied",
                          params={"pid": os.getpid()})
     assert not failed, result.get("msg", result)
-    assert result["entry"]["params"]["start_time"] == _ledger.read_proc_stat(os.getpid())["start_time"]
+    assert result["entry"]["params"]["start_time"] == _ledger_proc.read_proc_stat(os.getpid())["start_time"]
     assert result["entry"]["params"]["cmdline"] == "sleep 300"  # the recorded cmdline is kept
 
 
@@ -217,7 +217,7 @@ def test_undo_status_and_failure(tmp_path, ledger_dir):
 def test_leftovers_lists_an_undone_process_that_still_runs_and_changes_nothing(ledger_dir):
     proc = subprocess.Popen(["sleep", "308"])
     try:
-        while _ledger.read_proc_cmdline(proc.pid) != ["sleep", "308"]:
+        while _ledger_proc.read_proc_cmdline(proc.pid) != ["sleep", "308"]:
             time.sleep(0.01)
         _failed, entry = run(ledger_dir, action="record", kind="process", params={"pid": proc.pid})
         run(ledger_dir, action="mark", id=entry["id"], state="undone")
@@ -257,7 +257,7 @@ def test_docs_match_the_argument_spec_and_the_kinds():
         assert option.get("default") == spec[name].get("default"), name
         assert option.get("choices") == spec[name].get("choices"), name
     kinds_doc = " ".join(docs["options"]["kind"]["description"])
-    for kind in _ledger.KINDS:
+    for kind in _ledger_core.KINDS:
         assert f"V({kind})" in kinds_doc, f"kind {kind} is not documented"
     yaml.safe_load(change_ledger.EXAMPLES)
     returns = yaml.safe_load(change_ledger.RETURN)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import counter_window
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, run_module, sysfs_tree
 
@@ -38,9 +38,9 @@ def state(tmp_path):
     for name in ("windows", "run", "logs"):
         (root / name).mkdir()
     yield root
-    for entry in _ledger.status(str(root / "ledger"), HOST)["entries"]:  # never leave a sampler behind
+    for entry in _ledger_core.status(str(root / "ledger"), HOST)["entries"]:  # never leave a sampler behind
         pid = entry["params"].get("pid")
-        if pid and _ledger.read_proc_stat(int(pid)) is not None:
+        if pid and _ledger_proc.read_proc_stat(int(pid)) is not None:
             os.kill(int(pid), signal.SIGKILL)
 
 
@@ -59,11 +59,11 @@ def args(state, tbnet_root, action, window="w1", **extra):
 
 
 def open_entries(state):
-    return _ledger.status(str(state / "ledger"), HOST)["open"]
+    return _ledger_core.status(str(state / "ledger"), HOST)["open"]
 
 
 def alive(pid):
-    info = _ledger.read_proc_stat(pid)
+    info = _ledger_proc.read_proc_stat(pid)
     return info is not None and info["state"] not in ("Z", "X")
 
 
@@ -105,7 +105,7 @@ def test_an_opening_snapshot_that_fails_stops_the_sampler_it_started(state, tbne
     assert result["msg"].startswith(f"Opening counter window w1 on {HOST} failed at the opening snapshot:")
     assert "thunderbolt9" in result["msg"] and result["msg"].endswith("(its sampler was stopped through the ledger)")
     assert open_entries(state) == []
-    entries = _ledger.status(str(state / "ledger"), HOST)["entries"]
+    entries = _ledger_core.status(str(state / "ledger"), HOST)["entries"]
     assert [e["state"] for e in entries] == ["undone"] and not alive(int(entries[0]["params"]["pid"]))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.modules import gateway_fallback
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _litellm_config
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
@@ -40,7 +40,7 @@ def sha256(data):
 
 
 def ledger_lines(gateway):
-    path = Path(_ledger.ledger_path(str(gateway.ledger_dir), HOST))
+    path = Path(_ledger_core.ledger_path(str(gateway.ledger_dir), HOST))
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -400,7 +400,7 @@ def test_removed_leaves_the_other_config_entries_alone(gateway, tmp_path):
     other = dict(kind="litellm", config_path=str(tmp_path / "other.yaml"), original_sha256="0" * 64,
                  backup_path=str(tmp_path / "backup" / "other.yaml.1"), instances=[gateway.add_instance(
                      "litellm-a", start=False)], front={}, admin_key_file=str(gateway.key_file), public_model="small")
-    _ledger.record(str(gateway.ledger_dir), HOST, "gateway_config", other)
+    _ledger_core.record(str(gateway.ledger_dir), HOST, "gateway_config", other)
     failed, result = run_module(gateway_fallback.main, removed_args(gateway))
     assert failed and result["msg"].endswith(f"has no gateway_config entry for {gateway.config_path}: nothing to "
                                              "remove")
@@ -426,8 +426,8 @@ def test_removed_with_a_config_that_is_gone_fails_cleanly(gateway):
                   original_sha256=hashlib.sha256(gateway.config_path.read_bytes()).hexdigest(),
                   backup_path=str(gateway.dir / "state" / "backup" / "litellm.yaml.1"), instances=[instance], front={},
                   admin_key_file=str(gateway.key_file), public_model="small")
-    entry = _ledger.record(str(gateway.ledger_dir), HOST, "gateway_config", params)
-    _ledger.mark(str(gateway.ledger_dir), HOST, entry["id"], "undone")
+    entry = _ledger_core.record(str(gateway.ledger_dir), HOST, "gateway_config", params)
+    _ledger_core.mark(str(gateway.ledger_dir), HOST, entry["id"], "undone")
     gateway.config_path.unlink()
     failed, result = run_module(gateway_fallback.main, removed_args(gateway))
     assert failed and str(gateway.config_path) in result["msg"] and "No such file" in result["msg"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.modules import gateway_roles
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _litellm_config
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
@@ -39,7 +39,7 @@ def sha256(data):
 
 
 def ledger_lines(gateway):
-    path = Path(_ledger.ledger_path(str(gateway.ledger_dir), HOST))
+    path = Path(_ledger_core.ledger_path(str(gateway.ledger_dir), HOST))
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from ansible.module_utils import basic
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm
 from ansible_collections.inferlab.distributed.plugins.modules import managed_process
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
@@ -87,17 +87,17 @@ def make_procfs(root, start_times):
 def seed(ledger_dir, entries):
     ids = []
     for entry in entries:
-        line = _ledger.record(ledger_dir, HOST, entry["kind"], entry["params"])
+        line = _ledger_core.record(ledger_dir, HOST, entry["kind"], entry["params"])
         if entry["state"] != "pending":
-            _ledger.mark(ledger_dir, HOST, line["id"], "applied")
+            _ledger_core.mark(ledger_dir, HOST, line["id"], "applied")
         if entry["state"] == "undone":
-            _ledger.mark(ledger_dir, HOST, line["id"], "undone")
+            _ledger_core.mark(ledger_dir, HOST, line["id"], "undone")
         ids.append(line["id"])
     return ids
 
 
 def ledger_view(ledger_dir):
-    return _ledger.status(ledger_dir, HOST)["entries"]
+    return _ledger_core.status(ledger_dir, HOST)["entries"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -180,10 +180,10 @@ def test_no_result_shows_an_environment_value_but_nccl_and_gloo_settings(tmp_pat
     assert CANARY not in json.dumps(result)
     assert "--setenv=NCCL_DEBUG=INFO" in result["command"] and "--setenv=HF_TOKEN=<redacted>" in result["command"]
     assert result["invocation"]["module_args"]["environment"] == {"NCCL_DEBUG": "INFO", "OTHER": "<redacted>"}
-    assert CANARY not in json.dumps(_ledger.status(str(ledger_dir), HOST))
+    assert CANARY not in json.dumps(_ledger_core.status(str(ledger_dir), HOST))
     # the ledger itself keeps the command that ran (its file is 0600 in a 0700 directory)
-    assert CANARY in Path(_ledger.ledger_path(str(ledger_dir), HOST)).read_text()
-    assert os.stat(_ledger.ledger_path(str(ledger_dir), HOST)).st_mode & 0o777 == 0o600
+    assert CANARY in Path(_ledger_core.ledger_path(str(ledger_dir), HOST)).read_text()
+    assert os.stat(_ledger_core.ledger_path(str(ledger_dir), HOST)).st_mode & 0o777 == 0o600
 
 
 def test_a_variable_in_both_environments_is_refused(tmp_path, binaries):
@@ -203,14 +203,14 @@ def proc_args(tmp_path):
     args = dict(name="t1", argv=["sleep", "30"], log_path=str(tmp_path / "logs" / "t1.log"),
                 pidfile=str(tmp_path / "run" / "t1.pid"), ledger_dir=str(tmp_path / "ledger"), ledger_host=HOST,
                 run_id="run1", startup_check_s=0.2, stop_timeout_s=5)
-    known = set(pm._SPAWNED)
+    known = set(_ledger_proc.SPAWNED)
     yield args
-    for pid in set(pm._SPAWNED) - known:
+    for pid in set(_ledger_proc.SPAWNED) - known:
         try:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        pm._SPAWNED.pop(pid).wait(timeout=10)
+        _ledger_proc.SPAWNED.pop(pid).wait(timeout=10)
 
 
 def ledger_lines(args):
@@ -224,9 +224,9 @@ def test_process_start_idempotence_and_stop_through_the_ledger(proc_args):
     pid = started["pid"]
     assert started["changed"] is True and started["state"] == "started"
     assert started["command"] == ["sleep", "30"] and started["log_path"] == proc_args["log_path"]
-    assert started["start_time"] == _ledger.process_identity(pid)["start_time"]
+    assert started["start_time"] == _ledger_proc.process_identity(pid)["start_time"]
     assert Path(proc_args["pidfile"]).read_text() == f"{pid}\n"
-    assert _ledger.read_proc_cmdline(pid) == ["sleep", "30"]
+    assert _ledger_proc.read_proc_cmdline(pid) == ["sleep", "30"]
     assert os.getpgid(pid) == pid
     lines = ledger_lines(proc_args)
     assert [(x["id"], x["state"]) for x in lines] == [(started["entry_id"], "pending"),
@@ -245,7 +245,7 @@ def test_process_start_idempotence_and_stop_through_the_ledger(proc_args):
     failed, stopped = run_module(managed_process.main, stop_args)
     assert not failed, stopped
     assert stopped["changed"] is True and stopped["undone"] == [started["entry_id"]]
-    assert pm._SPAWNED[pid].wait(timeout=10) == -signal.SIGTERM
+    assert _ledger_proc.SPAWNED[pid].wait(timeout=10) == -signal.SIGTERM
     assert [x["state"] for x in ledger_lines(proc_args)] == ["pending", "applied", "undone"]
     assert not Path(proc_args["pidfile"]).exists()
 
@@ -266,7 +266,7 @@ def test_status_reads_only_and_names_a_dead_process_by_its_recorded_pid(proc_arg
     assert (alive["pid"], alive["entry_id"]) == (started["pid"], started["entry_id"])
 
     os.killpg(started["pid"], signal.SIGKILL)
-    pm._SPAWNED[started["pid"]].wait(timeout=10)
+    _ledger_proc.SPAWNED[started["pid"]].wait(timeout=10)
     failed, dead = run_module(managed_process.main, status_args)
     assert not failed and (dead["changed"], dead["running"], dead["pid"]) == (False, False, started["pid"])
     assert [x["state"] for x in ledger_lines(proc_args)] == ["pending", "applied"], "status must never undo"
@@ -299,7 +299,7 @@ def test_another_argv_or_environment_restarts_the_process(proc_args):
     failed, second = run_module(managed_process.main, dict(proc_args, environment={"MODE": "nextn"}))
     assert not failed and second["changed"] is True
     assert second["undone"] == [first["entry_id"]] and second["pid"] != first["pid"]
-    assert pm._SPAWNED[first["pid"]].wait(timeout=10) == -signal.SIGTERM
+    assert _ledger_proc.SPAWNED[first["pid"]].wait(timeout=10) == -signal.SIGTERM
     assert pm.read_proc_environ(second["pid"])["MODE"] == "nextn"
     failed, third = run_module(managed_process.main, dict(proc_args, argv=["sleep", "31"],
                                                           environment={"MODE": "nextn"}))
@@ -322,7 +322,7 @@ def test_a_process_that_exits_at_once_fails_quoting_its_log(proc_args):
     assert "earlier run" not in result["msg"]
     # the entry stays open for the restore, whose undo finds the process gone and removes the pidfile
     assert [x["state"] for x in ledger_lines(proc_args)] == ["pending", "applied"]
-    undo = _ledger.undo(proc_args["ledger_dir"], HOST)
+    undo = _ledger_undo.undo(proc_args["ledger_dir"], HOST)
     assert undo["undone"] == [result["entry_id"]] and "had already exited" in undo["details"][0]["message"]
 
 
@@ -330,7 +330,7 @@ def test_a_program_that_cannot_start_fails_and_leaves_a_harmless_pending_entry(p
     failed, result = run_module(managed_process.main, dict(proc_args, argv=["/nonexistent/server"]))
     assert failed and "cannot start /nonexistent/server" in result["msg"]
     assert [x["state"] for x in ledger_lines(proc_args)] == ["pending"]
-    undo = _ledger.undo(proc_args["ledger_dir"], HOST)
+    undo = _ledger_undo.undo(proc_args["ledger_dir"], HOST)
     assert "it was never started" in undo["details"][0]["message"]
 
 
@@ -345,7 +345,7 @@ def test_check_mode_changes_nothing(proc_args):
     _failed, started = run_module(managed_process.main, proc_args)
     failed, result = run_module(managed_process.main, dict(proc_args, state="stopped", _ansible_check_mode=True))
     assert not failed and result["changed"] is True and result["undone"] == [started["entry_id"]]
-    assert _ledger.pid_alive(started["pid"]) and len(ledger_lines(proc_args)) == 2
+    assert _ledger_proc.pid_alive(started["pid"]) and len(ledger_lines(proc_args)) == 2
 
 
 def test_a_process_under_the_pidfile_without_a_ledger_entry_is_not_ours(proc_args):
@@ -355,7 +355,7 @@ def test_a_process_under_the_pidfile_without_a_ledger_entry_is_not_ours(proc_arg
         assert failed, state
         assert result["msg"].startswith(f"process t1 (pidfile {proc_args['pidfile']}) runs (pid {pid}) but has no "
                                         "open entry in the ledger of lab-a")
-    assert _ledger.pid_alive(pid)
+    assert _ledger_proc.pid_alive(pid)
     assert ledger_lines(proc_args) == []
 
 
@@ -367,7 +367,7 @@ def test_a_stale_pidfile_naming_another_program_is_replaced(proc_args):
 
 
 def test_the_ledger_lock_of_another_run_refuses_the_start(proc_args):
-    _ledger.acquire_lock(proc_args["ledger_dir"], HOST, "other-run", controller="ctl", pid=1)
+    _ledger_core.acquire_lock(proc_args["ledger_dir"], HOST, "other-run", controller="ctl", pid=1)
     failed, result = run_module(managed_process.main, proc_args)
     assert failed and "ledger for lab-a is locked by run other-run" in result["msg"]
     assert not Path(proc_args["pidfile"]).exists()

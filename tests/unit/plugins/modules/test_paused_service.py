@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import paused_service
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
 
@@ -77,7 +77,7 @@ class Service:
         self.args = dict(name="original-a", pidfile=str(self.pidfile), ledger_dir=self.ledger_dir, ledger_host=HOST,
                          run_id="run1", stop_timeout_s=5, start_timeout_s=10)
         self.started = []
-        self.known = set(_ledger.SPAWNED)
+        self.known = set(_ledger_proc.SPAWNED)
 
     def start(self, **env):
         with open(self.log, "ab") as out:
@@ -96,8 +96,8 @@ class Service:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-        for pid in set(_ledger.SPAWNED) - self.known:
-            proc = _ledger.SPAWNED.pop(pid)
+        for pid in set(_ledger_proc.SPAWNED) - self.known:
+            proc = _ledger_proc.SPAWNED.pop(pid)
             if proc.poll() is None:
                 os.killpg(pid, signal.SIGKILL)
             proc.wait(timeout=10)
@@ -151,7 +151,7 @@ def test_pause_and_resume_restore_the_same_process(service):
     assert (resumed["changed"], resumed["how"], resumed["undone"]) == (True, "started", [paused["entry_id"]])
     assert resumed["diff"] == {"before": {"state": "paused"}, "after": {"state": "running"}}
     assert pid == int(service.pidfile.read_text()) and pid != proc.pid
-    assert _ledger.read_proc_cmdline(pid) == service.argv
+    assert _ledger_proc.read_proc_cmdline(pid) == service.argv
     assert environ_of(pid) == service.env
     assert os.readlink(f"/proc/{pid}/cwd") == str(service.workdir)
     assert os.readlink(f"/proc/{pid}/fd/1") == str(service.log)
@@ -168,9 +168,9 @@ def test_pause_and_resume_restore_the_same_process(service):
     # the resumed service pauses again, and comes back again
     failed, second = run_module(paused_service.main, service.args)
     assert not failed and second["changed"] is True and second["pid"] == pid and second["how"] == "SIGTERM"
-    assert _ledger.SPAWNED[pid].wait(timeout=10) == 0
+    assert _ledger_proc.SPAWNED[pid].wait(timeout=10) == 0
     failed, back = run_module(paused_service.main, dict(service.args, state="resumed"))
-    assert not failed and back["undone"] == [second["entry_id"]] and _ledger.pid_alive(back["pid"])
+    assert not failed and back["undone"] == [second["entry_id"]] and _ledger_proc.pid_alive(back["pid"])
 
 
 def test_resume_needs_no_run_id_and_no_pidfile(service):
@@ -189,7 +189,7 @@ def test_a_service_ignoring_sigterm_is_killed_and_resumed(service):
     assert not service.pidfile.exists(), "the pause removes the pidfile of the process it killed"
     assert service.lines()[-1]["params"]["how"] == "SIGKILL"
     failed, resumed = run_module(paused_service.main, dict(service.args, state="resumed"))
-    assert not failed and _ledger.read_proc_cmdline(resumed["pid"]) == service.argv
+    assert not failed and _ledger_proc.read_proc_cmdline(resumed["pid"]) == service.argv
     assert environ_of(resumed["pid"])["IGNORE_TERM"] == "1"
 
 
@@ -207,23 +207,23 @@ def test_check_mode_changes_nothing(service):
     proc.wait(timeout=10)
     failed, result = run_module(paused_service.main, dict(service.args, state="resumed", _ansible_check_mode=True))
     assert not failed and result["changed"] is True and result["undone"] == [paused["entry_id"]]
-    assert not service.pidfile.exists() and set(_ledger.SPAWNED) == service.known, "check mode started it"
+    assert not service.pidfile.exists() and set(_ledger_proc.SPAWNED) == service.known, "check mode started it"
     assert [x["state"] for x in service.lines()] == ["pending", "applied"]
 
 
 def read_service(pid, pidfile):
     out = os.readlink(f"/proc/{pid}/fd/1")
     return {"manager": "process", "name": "original-a", "pidfile": str(pidfile),
-            "argv": _ledger.read_proc_cmdline(pid), "environment": environ_of(pid),
+            "argv": _ledger_proc.read_proc_cmdline(pid), "environment": environ_of(pid),
             "working_dir": os.readlink(f"/proc/{pid}/cwd"), "log_path": out, "pid": pid,
-            "start_time": _ledger.read_proc_stat(pid)["start_time"]}
+            "start_time": _ledger_proc.read_proc_stat(pid)["start_time"]}
 
 
 def test_resume_of_a_pending_entry_whose_stop_never_happened(service):
     proc = service.start()
     # a run recorded the pause and was killed before the stop
-    line = _ledger.record(service.ledger_dir, HOST, "service_pause", read_service(proc.pid, service.pidfile),
-                          run_id="dead-run")
+    line = _ledger_core.record(service.ledger_dir, HOST, "service_pause", read_service(proc.pid, service.pidfile),
+                               run_id="dead-run")
     failed, again = run_module(paused_service.main, service.args)
     assert not failed and again["changed"] is True and again["how"] == "SIGTERM", "a running service is paused"
     proc.wait(timeout=10)
@@ -233,18 +233,18 @@ def test_resume_of_a_pending_entry_whose_stop_never_happened(service):
     assert resumed["how"] == "started"
     assert resumed["message"].endswith(f"; service original-a is already running (pid {resumed['pid']}): nothing "
                                        "to start")
-    assert len(set(_ledger.SPAWNED) - service.known) == 1, "started twice"
+    assert len(set(_ledger_proc.SPAWNED) - service.known) == 1, "started twice"
 
 
 def test_resume_when_it_already_runs(service):
     proc = service.start()
-    line = _ledger.record(service.ledger_dir, HOST, "service_pause", read_service(proc.pid, service.pidfile),
-                          run_id="dead-run")
+    line = _ledger_core.record(service.ledger_dir, HOST, "service_pause", read_service(proc.pid, service.pidfile),
+                               run_id="dead-run")
     failed, resumed = run_module(paused_service.main, dict(service.args, state="resumed"))
     assert not failed, resumed
     assert (resumed["changed"], resumed["how"], resumed["undone"], resumed["pid"]) == (
         True, "already running", [line["id"]], proc.pid)
-    assert proc.poll() is None and set(_ledger.SPAWNED) == service.known
+    assert proc.poll() is None and set(_ledger_proc.SPAWNED) == service.known
 
 
 def test_a_resume_that_fails_quotes_the_log_and_leaves_the_entry_open(service):
@@ -289,19 +289,19 @@ def test_another_run_holding_the_lock_refuses_pause_and_resume(service):
     proc = service.start()
     _failed, paused = run_module(paused_service.main, service.args)
     proc.wait(timeout=10)
-    _ledger.acquire_lock(service.ledger_dir, HOST, "other-run", controller="ctl", pid=1)
+    _ledger_core.acquire_lock(service.ledger_dir, HOST, "other-run", controller="ctl", pid=1)
     failed, result = run_module(paused_service.main, dict(service.args, state="resumed"))
     assert failed and "ledger for lab-a is locked by run other-run (controller ctl, pid 1" in result["msg"]
-    assert not service.pidfile.exists() and set(_ledger.SPAWNED) == service.known
+    assert not service.pidfile.exists() and set(_ledger_proc.SPAWNED) == service.known
 
-    _ledger.release_lock(service.ledger_dir, HOST, run_id="other-run")
+    _ledger_core.release_lock(service.ledger_dir, HOST, run_id="other-run")
     run_module(paused_service.main, dict(service.args, state="resumed"))
     pid = int(service.pidfile.read_text())
-    _ledger.acquire_lock(service.ledger_dir, HOST, "other-run", controller="ctl", pid=1)
+    _ledger_core.acquire_lock(service.ledger_dir, HOST, "other-run", controller="ctl", pid=1)
     failed, result = run_module(paused_service.main, service.args)
     assert failed and "ledger for lab-a is locked by run other-run" in result["msg"]
     time.sleep(0.1)
-    assert _ledger.pid_alive(pid), "paused although the lock is another run's"
+    assert _ledger_proc.pid_alive(pid), "paused although the lock is another run's"
     assert [x["state"] for x in service.lines()] == ["pending", "applied", "undone"]
     assert paused["entry_id"] == service.lines()[0]["id"]
 
@@ -470,7 +470,7 @@ def test_systemd_pause_and_resume(service, tmp_path):
     assert systemctl.calls() == [show, ["stop", "sglang-small.service"]]
     params = service.lines()[-1]["params"]
     assert params == {"manager": "systemd", "name": "original-a", "unit": "sglang-small.service", "pid": os.getpid(),
-                      "start_time": _ledger.read_proc_stat(os.getpid())["start_time"], "start_timeout": 10.0,
+                      "start_time": _ledger_proc.read_proc_stat(os.getpid())["start_time"], "start_timeout": 10.0,
                       "how": "systemctl stop"}
 
     failed, again = run_module(paused_service.main, args)

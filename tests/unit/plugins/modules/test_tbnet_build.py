@@ -14,8 +14,7 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
-from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tb
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_build
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.test_tbnet_build_logic import (
     RELEASE,
@@ -70,13 +69,13 @@ def build_host(tmp_path, monkeypatch):
 
 
 def ledger_lines(a):
-    lines, problems = _ledger.read_ledger(a['ledger_dir'], HOST)
+    lines, problems = _ledger_core.read_ledger(a['ledger_dir'], HOST)
     assert problems == []
     return lines
 
 
 def ledger_file(a):
-    return _ledger.ledger_path(a['ledger_dir'], HOST)
+    return _ledger_core.ledger_path(a['ledger_dir'], HOST)
 
 
 def test_a_build_is_recorded_then_made(build_host):
@@ -97,7 +96,7 @@ def test_a_build_is_recorded_then_made(build_host):
     assert lines[0]['params'] == {'path': path, 'purpose': 'tbnet candidate'} and lines[0]['run_id'] == 'run-1'
 
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
-    with open(os.path.join(path, tb.BUILD_DIR_MARKER)) as handle:
+    with open(os.path.join(path, _ledger_core.BUILD_DIR_MARKER)) as handle:
         assert result['entry_id'] in handle.read()
     record_path = os.path.join(path, tbnet_build.RECORD_FILE)
     assert stat.S_IMODE(os.stat(record_path).st_mode) == 0o600
@@ -105,13 +104,14 @@ def test_a_build_is_recorded_then_made(build_host):
         record = json.load(handle)
     assert record['build'] == result['build']
     makefile = os.path.join(a['source'], 'Makefile')
-    assert record['inputs'] == {'source': a['source'], 'patches': {a['patches'][0]: tb.sha256_of(a['patches'][0])},
+    assert record['inputs'] == {'source': a['source'],
+                                'patches': {a['patches'][0]: _ledger_core.sha256_file(a['patches'][0])},
                                 'source_fingerprint': tbnet_build.source_fingerprint(a['source']),
                                 'headers_dir': a['headers_dir'], 'headers_version': '6.1.192',
                                 'target_kernel_release': RELEASE, 'signing_key': None}
     assert record['inputs']['source_fingerprint'][makefile] == [os.stat(makefile).st_size,
                                                                 int(os.stat(makefile).st_mtime)]
-    assert sorted(os.listdir(path)) == [tb.BUILD_DIR_MARKER, tbnet_build.RECORD_FILE, 'module', 'tree']
+    assert sorted(os.listdir(path)) == [_ledger_core.BUILD_DIR_MARKER, tbnet_build.RECORD_FILE, 'module', 'tree']
 
 
 def test_the_same_inputs_change_nothing(build_host):
@@ -142,7 +142,7 @@ def test_new_inputs_rebuild_in_the_recorded_directory(build_host):
     assert not failed and second['changed'] is True and run.table == []
     assert second['entry_id'] == first['entry_id'] and len(ledger_lines(a)) == 2  # the same entry, reused
     assert not os.path.exists(os.path.join(a['build_dir'], 'stale-file'))
-    assert os.path.isfile(os.path.join(a['build_dir'], tb.BUILD_DIR_MARKER))
+    assert os.path.isfile(os.path.join(a['build_dir'], _ledger_core.BUILD_DIR_MARKER))
 
 
 def test_a_changed_module_is_rebuilt(build_host):
@@ -163,7 +163,7 @@ def test_patch_dir_gives_the_patch_of_the_layout_and_history(build_host):
     failed, result = run_module(tbnet_build.main, a)
     assert not failed and result['changed'] is True and run.table == []
     assert result['build']['source']['patches'] == [{'path': str(build_host.patch),
-                                                     'sha256': tb.sha256_of(str(build_host.patch))}]
+                                                     'sha256': _ledger_core.sha256_file(str(build_host.patch))}]
 
 
 def test_check_mode_makes_nothing(build_host):
@@ -272,7 +272,7 @@ def test_a_foreign_directory_is_left_alone(build_host, content):
         os.symlink(build_host.root / 'elsewhere', path)
     else:
         os.makedirs(path)
-        name = tb.BUILD_DIR_MARKER if content == 'marker' else 'notes.txt'  # a marker, but no ledger entry
+        name = _ledger_core.BUILD_DIR_MARKER if content == 'marker' else 'notes.txt'  # a marker, but no ledger entry
         with open(os.path.join(path, name), 'w') as handle:
             handle.write('not yours\n')
     before = sorted(os.listdir(path))

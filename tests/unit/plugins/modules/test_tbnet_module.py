@@ -11,12 +11,12 @@ import os
 import shutil
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 import yaml
+from ledger_host import install_ledger
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_module
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
     FIXTURES,
@@ -47,8 +47,8 @@ def args(root, ledger, **extra):
 
 
 def entries(ledger):
-    lines, _problems = _ledger.read_ledger(str(ledger), HOST)
-    return list(_ledger.current_entries(lines).values())
+    lines, _problems = _ledger_core.read_ledger(str(ledger), HOST)
+    return list(_ledger_core.current_entries(lines).values())
 
 
 def test_candidate_then_stock_on_the_fixture_root(lab_host):
@@ -132,12 +132,8 @@ def test_argument_spec_matches_documentation():
 
 @pytest.fixture
 def installed_ledger(tmp_path):
-    """The ledger script and its driver companion as the ledger role installs them, <state>/bin beside the ledger."""
-    utils = Path(tbnet_module.__file__).resolve().parents[1] / 'module_utils'
-    bin_dir = tmp_path / 'state' / 'bin'
-    bin_dir.mkdir(parents=True)
-    shutil.copy(utils / '_ledger.py', bin_dir / 'inferlab_ledger.py')
-    shutil.copy(utils / '_tbnet_driver.py', bin_dir / 'inferlab_tbnet_driver.py')
+    """The ledger's files as the ledger role installs them (the driver companion among them), in <state>/bin."""
+    install_ledger(tmp_path / 'state' / 'bin')
     return tmp_path / 'state' / 'ledger'
 
 
@@ -220,7 +216,7 @@ def test_the_load_is_done_once_the_reloaded_link_is_back(lab_host, installed_led
     assert result['link']['interface_s'] > 0 and result['link']['addressing'] == 'static'
     assert any(a.startswith('re-added 169.254.252.1/30') for a in result['link']['actions']), result['link']
     assert 'deleted with its addresses' in result['message']
-    _ledger.SPAWNED.pop(result['watchdog']['pid']).wait(timeout=5)
+    _ledger_proc.SPAWNED.pop(result['watchdog']['pid']).wait(timeout=5)
     timer = threading.Timer(0.5, recreate)
     timer.start()
     failed, stock = run_module(tbnet_module.main, args(root, installed_ledger, state='stock', **link_args))
