@@ -1,5 +1,5 @@
 # Copyright (c) 2026, inferlab developers
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The command line of the change ledger, installed on each host as ``<inferlab_state_dir>/bin/inferlab_ledger.py``
 beside the rest of the ledger's modules (see ``_ledger_core``)::
@@ -13,6 +13,9 @@ beside the rest of the ledger's modules (see ``_ledger_core``)::
                                       [--deadline SECONDS] [--ping PING] [--json]
     python3 inferlab_ledger.py deadman --ledger-dir DIR --host NAME --renew-file PATH --deadline SECONDS
                                       [--poll SECONDS] [--run-id RUN] [--self-id ID] [--json]
+    python3 inferlab_ledger.py renew --renew-file PATH [--json]
+    python3 inferlab_ledger.py heartbeat --watch-pid PID --watch-start-time TICKS --interval SECONDS
+                                      --child JSON [--child JSON ...] [--procfs-root DIR] [--json]
 
 ``undo`` is the host's part of the restore; ``status`` and ``unlock`` serve the restore playbook. ``watch-link`` and
 ``deadman`` are the watchdogs of ``_ledger_watch``. ``watch-link`` puts the stock driver back when the direct link
@@ -20,7 +23,10 @@ carries nothing after a candidate load. ``deadman`` is the dead man's switch of 
 controller renews it by touching PATH and disarms it by creating ``PATH.disarm`` (SIGTERM, the undo of its process
 entry, disarms it too); when PATH goes unrenewed past the deadline it undoes every open entry but its own
 (``--self-id``, then marked undone), newest first, as ``--run-id``: the lock of that run does not stop it, the lock of
-another run does.
+another run does. ``renew`` and ``heartbeat`` keep the switches renewed while the controller's playbook lives
+(``_ledger_heartbeat``): ``renew`` touches PATH for each line on its input; ``heartbeat``, on the controller, writes
+those lines to one ``renew`` per host (each ``--child`` is ``{"name": HOST, "argv": [...]}``) while the watched process
+runs.
 
 Exit codes: 0 success (for ``deadman``: disarmed, or fired and every undo succeeded); 1 at least one undo failed; 2
 usage error; 3 the ledger or its lock refused the request (locked by another run, unknown id, unreadable file); 4 an
@@ -38,11 +44,13 @@ import traceback
 
 try:
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core as core
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_heartbeat as heartbeat
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_undo as undo
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_watch as watch
 except ImportError:  # on a host: `python3 -I` leaves this script's directory, where the others are, off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import inferlab_ledger_core as core
+    import inferlab_ledger_heartbeat as heartbeat
     import inferlab_ledger_undo as undo
     import inferlab_ledger_watch as watch
 
@@ -101,6 +109,20 @@ def _parser():
     p_deadman.add_argument('--run-id', help='the run that armed it: its lock does not stop the undo, the lock of '
                            'another run does (without it, any lock does)')
     p_deadman.add_argument('--self-id', help='its own process entry: not undone, marked undone once it fires')
+    p_renew = sub.add_parser('renew', help="touch the dead man's switch's renew file for each line read on stdin, "
+                             'until end of input (the far end of the controller\'s heartbeat)')
+    p_renew.add_argument('--renew-file', required=True, help='the renew file of this host\'s switch')
+    p_renew.add_argument('--json', action='store_true', help='print one JSON object instead of text')
+    p_beat = sub.add_parser('heartbeat', help='on the controller: while the watched process lives, write a line '
+                            'every interval to a renew process per host')
+    p_beat.add_argument('--watch-pid', required=True, type=int, help='the ansible-playbook process of the run')
+    p_beat.add_argument('--watch-start-time', required=True, type=int,
+                        help='its start time (field 22 of /proc/PID/stat)')
+    p_beat.add_argument('--interval', required=True, type=_seconds, help='seconds between two lines')
+    p_beat.add_argument('--child', action='append', required=True, type=_child, dest='children', metavar='JSON',
+                        help='a renew process: {"name": HOST, "argv": [...]} (repeatable)')
+    p_beat.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
+    p_beat.add_argument('--json', action='store_true', help='print one JSON object instead of text')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')
@@ -120,6 +142,18 @@ def _seconds(text):
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f'must be a positive number of seconds, got {text!r}')
     return value
+
+
+def _child(text):
+    """argparse type: ``{"name": HOST, "argv": [program, ...]}``."""
+    try:
+        child = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not JSON: {text!r}') from None
+    if not (isinstance(child, dict) and isinstance(child.get('name'), str) and isinstance(child.get('argv'), list)
+            and child['argv'] and all(isinstance(a, str) for a in child['argv'])):
+        raise argparse.ArgumentTypeError(f'expected {{"name": HOST, "argv": [program, ...]}}, got {text!r}')
+    return child
 
 
 def _status_text(result):
@@ -162,6 +196,13 @@ def main(argv=None):
             text = [result['message']]
             if result.get('undo'):
                 text += [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['undo']['details']]
+        elif args.command == 'renew':
+            result = heartbeat.renew_on_input(args.renew_file, sys.stdin)
+            rc, text = EXIT_OK, [result['message']]
+        elif args.command == 'heartbeat':
+            result = heartbeat.heartbeat(args.watch_pid, args.watch_start_time, args.children, args.interval,
+                                         procfs_root=args.procfs_root)
+            rc, text = EXIT_OK, [result['message']]
         elif args.command == 'status':
             result = core.status(args.ledger_dir, args.host)
             text = _status_text(result)

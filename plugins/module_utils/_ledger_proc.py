@@ -1,5 +1,5 @@
 # Copyright (c) 2026, inferlab developers
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Processes on this host for the change ledger: /proc, pids and pidfiles, and starting a detached process.
 
