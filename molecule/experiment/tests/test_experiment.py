@@ -110,6 +110,21 @@ def test_the_controller_and_gateway_ledgers_are_closed(ledger):
         assert last and {e["state"] for e in last.values()} == {"undone"}, path
 
 
+def test_the_heartbeat_renewed_the_switches_and_was_stopped_before_the_disarm(host):
+    """The controller's heartbeat (recorded in its ledger, undone) renewed every armed switch while the playbook
+    lived: the switch on this host renewed through SSH, and no renew process is left here."""
+    state = LAB_DIR / "controller" / "state"
+    entries = [json.loads(line) for path in (state / "ledger").glob("*.jsonl")
+               for line in path.read_text().splitlines()]
+    heartbeat = [e for e in entries
+                 if e["kind"] == "process" and " heartbeat " in " ".join(e["params"].get("cmdline") or [])]
+    assert heartbeat and heartbeat[-1]["state"] == "undone"
+    log = (state / "logs" / "heartbeat.log").read_text()
+    assert "stopped by SIGTERM (the undo of its process entry)" in log and " 0 beats" not in log
+    assert "its renew process exited" not in log  # every host's renew connection held for the whole run
+    assert host.run("pgrep -af '[i]nferlab_ledger.py renew'").stdout.strip() == ""
+
+
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0
 
