@@ -879,8 +879,11 @@ def _check_kernel_module(params):
 
 # a private build directory (the candidate driver's): its undo removes it only when it carries this marker file
 BUILD_DIR_MARKER = '.inferlab-build-dir'
-SYSTEM_DIRS = ('/lib/modules', '/usr/lib/modules', '/boot', '/etc', '/usr', '/bin', '/sbin', '/lib', '/proc', '/sys',
-               '/dev')
+# Where a build directory may never be: the system's own files, users' homes, and the parts of /var the system keeps
+# (a state directory under /var/lib, the default, stays allowed).
+SYSTEM_DIRS = ('/lib/modules', '/usr/lib/modules', '/boot', '/etc', '/usr', '/bin', '/sbin', '/lib', '/lib64', '/proc',
+               '/sys', '/dev', '/run', '/root', '/home', '/var/log', '/var/spool', '/var/mail', '/var/cache',
+               '/var/lib/dpkg', '/var/lib/apt', '/var/lib/systemd')
 
 
 def _check_build_dir(params):

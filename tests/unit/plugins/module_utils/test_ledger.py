@@ -1083,6 +1083,10 @@ def test_build_dir_undo_leaves_an_unmarked_directory_alone(tmp_path, ledger_dir)
     ("/usr/lib/modules/6.1.0-57-amd64/updates", "may not be under /usr/lib/modules"),
     ("/boot/tbnet", "may not be under /boot"),
     ("/etc/modprobe.d/x", "may not be under /etc"),
+    ("/var/log/inferlab-build", "may not be under /var/log"),
+    ("/root/.ssh/build", "may not be under /root"),
+    ("/home/ops/build", "may not be under /home"),
+    ("/var/lib/dpkg/build", "may not be under /var/lib/dpkg"),
 ])
 def test_build_dir_refuses_system_trees(ledger_dir, path, message):
     with pytest.raises(_ledger_core.LedgerError, match=message):
