@@ -126,8 +126,7 @@ def parse_coll_line(line, utc_offset_s=None):
         return None, None
     coll = COLL_MESSAGE.match(message)
     if not coll:
-        return None, 'a COLL line not in the format "<Op>: opCount <hex> sendbuff <ptr> recvbuff <ptr> count <n> ' \
-                     'datatype <n> op <n> root <n> comm <ptr> [nranks=<n>] stream <ptr>" (truncated?)'
+        return None, 'not a complete COLL line ("<Op>: opCount <hex> ... [nranks=<n>] stream <ptr>"; truncated?)'
     datatype = int(coll.group('datatype'))
     if datatype not in DATATYPES:
         return None, 'datatype %d is not one of ncclDataType_t 0-%d' % (datatype, max(DATATYPES))
