@@ -87,6 +87,20 @@ def _problem(number, text, line):
     return 'line %d: %s: %r' % (number, text, line[:160])
 
 
+def _parse_lines(text, parse_line):
+    """``{records, lines, problems}``: ``parse_line`` on each line, records numbered from 1, problems by line."""
+    records, problems = [], []
+    lines = (text or '').splitlines()
+    for number, line in enumerate(lines, 1):
+        record, problem = parse_line(line)
+        if record is not None:
+            record['line'] = number
+            records.append(record)
+        if problem is not None:
+            problems.append(_problem(number, problem, line))
+    return {'records': records, 'lines': len(lines), 'problems': problems}
+
+
 def parse_timestamp(text, utc_offset_s=None):
     """Epoch seconds of a ``[%F %T] `` timestamp (``%F %T.%Nf`` too); None when it is not in that format.
 
@@ -155,16 +169,7 @@ def parse_coll_log(text, utc_offset_s=None):
     Lines that are not COLL lines (other INFO lines, WARN lines, anything else) are skipped. A COLL line that cannot
     be read is a problem with its line number and is not a record.
     """
-    records, problems = [], []
-    lines = (text or '').splitlines()
-    for number, line in enumerate(lines, 1):
-        record, problem = parse_coll_line(line.rstrip('\r'), utc_offset_s)
-        if record is not None:
-            record['line'] = number
-            records.append(record)
-        if problem is not None:
-            problems.append(_problem(number, problem, line))
-    return {'records': records, 'lines': len(lines), 'problems': problems}
+    return _parse_lines(text, lambda line: parse_coll_line(line.rstrip('\r'), utc_offset_s))
 
 
 def _field(obj, section, key, kind):
@@ -218,16 +223,7 @@ def parse_inspector_line(line):
 
 def parse_inspector_log(text):
     """``{records, lines, problems}`` of an Inspector output file (``<host>-pid<pid>.log``), one record per line."""
-    records, problems = [], []
-    lines = (text or '').splitlines()
-    for number, line in enumerate(lines, 1):
-        record, problem = parse_inspector_line(line)
-        if record is not None:
-            record['line'] = number
-            records.append(record)
-        if problem is not None:
-            problems.append(_problem(number, problem, line))
-    return {'records': records, 'lines': len(lines), 'problems': problems}
+    return _parse_lines(text, parse_inspector_line)
 
 
 def _timing(records):
