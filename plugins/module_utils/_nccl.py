@@ -205,8 +205,8 @@ def parse_inspector_line(line):
             return None, '%s.%s is missing or not %s' % (section, key, 'a number' if kind is float else kind.__name__)
     perf = obj['coll_perf']
     timing_source = perf.get('coll_timing_source')
-    start_us = perf.get('event_trace_ts', {}).get('coll_start_ts') if isinstance(perf.get('event_trace_ts'),
-                                                                                   dict) else None
+    trace = perf.get('event_trace_ts')
+    start_us = trace.get('coll_start_ts') if isinstance(trace, dict) else None
     verbose = isinstance(start_us, int) and not isinstance(start_us, bool) and start_us > 0
     record = {
         'op': values['coll'], 'sn': values['coll_sn'], 'bytes': values['coll_msg_size_bytes'],

@@ -35,7 +35,7 @@ def exchange_steps(env, payloads):
     (rank0, rank1), logs = linked_pair(env)
     stop = threading.Event()
     answered = []
-    follower = threading.Thread(target=lambda: [answered.append(rank1.serve_step(stop)) for _ in payloads])
+    follower = threading.Thread(target=lambda: [answered.append(rank1.serve_step(stop)) for _step in payloads])
     follower.start()
     try:
         for number, payload in enumerate(payloads):

@@ -27,8 +27,9 @@ def tp_flags(dist_port, rank, *extra):
             f"127.0.0.1:{dist_port}", "--lab-allreduce-bytes", "65536", "--lab-rank-timeout", "10", *extra)
 
 
-def start_pair(start_server, env=NCCL_LO):
-    """Rank 0 (HTTP) and rank 1, both joined and ready."""
+def start_pair(start_server, env=None):
+    """Rank 0 (HTTP) and rank 1, both joined and ready (NCCL_LO unless ``env`` says otherwise)."""
+    env = env or NCCL_LO
     dist = free_port()
     rank0 = start_server(*tp_flags(dist, 0), env=env, wait=False, name="rank0")
     rank1 = start_server(*tp_flags(dist, 1), env=env, wait=False, name="rank1")
