@@ -15,9 +15,10 @@ Modes:
 - replica: ``--tp-size 1 --nnodes 1`` (the defaults), one process;
 - TP: ``--tp-size 2 --nnodes 2 --node-rank 0|1 --dist-init-addr HOST:PORT``. Rank 0 listens there and serves HTTP;
   rank 1 connects from the interface NCCL's rules pick (``NCCL_SOCKET_IFNAME``, ``GLOO_SOCKET_IFNAME``,
-  ``NCCL_DEBUG=INFO`` for NCCL's log lines, ``NCCL_IB_DISABLE``) and opens no HTTP port. Every decode step both
-  ranks exchange ``--lab-allreduce-bytes`` each way over that TCP connection (each prefill: that per 8 uncached
-  tokens, one to four times), so a slow or lossy link lowers tokens/s. If the connection breaks, the
+  ``NCCL_DEBUG=INFO`` for NCCL's log lines, with ``NCCL_DEBUG_SUBSYS`` including COLL one AllReduce line per
+  exchange, ``NCCL_DEBUG_TIMESTAMP_LEVELS``/``_FORMAT``, ``NCCL_IB_DISABLE``) and opens no HTTP port. Every
+  decode step both ranks exchange ``--lab-allreduce-bytes`` each way over that TCP connection (each prefill: that
+  per 8 uncached tokens, one to four times), so a slow or lossy link lowers tokens/s. If the connection breaks, the
   surviving rank logs a traceback and NCCL's "remote process exited or there was a network error", fails
   in-flight requests with HTTP 500 and exits 1; SIGTERM is a clean exit 0 (the peer is told, and exits 0 too).
 

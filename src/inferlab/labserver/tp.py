@@ -14,6 +14,10 @@ tp-size, model or speculative settings differ. Every step, rank 0 sends a 24-byt
 rank 1 answers with a payload of the same size, both directions at once (``poll`` on a non-blocking socket, like
 an all-reduce's simultaneous send and receive). A rank that stops cleanly says ``BYE`` first; a connection that
 breaks otherwise raises ``PeerLost`` (a ``DistBackendError`` carrying NCCL's words).
+
+Each step is one all-reduce of its payload (the step header is the lab's protocol): with ``NCCL_DEBUG=INFO`` and
+COLL in ``NCCL_DEBUG_SUBSYS``, both ranks log its COLL line as NCCL does, the step number as ``opCount``, bf16
+(``count`` = payload / 2) or int8 for an odd payload; ``NcclLog`` follows NCCL's timestamp settings.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import select
 import socket
 import struct
@@ -53,25 +58,71 @@ class PeerLeft(Exception):
     """The TP peer shut down cleanly (it sent BYE)."""
 
 
+# NCCL's debug settings and their defaults (NCCL 2.26+): INFO lines of these subsystems, timestamps on WARN only.
+NCCL_DEFAULT_SUBSYS = "INIT,BOOTSTRAP,ENV"
+NCCL_DEFAULT_TIMESTAMP_LEVELS = "WARN"
+NCCL_DEFAULT_TIMESTAMP_FORMAT = "[%F %T] "
+NCCL_SUBSECONDS = re.compile(r"%([1-9])f")
+# ncclDataType_t numbers for the lab's all-reduce: bf16 (2 bytes) when the payload is even, int8 (1 byte) when odd.
+NCCL_BFLOAT16, NCCL_INT8 = 9, 0
+NCCL_SUM = 0
+TP_SIZE = 2
+
+
+def nccl_flags(value: str | None, default: str) -> tuple[bool, frozenset[str]]:
+    """``(inverted, names)`` of a comma-separated NCCL setting: ``^`` first inverts the list; ALL names every one."""
+    value = (value or default).upper()
+    return value.startswith("^"), frozenset(name.strip() for name in value.lstrip("^").split(",") if name.strip())
+
+
+def nccl_flag_on(flags: tuple[bool, frozenset[str]], name: str) -> bool:
+    inverted, names = flags
+    return ("ALL" in names or name in names) != inverted
+
+
 class NcclLog:
-    """NCCL-style lines on stderr: ``host:pid:tid [rank] NCCL INFO ...`` with NCCL_DEBUG=INFO; WARN lines always."""
+    """NCCL's debug lines on stderr: ``[timestamp ]host:pid:tid [rank] NCCL INFO ...`` with NCCL_DEBUG=INFO (INFO
+    lines of the subsystems ``NCCL_DEBUG_SUBSYS`` names), WARN lines always; the timestamp on the levels
+    ``NCCL_DEBUG_TIMESTAMP_LEVELS`` names, in ``NCCL_DEBUG_TIMESTAMP_FORMAT`` (``%Nf``: N digits of sub-seconds;
+    ``_`` is a space), local time, as NCCL 2.26+ does. ``collective`` writes the COLL line of one collective."""
 
     def __init__(self, rank: int, env, stream=None):
         self.rank = rank
         self.enabled = env.get("NCCL_DEBUG", "").upper() in ("INFO", "TRACE")
+        self.subsystems = nccl_flags(env.get("NCCL_DEBUG_SUBSYS"), NCCL_DEFAULT_SUBSYS)
+        self.timestamp_levels = nccl_flags(env.get("NCCL_DEBUG_TIMESTAMP_LEVELS"), NCCL_DEFAULT_TIMESTAMP_LEVELS)
+        self.timestamp_format = env.get("NCCL_DEBUG_TIMESTAMP_FORMAT", NCCL_DEFAULT_TIMESTAMP_FORMAT).replace("_", " ")
+        self.coll_enabled = self.enabled and nccl_flag_on(self.subsystems, "COLL")
         self.stream = stream or sys.stderr
-        self.host = socket.gethostname()
+        self.host = socket.gethostname().split(".")[0]
+
+    def _timestamp(self) -> str:
+        now = time.time()
+        fmt = NCCL_SUBSECONDS.sub(lambda m: f"{int(now % 1 * 10 ** int(m.group(1))):0{m.group(1)}d}",
+                                  self.timestamp_format, count=1)
+        return time.strftime(fmt, time.localtime(now))
 
     def _line(self, level: str, message: str) -> None:
-        print(f"{self.host}:{os.getpid()}:{threading.get_native_id()} [{self.rank}] NCCL {level} {message}",
+        stamp = self._timestamp() if self.timestamp_format and nccl_flag_on(self.timestamp_levels, level) else ""
+        print(f"{stamp}{self.host}:{os.getpid()}:{threading.get_native_id()} [{self.rank}] NCCL {level} {message}",
               file=self.stream, flush=True)
 
-    def info(self, message: str) -> None:
-        if self.enabled:
+    def info(self, message: str, subsystem: str = "INIT") -> None:
+        if self.enabled and nccl_flag_on(self.subsystems, subsystem):
             self._line("INFO", message)
 
     def warn(self, message: str) -> None:
         self._line("WARN", message)
+
+    def collective(self, op_count: int, payload: int, comm: int, sendbuff: int, recvbuff: int) -> None:
+        """The COLL line NCCL prints when an AllReduce of ``payload`` bytes is called (no duration; the lab has no
+        CUDA stream, so the default one, printed as NCCL prints a NULL pointer)."""
+        if not self.coll_enabled:
+            return
+        datatype, count = (NCCL_BFLOAT16, payload // 2) if payload % 2 == 0 else (NCCL_INT8, payload)
+        self._line("INFO", f"AllReduce: opCount {op_count:x} sendbuff {sendbuff:#x} recvbuff {recvbuff:#x} "
+                           f"count {count} datatype {datatype} op {NCCL_SUM} root 0 comm {comm:#x} "
+                           f"[nranks={TP_SIZE}] stream (nil)")
 
 
 def ipv4_interfaces() -> list[tuple[str, str]]:
@@ -292,10 +343,16 @@ class Link:
         magic, kind, _step, _size = STEP.unpack(bytes(header))
         return magic == MAGIC and kind == KIND_BYE
 
+    def _log_allreduce(self, step: int, payload: int) -> None:
+        """The exchange is one all-reduce of ``payload`` bytes (the 24-byte step header is the lab's protocol, like
+        NCCL's own): both ranks log it, with the step as opCount, before it starts, as NCCL logs at enqueue."""
+        self.nccl.collective(step, payload, id(self), id(self._out), id(self._in))
+
     def exchange(self, kind: int, payload: int) -> None:
         """Rank 0: one step, ``payload`` bytes each way."""
         out, inbox = self._buffers(payload)
         STEP.pack_into(out, 0, MAGIC, kind, self.steps, payload)
+        self._log_allreduce(self.steps, payload)
         self._duplex(out[:STEP.size + payload], inbox[:payload], self.steps)
         self.steps += 1
 
@@ -326,6 +383,7 @@ class Link:
         if kind == KIND_BYE:
             raise PeerLeft(f"TP peer rank {1 - self.rank} shut down")
         out, inbox = self._buffers(payload)
+        self._log_allreduce(step, payload)
         self._duplex(out[STEP.size:STEP.size + payload], inbox[:payload], step)
         self.steps += 1
         return True

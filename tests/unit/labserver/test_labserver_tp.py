@@ -14,7 +14,11 @@ import time
 import pytest
 from labservers import MODEL, free_port, parse_sse
 
+from ansible_collections.inferlab.distributed.plugins.module_utils._nccl import parse_coll_log
+from inferlab.labserver.tp import STEP
+
 NCCL_LO = {"NCCL_SOCKET_IFNAME": "=lo", "NCCL_DEBUG": "INFO"}
+NCCL_LO_COLL = {**NCCL_LO, "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,ENV,COLL", "NCCL_DEBUG_TIMESTAMP_LEVELS": "INFO"}
 PEER_LOST = "remote process exited or there was a network error"
 
 
@@ -23,18 +27,19 @@ def tp_flags(dist_port, rank, *extra):
             f"127.0.0.1:{dist_port}", "--lab-allreduce-bytes", "65536", "--lab-rank-timeout", "10", *extra)
 
 
-def start_pair(start_server):
-    """Rank 0 (HTTP) and rank 1, both joined and ready."""
+def start_pair(start_server, env=None):
+    """Rank 0 (HTTP) and rank 1, both joined and ready (NCCL_LO unless ``env`` says otherwise)."""
+    env = env or NCCL_LO
     dist = free_port()
-    rank0 = start_server(*tp_flags(dist, 0), env=NCCL_LO, wait=False, name="rank0")
-    rank1 = start_server(*tp_flags(dist, 1), env=NCCL_LO, wait=False, name="rank1")
+    rank0 = start_server(*tp_flags(dist, 0), env=env, wait=False, name="rank0")
+    rank1 = start_server(*tp_flags(dist, 1), env=env, wait=False, name="rank1")
     rank1.wait_ready()
     rank0.wait_ready()
     return rank0, rank1
 
 
 def test_tp_pair_serves_over_the_link_and_stops_cleanly(start_server):
-    rank0, rank1 = start_pair(start_server)
+    rank0, rank1 = start_pair(start_server, env=NCCL_LO_COLL)
     status, headers, _body = rank0.request("GET", "/health")
     assert (status, headers["x-inferlab-server"]) == (200, "tp")
     before = rank0.json("GET", "/get_server_info")["internal_states"][0]["lab_exchange"]
@@ -58,6 +63,12 @@ def test_tp_pair_serves_over_the_link_and_stops_cleanly(start_server):
     assert (rank0.wait_exit(), rank1.wait_exit()) == (0, 0)
     assert not rank0.pidfile.exists() and not rank1.pidfile.exists()
     assert "TP peer rank 0 shut down" in rank1.log_text()
+    for log in (rank0.log_text(), rank1.log_text()):                   # one timed COLL line per step, both ranks
+        parsed = parse_coll_log(log)
+        assert parsed["problems"] == []
+        assert [(r["op"], r["opcount"]) for r in parsed["records"]] == [("AllReduce", n) for n in range(after["steps"])]
+        assert all(r["timestamp"] is not None for r in parsed["records"])
+        assert sum(r["bytes"] for r in parsed["records"]) == after["bytes_sent"] - STEP.size * after["steps"]
 
 
 def test_rank1_stopping_stops_rank0_cleanly(start_server):
