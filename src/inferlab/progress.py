@@ -87,12 +87,19 @@ def journal_entries(run_dir: Path) -> list[dict]:
 
 
 def planned_stages(run_dir: Path) -> list[str]:
-    """The stages the plan selected, in order; empty when there is no readable plan."""
+    """The stages that run, in order: the plan's stage table's selected rows (the ones asked for and the ones that
+    always run, the restore among them), else its list of the stages asked for; empty without a readable plan."""
     try:
         plan = json.loads(Path(run_dir, "fragments", "experiment", "plan.json").read_text())
     except (OSError, ValueError):
         return []
-    selected = plan.get("selected") if isinstance(plan, dict) else None
+    if not isinstance(plan, dict):
+        return []
+    rows = plan.get("stages")
+    if isinstance(rows, list) and all(isinstance(r, dict) and "stage" in r for r in rows):
+        chosen = sorted((r for r in rows if r.get("selected")), key=lambda r: r.get("index") or 0)
+        return [str(r["stage"]) for r in chosen]
+    selected = plan.get("selected")
     return [str(s) for s in selected] if isinstance(selected, list) else []
 
 

@@ -62,6 +62,18 @@ def test_plays_until_the_first_stage_then_each_stage_start_and_end_in_the_plans_
     ]
 
 
+def test_the_plans_stage_table_counts_the_stages_that_always_run(tmp_path):
+    """plan.json's `stages` rows (what the experiment writes): the restore and prober_stop run whatever was asked."""
+    out = io.StringIO()
+    rows = [{"stage": "verify", "index": 1, "selected": True}, {"stage": "link_test", "index": 2, "selected": False},
+            {"stage": "prober_stop", "index": 14, "selected": True},
+            {"stage": "restore", "index": 13, "selected": True}]
+    write_json(tmp_path / "fragments" / "experiment" / "plan.json", {"selected": ["verify"], "stages": rows})
+    journal(tmp_path, "restore", 13, "running")
+    progress.Progress(tmp_path, stream=out)(play("p"))
+    assert lines_of(out) == ["stage 2/3 restore: started"]
+
+
 def test_a_stage_outside_the_plan_a_file_being_written_and_no_finish_time(tmp_path):
     out = io.StringIO()
     shown = progress.Progress(tmp_path, stream=out)
