@@ -879,11 +879,13 @@ def _check_kernel_module(params):
 
 # a private build directory (the candidate driver's): its undo removes it only when it carries this marker file
 BUILD_DIR_MARKER = '.inferlab-build-dir'
-# Where a build directory may never be: the system's own files, users' homes, and the parts of /var the system keeps
-# (a state directory under /var/lib, the default, stays allowed).
+# Where a build directory may never be: the system's own files and the parts of /var the system keeps (a state
+# directory under /var/lib, the default, stays allowed; so does one in a user's workspace, such as molecule's).
 SYSTEM_DIRS = ('/lib/modules', '/usr/lib/modules', '/boot', '/etc', '/usr', '/bin', '/sbin', '/lib', '/lib64', '/proc',
-               '/sys', '/dev', '/run', '/root', '/home', '/var/log', '/var/spool', '/var/mail', '/var/cache',
-               '/var/lib/dpkg', '/var/lib/apt', '/var/lib/systemd')
+               '/sys', '/dev', '/run', '/var/log', '/var/spool', '/var/mail', '/var/cache', '/var/lib/dpkg',
+               '/var/lib/apt', '/var/lib/systemd')
+# Nor inside a directory of keys, wherever it is (~/.ssh, ~/.gnupg).
+KEY_DIRS = ('.ssh', '.gnupg')
 
 
 def _check_build_dir(params):
@@ -898,6 +900,10 @@ def _check_build_dir(params):
         if path == system or path.startswith(system + '/'):
             raise LedgerError(f'a build directory may not be under {system}: {path} (nothing inferlab builds may '
                               'land where the system keeps its own files)')
+    keys = [part for part in path.split('/') if part in KEY_DIRS]
+    if keys:
+        raise LedgerError(f'a build directory may not be inside a {keys[0]} directory: {path} (nothing inferlab '
+                          'builds may land among keys)')
     params['path'] = path
     return params
 

@@ -1084,11 +1084,18 @@ def test_build_dir_undo_leaves_an_unmarked_directory_alone(tmp_path, ledger_dir)
     ("/boot/tbnet", "may not be under /boot"),
     ("/etc/modprobe.d/x", "may not be under /etc"),
     ("/var/log/inferlab-build", "may not be under /var/log"),
-    ("/root/.ssh/build", "may not be under /root"),
-    ("/home/ops/build", "may not be under /home"),
+    ("/root/.ssh/build", "may not be inside a .ssh directory"),
+    ("/home/ops/.gnupg/build", "may not be inside a .gnupg directory"),
     ("/var/lib/dpkg/build", "may not be under /var/lib/dpkg"),
 ])
 def test_build_dir_refuses_system_trees(ledger_dir, path, message):
     with pytest.raises(_ledger_core.LedgerError, match=message):
         _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": path})
     assert not os.path.exists(_ledger_core.ledger_path(ledger_dir, HOST))
+
+
+@pytest.mark.parametrize("path", ["/var/lib/inferlab/build/tbnet", "/root/.ansible/tmp/molecule.x/state/build/tbnet",
+                                  "/home/ops/inferlab/build/tbnet", "/tmp/inferlab-build/tbnet"])
+def test_build_dir_accepts_a_state_directory_or_a_users_workspace(ledger_dir, path):
+    """A state directory under /var/lib (the default), or in a user's workspace (molecule's under /root/.ansible)."""
+    assert _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": path})["params"]["path"] == path
