@@ -82,21 +82,29 @@ def renew_children(heartbeat_pid):
     return found
 
 
-def test_the_heartbeat_renews_while_the_playbook_lives_and_stops_when_it_dies(tmp_path):
+@pytest.fixture
+def running(tmp_path):
+    """A watched process (`sleep`), the heartbeat of the installed script watching it, and the renew file its one
+    renew process renews, once the first renewal landed; both processes killed at the end, whatever happened."""
     renew_file = aged(tmp_path / "deadman.renew")
     watched = subprocess.Popen(["sleep", "60"])
     beat = subprocess.Popen(heartbeat_argv(watched, renew_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: renew_file.stat().st_mtime > OLD)
-        first = renew_file.stat().st_mtime_ns
-        wait_until(lambda: renew_file.stat().st_mtime_ns != first)  # a second beat
-        assert len(renew_children(beat.pid)) == 1
-        watched.kill()
-        watched.wait()
-        out, err = beat.communicate(timeout=10)  # within a tick of the death, its child's input closed
+        yield watched, beat, renew_file
     finally:
         watched.kill()
         beat.kill()
+
+
+def test_the_heartbeat_renews_while_the_playbook_lives_and_stops_when_it_dies(running):
+    watched, beat, renew_file = running
+    first = renew_file.stat().st_mtime_ns
+    wait_until(lambda: renew_file.stat().st_mtime_ns != first)  # a second beat
+    assert len(renew_children(beat.pid)) == 1
+    watched.kill()
+    watched.wait()
+    out, err = beat.communicate(timeout=10)  # within a tick of the death, its child's input closed
     result = json.loads(out)
     assert beat.returncode == 0 and result["reason"] == f"the playbook (pid {watched.pid}) ended"
     assert result["beats"] >= 2 and result["restarts"] == 0
@@ -106,18 +114,11 @@ def test_the_heartbeat_renews_while_the_playbook_lives_and_stops_when_it_dies(tm
     assert renew_file.stat().st_mtime_ns == last
 
 
-def test_sigterm_stops_the_heartbeat_and_its_renew_processes(tmp_path):
-    renew_file = aged(tmp_path / "deadman.renew")
-    watched = subprocess.Popen(["sleep", "60"])
-    beat = subprocess.Popen(heartbeat_argv(watched, renew_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: renew_file.stat().st_mtime > OLD)
-        children = renew_children(beat.pid)
-        beat.send_signal(signal.SIGTERM)
-        out, _err = beat.communicate(timeout=10)
-    finally:
-        watched.kill()
-        beat.kill()
+def test_sigterm_stops_the_heartbeat_and_its_renew_processes(running):
+    _watched, beat, _renew_file = running
+    children = renew_children(beat.pid)
+    beat.send_signal(signal.SIGTERM)
+    out, _err = beat.communicate(timeout=10)
     assert json.loads(out)["reason"] == "stopped by SIGTERM (the undo of its process entry)"
     assert children and all(proc.read_proc_stat(pid) is None for pid in children)
 
