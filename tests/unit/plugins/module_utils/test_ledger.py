@@ -1099,3 +1099,39 @@ def test_build_dir_refuses_system_trees(ledger_dir, path, message):
 def test_build_dir_accepts_a_state_directory_or_a_users_workspace(ledger_dir, path):
     """A state directory under /var/lib (the default), or in a user's workspace (molecule's under /root/.ansible)."""
     assert _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": path})["params"]["path"] == path
+
+
+def test_a_restore_killed_in_the_middle_of_its_undo_then_run_again_finishes_it(procs, ledger_dir):
+    """The host's part of a restore is killed (SIGKILL) while it waits on a process that ignores SIGTERM; the entry
+    it had undone reads undone, the others still open. A second undo stops the stubborn one (SIGKILL after its stop
+    timeout) and the first one, and leaves nothing open."""
+    first = start(procs, ["sleep", "300"])
+    stubborn_argv = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                     "time.sleep(300)"]
+    stubborn = start(procs, stubborn_argv)
+    last = start(procs, ["sleep", "301"])
+    ids = []
+    for proc in (first, stubborn, last):
+        line = _ledger_core.record(ledger_dir, HOST, "process",
+                                   dict(_ledger_proc.process_identity(proc.pid), stop_timeout=2))
+        _ledger_core.mark(ledger_dir, HOST, line["id"], "applied")
+        ids.append(line["id"])
+
+    undo = subprocess.Popen([sys.executable, str(ledger_script()), "undo", "--ledger-dir", ledger_dir, "--host", HOST,
+                             "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # newest first: `last` is stopped and marked undone, then the undo waits 2 s on `stubborn` before its SIGKILL
+    deadline = time.monotonic() + 20
+    while {line["id"]: line["state"] for line in lines_of(ledger_dir)}.get(ids[2]) != "undone":
+        assert time.monotonic() < deadline and undo.poll() is None, "the undo did not get to the stubborn process"
+        time.sleep(0.02)
+    undo.kill()
+    undo.wait()
+    states = {line["id"]: line["state"] for line in lines_of(ledger_dir)}
+    assert [states[i] for i in ids] == ["applied", "applied", "undone"]
+    assert stubborn.poll() is None and first.poll() is None
+
+    rc, out, err = run_script("undo", "--ledger-dir", ledger_dir, "--host", HOST, "--json")
+    assert rc == 0, err
+    assert json.loads(out)["undone"] == [ids[1], ids[0]]
+    assert stubborn.wait(timeout=10) == -signal.SIGKILL and first.wait(timeout=10) == -signal.SIGTERM
+    assert {line["id"]: line["state"] for line in lines_of(ledger_dir)} == dict.fromkeys(ids, "undone")
