@@ -6,6 +6,7 @@ switch, whose own mark cannot be written either."""
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,21 @@ def test_the_dead_mans_switch_on_a_full_ledger_filesystem_undoes_everything_and_
     assert result["fired"] and not any(p.exists() for p in paths)
     assert len(result["failed"]) == 4  # three unwritten marks, and its own entry's
     assert "cannot mark its own entry undone" in result["failed"][-1]["error"]
+
+
+def test_a_read_only_ledger_filesystem_stops_no_undo_either(tmp_path):
+    """The ledger directory bind-mounted read-only (in a mount namespace of the test's own, as root: the lab's
+    namespaces need the same rights): every change is undone, every mark reported unwritten, nothing lost."""
+    ledger_dir = tmp_path / "ledger"
+    paths = created_files(tmp_path, ledger_dir)
+    script = shlex.join([sys.executable, str(ledger_script()), "undo", "--ledger-dir", str(ledger_dir), "--host",
+                         HOST, "--json"])
+    where = shlex.quote(str(ledger_dir))
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           f"mount --bind {where} {where} && mount -o remount,ro,bind {where} && exec {script}"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    assert not any(p.exists() for p in paths)
+    assert len(result["failed"]) == 3 and all("Read-only file system" in f["error"] for f in result["failed"])
+    assert len(_ledger_core.status(str(ledger_dir), HOST)["open"]) == 3  # nothing was lost: every entry still open
