@@ -110,6 +110,13 @@ def utc_now():
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
 
 
+def log(message):
+    """One log line on stderr with a UTC timestamp and the pid: the watchdogs and the heartbeat run detached, their
+    output in a log file."""
+    sys.stderr.write(f'{utc_now()} inferlab_ledger[{os.getpid()}]: {message}\n')
+    sys.stderr.flush()
+
+
 def _utc_stamp():
     return time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
 

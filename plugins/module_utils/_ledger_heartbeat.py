@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 try:
@@ -35,11 +34,6 @@ except ImportError:  # on a host, installed beside them (see _ledger_core)
 CHILD_EXIT_WAIT_S = 5.0
 # how often the heartbeat looks at the watched process
 WATCH_TICK_S = 1.0
-
-
-def _log(message):
-    sys.stderr.write(f'{core.utc_now()} inferlab_ledger[{os.getpid()}]: {message}\n')
-    sys.stderr.flush()
 
 
 def renew(path):
@@ -96,7 +90,7 @@ def heartbeat(watch_pid, watch_start_time, children, interval_s, procfs_root='/p
     except ValueError:  # not the main thread (tests)
         previous = None
     reason = None
-    _log(f'heartbeat for pid {watch_pid}: a line every {interval_s:g}s to {", ".join(c["name"] for c in children)}')
+    core.log(f'heartbeat for pid {watch_pid}: a line every {interval_s:g}s to {", ".join(c["name"] for c in children)}')
     next_beat = clock()
     try:
         while True:
@@ -110,13 +104,13 @@ def heartbeat(watch_pid, watch_start_time, children, interval_s, procfs_root='/p
             for child in children:
                 handle = running.get(child['name'])
                 if handle is not None and handle.poll() is not None:
-                    _log(f'{child["name"]}: its renew process exited {handle.returncode}; starting it again')
+                    core.log(f'{child["name"]}: its renew process exited {handle.returncode}; starting it again')
                     handle, restarts = None, restarts + 1
                 if handle is None:
                     try:
                         handle = running[child['name']] = spawn(child['argv'])
                     except OSError as exc:
-                        _log(f'{child["name"]}: cannot start its renew process: {exc}')
+                        core.log(f'{child["name"]}: cannot start its renew process: {exc}')
                         running.pop(child['name'], None)
                         continue
                 try:
@@ -131,7 +125,7 @@ def heartbeat(watch_pid, watch_start_time, children, interval_s, procfs_root='/p
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         _end_children(running.values())
-    _log(f'{reason}: {beats} beats, {restarts} restarts; the switches are no longer renewed')
+    core.log(f'{reason}: {beats} beats, {restarts} restarts; the switches are no longer renewed')
     return {'changed': False, 'reason': reason, 'beats': beats, 'restarts': restarts,
             'message': f'{reason} after {beats} beats'}
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import signal
-import sys
 import time
 
 try:
@@ -39,12 +38,6 @@ DEADMAN_DISARM_SUFFIX = '.disarm'
 
 class _Disarmed(Exception):
     """Raised by the SIGTERM handler while the dead man's switch waits (never once it fires)."""
-
-
-def _log(message):
-    """One log line on stderr with a UTC timestamp: the watchdog runs detached, its output in a log file."""
-    sys.stderr.write(f'{core.utc_now()} inferlab_ledger[{os.getpid()}]: {message}\n')
-    sys.stderr.flush()
 
 
 def _renew_stamp(renew_file):
@@ -109,11 +102,11 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
     try:
         try:
             holder, problem = core.read_lock(ledger_dir, host)
-            _log(f'armed for the ledger of {host} in {ledger_dir}: deadline {deadline_s:g}s, renew file '
+            core.log(f'armed for the ledger of {host} in {ledger_dir}: deadline {deadline_s:g}s, renew file '
                  f'{renew_file}, disarm file {disarm_file}, run {run_id or "(none)"}, own entry '
                  f'{self_id or "(none)"}')
             if holder is not None and holder.get('run_id') != run_id:
-                _log(f'warning: {problem or "the lock is held by " + core.describe_holder(holder)}; if this switch '
+                core.log(f'warning: {problem or "the lock is held by " + core.describe_holder(holder)}; if this switch '
                      'fires while it is, it will undo nothing')
             reason = _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, phase)
         except _Disarmed:
@@ -121,7 +114,7 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
         if phase['now'] != 'firing':
             phase['now'] = 'disarmed'
             why = reason or 'disarmed by SIGTERM (the undo of its process entry sends it)'
-            _log(f'{why}: exiting, nothing undone')
+            core.log(f'{why}: exiting, nothing undone')
             return {'fired': False, 'reason': why, 'changed': False, 'message': f'{why}: nothing undone'}
         return _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root)
     finally:
@@ -134,7 +127,7 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                _log(f'cannot remove {path}: {exc}')
+                core.log(f'cannot remove {path}: {exc}')
 
 
 def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, phase):
@@ -153,7 +146,7 @@ def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, pha
     seen, mtime = _renew_stamp(renew_file)
     seen_at = started
     if seen is None:
-        _log(f'{renew_file} is absent: the deadline counts from now')
+        core.log(f'{renew_file} is absent: the deadline counts from now')
     while True:
         if os.path.lexists(disarm_file):
             phase['now'] = 'disarmed'  # from here on a SIGTERM only notes itself
@@ -163,7 +156,7 @@ def _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, pha
         if stamp is not None and stamp != seen:
             seen_at = now
             if seen is not None:
-                _log(f'renewed: {renew_file} touched')
+                core.log(f'renewed: {renew_file} touched')
         seen = stamp
         quiet = now - seen_at
         age = None if mtime is None else clock.time() - mtime
@@ -205,7 +198,7 @@ def own_entry(ledger_dir, host, pid=None, procfs_root='/proc'):
 def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root='/proc'):
     """The restore of a dead man's switch that expired: undo all but its own entry, then mark that one undone."""
     self_id = self_id or own_entry(ledger_dir, host, procfs_root=procfs_root)
-    _log(f'firing: {reason}; undoing the open entries of {host}, newest first'
+    core.log(f'firing: {reason}; undoing the open entries of {host}, newest first'
          + (f', all but its own {self_id}' if self_id else ''))
     result = {'fired': True, 'reason': reason, 'changed': False, 'undo': None, 'self': None, 'failed': [],
               'refused': False}
@@ -216,10 +209,10 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
     except core.LedgerError as exc:
         result.update(refused=True, error=type(exc).__name__,
                       message=f'the dead man\'s switch fired: {reason}; but it undid nothing: {exc}')
-        _log(f'refused: {exc}')
+        core.log(f'refused: {exc}')
         return result
     for detail in outcome['details']:
-        _log(f'{detail["result"]} {detail["id"]} ({detail["kind"]}): {detail["message"]}')
+        core.log(f'{detail["result"]} {detail["id"]} ({detail["kind"]}): {detail["message"]}')
     result.update(undo=outcome, changed=outcome['changed'], failed=list(outcome['failed']))
     message = f'the dead man\'s switch fired: {reason}; {outcome["message"]}'
     if self_id:
@@ -237,7 +230,7 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
     if phase['sigterm']:
         message += ' (a SIGTERM came while it restored: it finished first)'
     result['message'] = message
-    _log(message)
+    core.log(message)
     return result
 
 
