@@ -143,27 +143,13 @@ class ConfigChangeModule:
         except OSError as exc:
             self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
 
-    def config_text(self, what):
-        try:
-            with open(self.params['config_path'], 'rb') as handle:
-                return handle.read().decode('utf-8', 'replace')
-        except OSError as exc:
-            self.fail('%s the gateway config %s: %s' % (what, self.params['config_path'], exc.strerror or exc))
-
-    def backup_text(self, params):
-        """The original config (what the undo puts back), from the entry's backup; '' when it cannot be read."""
-        try:
-            with open(params['backup_path'], 'rb') as handle:
-                return handle.read().decode('utf-8', 'replace')
-        except (OSError, KeyError):
-            return ''
-
     def diff(self, before, after):
-        """``{'diff': ...}`` in diff mode, with every secret-looking value masked (masked_config); else ``{}``."""
+        """``{'diff': ...}`` in diff mode, with every secret-looking value masked (masked_config); else ``{}``.
+        ``before`` and ``after`` are callables giving the texts: nothing is read outside diff mode."""
         if not self.module._diff:
             return {}
         path = self.params['config_path']
-        return {'diff': {'before': masked_config(before), 'after': masked_config(after), 'before_header': path,
+        return {'diff': {'before': masked_config(before()), 'after': masked_config(after()), 'before_header': path,
                          'after_header': path}}
 
     def run(self):
@@ -192,7 +178,7 @@ class ConfigChangeModule:
         content = p['content'].encode('utf-8')
         if hashlib.sha256(content).hexdigest() == params['original_sha256']:
             self.fail('the new config is the original config: nothing to add')
-        diff = self.diff(self.config_text('Nothing was changed: cannot read'), p['content'])
+        diff = self.diff(lambda: text_or_empty(p['config_path']), lambda: p['content'])
         if self.module.check_mode:
             self.module.exit_json(changed=True, original_sha256=params['original_sha256'],
                                   config_sha256=params['original_sha256'],
@@ -236,7 +222,7 @@ class ConfigChangeModule:
         if not entries:
             self.fail('the ledger of %s in %s has no gateway_config entry for %s: nothing to remove'
                       % (p['ledger_host'], p['ledger_dir'], p['config_path']))
-        before = self.config_text('before the undo, cannot read')
+        before = text_or_empty(p['config_path']) if self.module._diff else ''
         try:
             undone, message = undo_open(p['ledger_dir'], p['ledger_host'], p['config_path'], p['procfs_root'],
                                         self.module.check_mode)
@@ -249,10 +235,9 @@ class ConfigChangeModule:
                                         last['public_model'])
         except swap.GatewayError as exc:
             state = {'unknown': str(exc)}
-        diff = {}
-        if undone:
-            diff = self.diff(before, self.backup_text(last) if self.module.check_mode
-                             else self.config_text('after the undo, cannot read'))
+        # in check mode nothing was put back: what the undo would write is the backup
+        after = last.get('backup_path') if self.module.check_mode else p['config_path']
+        diff = self.diff(lambda: before, lambda: text_or_empty(after)) if undone else {}
         self.module.exit_json(changed=bool(undone), undone=undone, original_sha256=last['original_sha256'],
                               config_sha256=current, byte_identical=current == last['original_sha256'],
                               message=message, **dict(diff, **{self.state_key: state}))
@@ -278,6 +263,15 @@ def masked_config(text):
             line = match.group('lead') + MASK
         lines.append(URL_PASSWORD_RE.sub(lambda m: m.group('lead') + MASK + '@', line))
     return '\n'.join(lines) + ('\n' if text.endswith('\n') else '')
+
+
+def text_or_empty(path):
+    """A file's text for a diff, or '' when it cannot be read (a diff never fails a change or an undo)."""
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (OSError, TypeError):
+        return ''
 
 
 def instances_report(instances, read):
