@@ -33,6 +33,7 @@ class Progress:
         self.clock = clock
         self.read_at = None
         self.seen: dict[str, str] = {}  # stage -> the last status shown
+        self.planned: list[str] = []  # read once the plan is written (before the first stage)
         self.staged = False
 
     def __call__(self, event: dict) -> bool:
@@ -59,18 +60,18 @@ class Progress:
         if not entries:
             return
         self.staged = True
-        planned = planned_stages(self.run_dir)
+        self.planned = self.planned or planned_stages(self.run_dir)
         for entry in sorted(entries, key=lambda e: (e.get("index") or 0, e.get("started") or "")):
             stage, status = str(entry.get("stage")), str(entry.get("status"))
             if self.seen.get(stage) == status:
                 continue
             if stage not in self.seen and status != "running":
-                self.say(f"{place(stage, planned)}: started")  # it began and ended between two reads
+                self.say(f"{place(stage, self.planned)}: started")  # it began and ended between two reads
             self.seen[stage] = status
             if status == "running":
-                self.say(f"{place(stage, planned)}: started")
+                self.say(f"{place(stage, self.planned)}: started")
             else:
-                self.say(f"{place(stage, planned)}: {status}, {duration(entry)}{note_of(entry)}")
+                self.say(f"{place(stage, self.planned)}: {status}, {duration(entry)}{note_of(entry)}")
 
 
 def journal_entries(run_dir: Path) -> list[dict]:
