@@ -103,11 +103,11 @@ def deadman(ledger_dir, host, renew_file, deadline_s, poll_s=1.0, run_id=None, s
         try:
             holder, problem = core.read_lock(ledger_dir, host)
             core.log(f'armed for the ledger of {host} in {ledger_dir}: deadline {deadline_s:g}s, renew file '
-                 f'{renew_file}, disarm file {disarm_file}, run {run_id or "(none)"}, own entry '
-                 f'{self_id or "(none)"}')
+                     f'{renew_file}, disarm file {disarm_file}, run {run_id or "(none)"}, own entry '
+                     f'{self_id or "(none)"}')
             if holder is not None and holder.get('run_id') != run_id:
-                core.log(f'warning: {problem or "the lock is held by " + core.describe_holder(holder)}; if this switch '
-                     'fires while it is, it will undo nothing')
+                core.log(f'warning: {problem or "the lock is held by " + core.describe_holder(holder)}; if this '
+                         'switch fires while it is, it will undo nothing')
             reason = _deadman_wait(renew_file, disarm_file, deadline_s, poll_s, clock, sleep, phase)
         except _Disarmed:
             reason = None
@@ -199,7 +199,7 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
     """The restore of a dead man's switch that expired: undo all but its own entry, then mark that one undone."""
     self_id = self_id or own_entry(ledger_dir, host, procfs_root=procfs_root)
     core.log(f'firing: {reason}; undoing the open entries of {host}, newest first'
-         + (f', all but its own {self_id}' if self_id else ''))
+             + (f', all but its own {self_id}' if self_id else ''))
     result = {'fired': True, 'reason': reason, 'changed': False, 'undo': None, 'self': None, 'failed': [],
               'refused': False}
     try:
