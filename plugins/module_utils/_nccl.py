@@ -349,3 +349,98 @@ def wire_overhead(theory, observed_bytes_sent):
     expected = theory['theory_bytes_sent_per_rank']
     return {'observed_bytes_sent': observed_bytes_sent, 'theory': theory,
             'ratio': observed_bytes_sent / expected if expected else None}
+
+
+def window_collectives(start, end, coll_text=None, inspector_texts=(), utc_offset_s=None, max_problems=10):
+    """One rank host's collectives in the window ``[start, end)`` (epoch seconds of the host that wrote the traces).
+
+    The Inspector's records when ``inspector_texts`` (the text of each of its files) hold any, for they are timed;
+    else the COLL lines of ``coll_text`` (a rank's log). ``source`` says which: ``inspector``, ``coll``, or ``none``
+    when neither holds a collective (NCCL_DEBUG_SUBSYS without COLL, or no trace asked for). A COLL trace without
+    timestamps (NCCL before 2.26.2, or NCCL_DEBUG_TIMESTAMP_LEVELS without INFO) cannot be cut to the window: its
+    lines are counted in ``untimed``, never guessed into it. At most ``max_problems`` problems are kept;
+    ``problem_count`` counts them all.
+    """
+    parsed = {'records': [], 'lines': 0, 'problems': []}
+    source = 'none'
+    for text in inspector_texts:
+        one = parse_inspector_log(text)
+        parsed['records'].extend(one['records'])
+        parsed['lines'] += one['lines']
+        parsed['problems'].extend(one['problems'])
+    if parsed['records']:
+        source = 'inspector'
+    elif coll_text is not None:
+        inspector_problems = parsed['problems']
+        parsed = parse_coll_log(coll_text, utc_offset_s)
+        parsed['problems'] = inspector_problems + parsed['problems']
+        if parsed['records']:
+            source = 'coll'
+    summary = summarize(parsed['records'], start, end)
+    summary.update({'source': source, 'lines': parsed['lines'], 'problem_count': len(parsed['problems']),
+                    'problems': parsed['problems'][:max_problems]})
+    return summary
+
+
+UNREPORTED_CACHE = 'the server reported no cached tokens for some batches: all their prompt tokens count'
+# config.json's torch_dtype -> bytes per element of the activations the TP all-reduces carry.
+DTYPE_BYTES = {'bfloat16': 2, 'float16': 2, 'half': 2, 'float32': 4, 'float': 4}
+
+
+def batches_wire_overhead(batches, model_config, tp_size, observed_bytes_sent, verify_width=None,
+                          allreduces_per_layer=MEGATRON_ALLREDUCES_PER_LAYER):
+    """The wire overhead of one served mode's window: each host's link bytes sent over the TP all-reduces' theory.
+
+    ``batches``: the workload batches sent in the window (the ladder's and the trials'; None entries are skipped).
+    Tokens processed: each batch's ``prompt_tokens_total`` less its ``cached_tokens_total`` (a server that reports
+    no cached tokens counts them all, and a note says so), and ``output_tokens_total``; with speculative decoding
+    (``verify_width``: the draft tokens each verify step runs) the verify steps are each batch's output tokens over
+    its ``spec_accept_length.value``. ``model_config``: config.json's ``hidden_size``, ``num_hidden_layers`` and
+    ``torch_dtype``. ``observed_bytes_sent``: ``{host: the link interface's tx_bytes in the window}``.
+
+    Returns ``{theory, hosts: {host: {observed_bytes_sent, ratio}}, notes, problem}``: ``problem`` (and no theory)
+    when an input is missing, never an exception for data a run can lack.
+    """
+    notes = []
+    batches = [b for b in (batches or []) if isinstance(b, dict)]
+    config = model_config if isinstance(model_config, dict) else {}
+    dtype = config.get('torch_dtype')
+    missing = [key for key in ('hidden_size', 'num_hidden_layers') if not isinstance(config.get(key), int)]
+    problem = None
+    if missing:
+        problem = 'the model config has no %s' % ' or '.join(missing)
+    elif dtype not in DTYPE_BYTES:
+        problem = 'the model config\'s torch_dtype %r is not one of %s' % (dtype, ', '.join(sorted(DTYPE_BYTES)))
+    elif not batches:
+        problem = 'no workload batch in the window'
+    prompt = generated = verify_steps = 0
+    for batch in batches if problem is None else []:
+        total, cached = batch.get('prompt_tokens_total') or 0, batch.get('cached_tokens_total')
+        if cached is None:
+            cached = 0
+            if total and UNREPORTED_CACHE not in notes:
+                notes.append(UNREPORTED_CACHE)
+        output = batch.get('output_tokens_total') or 0
+        prompt += max(total - cached, 0)
+        generated += output
+        if verify_width is not None and output:
+            accept = (batch.get('spec_accept_length') or {}).get('value')
+            if not accept:
+                problem = 'a speculative batch (%s) has no spec_accept_length to count its verify steps' % (
+                    batch.get('kind') or 'unnamed')
+                break
+            verify_steps += int(round(output / accept))
+    if problem is not None:
+        return {'theory': None, 'hosts': {}, 'notes': notes, 'problem': problem}
+    theory = allreduce_theory(config['hidden_size'], config['num_hidden_layers'], DTYPE_BYTES[dtype], tp_size,
+                              prompt, generated, allreduces_per_layer,
+                              verify_steps=verify_steps if verify_width is not None else None,
+                              verify_width=verify_width)
+    hosts = {}
+    for host, sent in sorted((observed_bytes_sent or {}).items()):
+        if isinstance(sent, int) and not isinstance(sent, bool) and sent >= 0:
+            hosts[host] = {'observed_bytes_sent': sent, 'ratio': wire_overhead(theory, sent)['ratio']}
+        else:
+            hosts[host] = {'observed_bytes_sent': None, 'ratio': None}
+            notes.append('%s: no link bytes sent in the window' % host)
+    return {'theory': theory, 'hosts': hosts, 'notes': notes, 'problem': None}

@@ -29,6 +29,8 @@ Optional keys (default in brackets):
   extra_args            list of str [[]], appended verbatim after ours
   link_interface        str [None]: the direct-link interface NCCL and Gloo must use (needed when nnodes > 1)
   nccl_debug            VERSION | WARN | INFO | TRACE [None]
+  nccl_collectives      bool [false]: NCCL logs a timestamped COLL line per collective call (needs nccl_debug INFO or
+                        TRACE); see collective_trace_environment
   environment           {NAME: str or int} [{}], laid over the variables built here
 Any other key is an error, so a misspelt option fails instead of being dropped.
 
@@ -205,6 +207,7 @@ _SPEC_SCHEMA = {
     "extra_args": ("strlist", []),
     "link_interface": ("str?", None),
     "nccl_debug": ("str?", None),
+    "nccl_collectives": ("bool", False),
     "environment": (None, None),
 }
 _CUDA_GRAPH_SCHEMA = {"disable": ("bool", False), "max_bs": ("int?", None)}
@@ -333,6 +336,16 @@ def launch_argv(spec):
     return argv
 
 
+# What nccl_collectives adds: NCCL's default subsystems plus COLL (one INFO line per collective call), and a
+# timestamp with microseconds on INFO lines as on WARN ones (NCCL 2.26.2 and later; older NCCL ignores both
+# timestamp settings and its COLL lines are untimed). Each line costs the rank a write: the record says it was on.
+COLLECTIVE_TRACE_ENVIRONMENT = {
+    "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,ENV,COLL",
+    "NCCL_DEBUG_TIMESTAMP_LEVELS": "WARN,INFO",
+    "NCCL_DEBUG_TIMESTAMP_FORMAT": "[%F %T.%6f] ",
+}
+
+
 def launch_environment(spec):
     """The variables to add to the rank's environment, spec.environment last so that it wins.
 
@@ -345,6 +358,8 @@ def launch_environment(spec):
     environment = {} if spec["link_interface"] is None else _link_environment(spec["link_interface"])
     if spec["nccl_debug"] is not None:
         environment["NCCL_DEBUG"] = spec["nccl_debug"]
+    if spec["nccl_collectives"]:
+        environment.update(COLLECTIVE_TRACE_ENVIRONMENT)
     environment.update(spec["environment"])
     return environment
 
@@ -597,6 +612,10 @@ def _check_environment(spec, problems):
     if spec["nccl_debug"] is not None and spec["nccl_debug"] not in NCCL_DEBUG_LEVELS:
         _problem(problems, "nccl_debug", "one of %s" % ", ".join(NCCL_DEBUG_LEVELS), spec["nccl_debug"],
                  "NCCL_DEBUG takes %s" % ", ".join(NCCL_DEBUG_LEVELS))
+    if spec["nccl_collectives"] and spec["nccl_debug"] not in ("INFO", "TRACE"):
+        _problem(problems, "nccl_collectives", "nccl_debug INFO or TRACE", spec["nccl_debug"],
+                 "NCCL writes its COLL lines at INFO: nccl_collectives needs nccl_debug INFO or TRACE, found %s"
+                 % (spec["nccl_debug"] or "unset"))
     if interface is not None:
         ours = _link_environment(interface)
         for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE"):

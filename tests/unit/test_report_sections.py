@@ -7,7 +7,8 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
 - verify_failed: a verification that failed (an older record, from before link tests and serving existed);
 - serve: TP2 and TP2+NEXTN on the lab inference server, with their counter windows;
 - serve_trials: the same with the measured trials (three per mode), from a later run of playbooks/serve.yml, its
-  trial batches' definitions left out too (the ladder's carry them);
+  trial batches' definitions left out too (the ladder's carry them), and each mode's NCCL collectives and wire
+  overhead from a molecule serve run of 2026-12-04 (the same lab and request shapes);
 - link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
 - fallback: the fallback route with its continuity prober;
 - candidate_emulated: the candidate on the emulated driver layer;
@@ -386,3 +387,31 @@ def test_the_gpus_show_who_holds_them_at_verify_and_after_the_restore():
     holders = "0: NVIDIA GeForce RTX 5090, 3814 MiB free, held by sglang::schedul (pid 4100, 27656 MiB)"
     assert table(text, "## Restore")[1][5] == holders
     assert f"- GPUs (snapshot): {holders}" in section(text, "## Verification (known-good snapshot)")
+
+
+def test_nccl_collectives_a_table_per_host_and_the_overhead_with_its_inputs():
+    text = report.render(load("serve_trials"))
+    rows = table(text, "## NCCL collectives and the wire overhead")
+    assert rows[0][:4] == ["mode", "host", "source", "in window"]
+    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [
+        ("baseline", "lab-a", "coll"), ("baseline", "lab-b", "coll"), ("nextn", "lab-a", "coll"),
+        ("nextn", "lab-b", "coll")]
+    body = section(text, "## NCCL collectives and the wire overhead")
+    assert "2,076 verify steps x 4 tokens" in body and "ratio 0.214" in body
+    assert "its ratio describes the lab, not a model" in body
+
+
+def test_nccl_collectives_without_a_trace_or_an_overhead():
+    record = load("serve_trials")
+    record["serving"]["baseline"]["collectives"] = None
+    nextn = record["serving"]["nextn"]["collectives"]
+    nextn["hosts"]["lab-b"] = None
+    nextn["wire_overhead"] = {"theory": None, "hosts": {}, "notes": [],
+                              "problem": "a speculative batch (concurrent) has no spec_accept_length"}
+    text = report.render(record)
+    body = section(text, "## NCCL collectives and the wire overhead")
+    assert "| baseline |" not in body and "| nextn | lab-b | not read |" in body
+    assert "- nextn, over thunderbolt0: wire overhead not computed: a speculative batch (concurrent) has no" in body
+    shows = section(text, "## What this run shows")
+    assert "NCCL collectives of nextn in its window (observed): lab-a 1,060, lab-b —; no wire overhead" in shows
+    assert "NCCL collectives of baseline" not in shows

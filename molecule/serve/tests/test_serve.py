@@ -8,7 +8,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary  # noqa: E402
+from labinfo import (  # noqa: E402
+    LAB_DIR,
+    RING,
+    RING_NAMES,
+    RUN_DIR,
+    assert_records_valid,
+    files_holding,
+    lab_canary,
+)
 
 testinfra_hosts = RING
 
@@ -88,6 +96,30 @@ def test_rank_logs_with_nccl_output_are_in_the_run_directory(mode):
         assert log.is_file(), log
         assert "NCCL INFO NET/Socket : Using [0]thunderbolt0" in log.read_text(), host
         assert rank["environment"]["NCCL_SOCKET_IFNAME"] == "=thunderbolt0"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_collectives_were_counted_in_the_window_and_the_link_carried_them(mode):
+    """Each rank logged a COLL line per all-reduce it really sent (inferlab_nccl_collectives in the lab inventory):
+    both hosts count the same all-reduces in the ladder's window, the link carried at least their bytes (each rank
+    of a 2-rank ring sends about the all-reduced size), and the wire overhead uses the window's own link bytes."""
+    result = serving(mode)
+    collectives = result["collectives"]
+    counts = {}
+    for host in RING_NAMES:
+        found = collectives["hosts"][host]
+        assert found["source"] == "coll" and found["untimed"] == 0 and found["problem_count"] == 0, found
+        allreduce = found["collectives"]["AllReduce"]
+        counts[host] = allreduce["count"]
+        window = json.loads((RUN_DIR / "fragments" / f"window_{result['window']}" / f"{host}.json").read_text())
+        sent = window["interfaces"]["thunderbolt0"]["tx_bytes"]
+        assert 0.8 <= allreduce["bytes"] / sent <= 1.0, (host, allreduce["bytes"], sent)
+        overhead = collectives["wire_overhead"]["hosts"][host]
+        assert overhead["observed_bytes_sent"] == sent and overhead["ratio"] > 0
+    assert min(counts.values()) > 100 and max(counts.values()) - min(counts.values()) <= 2, counts
+    theory = collectives["wire_overhead"]["theory"]
+    assert theory["inputs"]["hidden_size"] == 896 and theory["inputs"]["tp_size"] == 2
+    assert (theory["inputs"]["verify_width"] == 4) == (mode == "nextn")
 
 
 def test_no_rank_is_left_running(host):

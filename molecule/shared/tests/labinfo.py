@@ -14,8 +14,8 @@ RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
 LAB_DIR = Path("/var/lib/inferlab-lab/imol")
 # testinfra's ansible backend does not template inventory variables (the lab's are derived in group_vars), so the
 # tests reach the ring hosts over plain ssh with the ssh_config that `lab up` writes.
-RING = [f"ssh://{name}?ssh_config={LAB_DIR}/ssh/config"
-        for name in testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("ring")]
+RING_NAMES = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("ring")
+RING = [f"ssh://{name}?ssh_config={LAB_DIR}/ssh/config" for name in RING_NAMES]
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 

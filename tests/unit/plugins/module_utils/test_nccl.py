@@ -12,11 +12,13 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._nccl import 
     MEGATRON_ALLREDUCES_PER_LAYER,
     NcclInputError,
     allreduce_theory,
+    batches_wire_overhead,
     parse_coll_log,
     parse_inspector_log,
     parse_timestamp,
     ring_allreduce_send_factor,
     summarize,
+    window_collectives,
     wire_overhead,
 )
 
@@ -249,3 +251,92 @@ def test_overhead_input_error():
     with pytest.raises(NcclInputError) as error:
         wire_overhead(allreduce_theory(**BASE), observed_bytes_sent=-5)
     assert str(error.value) == "observed_bytes_sent must be an integer >= 0, got -5"
+
+
+# --- one rank host's window, as the nccl_collectives module reads it ---------------------------------------------
+
+def test_window_prefers_the_inspector_when_it_has_records():
+    text = (FIXTURES / "coll_2.27_timestamps.log").read_text()
+    found = window_collectives(NOON + 2, NOON + 6, coll_text=text, utc_offset_s=0,
+                               inspector_texts=[(FIXTURES / "inspector_v4.log").read_text()])
+    assert found["source"] == "inspector"
+    assert found["collectives"]["AllReduce"]["time_us_total"] > 0
+    assert found["problem_count"] == 1 and found["problems"][0].startswith("line 6: not a JSON object")
+
+
+def test_window_falls_back_to_the_coll_lines_and_keeps_the_inspector_problems():
+    found = window_collectives(NOON + 2, NOON + 6, coll_text=(FIXTURES / "coll_2.27_timestamps.log").read_text(),
+                               inspector_texts=["{not json\n"], utc_offset_s=0)
+    assert found["source"] == "coll"
+    assert (found["records"], found["outside"], found["untimed"]) == (6, 1, 0)
+    assert found["collectives"]["AllReduce"]["count"] == 4
+    assert found["problems"] == ["line 1: not a JSON object (truncated?): '{not json'"]
+
+
+def test_window_of_an_untimed_log_counts_nothing_in_it_and_says_why():
+    found = window_collectives(NOON, NOON + 10, coll_text=(FIXTURES / "coll_2.21_untimed.log").read_text())
+    assert (found["source"], found["records"], found["untimed"], found["collectives"]) == ("coll", 0, 6, {})
+
+
+@pytest.mark.parametrize("text", [None, "", "a log without NCCL lines\n"])
+def test_window_without_any_collective(text):
+    found = window_collectives(NOON, NOON + 10, coll_text=text)
+    assert (found["source"], found["records"], found["problem_count"]) == ("none", 0, 0)
+
+
+def test_window_keeps_the_first_problems_and_counts_all():
+    found = window_collectives(NOON, NOON + 10, coll_text=(FIXTURES / "coll_malformed.log").read_text(),
+                               max_problems=2)
+    assert found["problem_count"] > 2 and len(found["problems"]) == 2
+
+
+# --- a served mode's wire overhead from its batches ---------------------------------------------------------------
+
+CONFIG = {"hidden_size": 896, "num_hidden_layers": 24, "torch_dtype": "bfloat16"}
+
+
+def batch(prompt, cached, output, accept=None, kind="single_stream"):
+    return {"kind": kind, "prompt_tokens_total": prompt, "cached_tokens_total": cached,
+            "output_tokens_total": output, "spec_accept_length": None if accept is None else {"value": accept}}
+
+
+def test_wire_overhead_by_hand():
+    # tokens: (396 - 135) + (128 - 0) = 389 uncached prompt tokens, + 384 + 128 output tokens = 901
+    # bytes per token: 896 x 2 bytes x 2 all-reduces x 24 layers = 86,016; all-reduced 77,500,416; ring factor 1
+    found = batches_wire_overhead([batch(396, 135, 384), None, batch(128, 0, 128)], CONFIG, 2,
+                                  {"lab-b": 155000832, "lab-a": 77500416})
+    assert found["problem"] is None and found["notes"] == []
+    assert found["theory"]["tokens_processed"] == 901
+    assert found["theory"]["theory_bytes_sent_per_rank"] == 77500416
+    assert found["hosts"] == {"lab-a": {"observed_bytes_sent": 77500416, "ratio": 1.0},
+                              "lab-b": {"observed_bytes_sent": 155000832, "ratio": 2.0}}
+
+
+def test_wire_overhead_with_speculation_counts_verify_steps():
+    # 384 output tokens at an accept length of 2.4: 160 verify steps of 4 tokens; 120 prompt tokens
+    found = batches_wire_overhead([batch(120, 0, 384, accept=2.4)], CONFIG, 2, {"lab-a": 0}, verify_width=4)
+    assert found["theory"]["inputs"]["verify_steps"] == 160
+    assert found["theory"]["tokens_processed"] == 120 + 640
+    assert found["hosts"]["lab-a"] == {"observed_bytes_sent": 0, "ratio": 0.0}
+
+
+def test_wire_overhead_counts_unreported_cache_and_says_so():
+    found = batches_wire_overhead([batch(100, None, 10)], CONFIG, 2, {"lab-a": None})
+    assert found["theory"]["tokens_processed"] == 110
+    assert found["notes"] == ["the server reported no cached tokens for some batches: all their prompt tokens count",
+                              "lab-a: no link bytes sent in the window"]
+    assert found["hosts"]["lab-a"] == {"observed_bytes_sent": None, "ratio": None}
+
+
+@pytest.mark.parametrize("batches, config, verify_width, problem", [
+    ([], CONFIG, None, "no workload batch in the window"),
+    ([batch(1, 0, 1)], {"hidden_size": 896}, None, "the model config has no num_hidden_layers"),
+    ([batch(1, 0, 1)], None, None, "the model config has no hidden_size or num_hidden_layers"),
+    ([batch(1, 0, 1)], dict(CONFIG, torch_dtype="int4"), None,
+     "the model config's torch_dtype 'int4' is not one of bfloat16, float, float16, float32, half"),
+    ([batch(1, 0, 5, kind="concurrent")], CONFIG, 4,
+     "a speculative batch (concurrent) has no spec_accept_length to count its verify steps"),
+])
+def test_wire_overhead_without_its_inputs_names_what_is_missing(batches, config, verify_width, problem):
+    found = batches_wire_overhead(batches, config, 2, {"lab-a": 1}, verify_width=verify_width)
+    assert found == {"theory": None, "hosts": {}, "notes": [], "problem": problem}

@@ -294,6 +294,12 @@ PROBLEMS = [
          "exactly")]),
     ("nccl_debug_lower_case", spec(nccl_debug="info"), [
         ("nccl_debug", "one of VERSION, WARN, INFO, TRACE", "info", "NCCL_DEBUG takes VERSION, WARN, INFO, TRACE")]),
+    ("nccl_collectives_without_info", spec(nccl_debug="WARN", nccl_collectives=True), [
+        ("nccl_collectives", "nccl_debug INFO or TRACE", "WARN",
+         "NCCL writes its COLL lines at INFO: nccl_collectives needs nccl_debug INFO or TRACE, found WARN")]),
+    ("nccl_collectives_without_nccl_debug", spec(nccl_debug=None, nccl_collectives=True), [
+        ("nccl_collectives", "nccl_debug INFO or TRACE", None,
+         "NCCL writes its COLL lines at INFO: nccl_collectives needs nccl_debug INFO or TRACE, found unset")]),
     ("environment_moves_nccl", spec(environment={"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_DISABLE": "1"}), [
         ("environment.NCCL_SOCKET_IFNAME", "=thunderbolt0", "eth0",
          "environment.NCCL_SOCKET_IFNAME overrides what link_interface thunderbolt0 sets (=thunderbolt0); the "
