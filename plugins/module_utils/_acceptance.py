@@ -189,7 +189,7 @@ def ladder_step_verdict(step, max_accept_length=None):
     if step.get('error'):
         problems.append('the batch did not complete: %s' % step['error'])
     if isinstance(batch, dict):
-        problems.extend(_batch_problems(name, batch, max_accept_length))
+        problems.extend(batch_problems(name, batch, max_accept_length))
     elif not step.get('error'):
         problems.append('the batch returned no result')
     problems.extend(step.get('ranks') or [])
@@ -198,7 +198,9 @@ def ladder_step_verdict(step, max_accept_length=None):
     return step
 
 
-def _batch_problems(name, batch, max_accept_length):
+def batch_problems(name, batch, max_accept_length):
+    """What is wrong with one workload batch: failed requests, requests without tokens, a repeated prefix not served
+    from the cache (``name`` repeated_prefix), an accept length outside [1, ``max_accept_length``]."""
     problems = []
     requests = batch.get('records') or []
     failed = [r for r in requests if not r.get('ok')]
@@ -275,7 +277,7 @@ def _trial_figure(name, batch):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _spread(values):
+def spread(values):
     """Median, min and max of the values that are numbers, and how many there were."""
     numbers = sorted(v for v in values if v is not None)
     if not numbers:
@@ -311,7 +313,7 @@ def trials_summary(results, ranks=None, max_accept_length=None):
         if result.get('failed'):
             found.append('the batch did not complete: %s' % str(result.get('msg'))[:MAX_LINE])
         if batch is not None:
-            found.extend(_batch_problems(kind, batch, max_accept_length))
+            found.extend(batch_problems(kind, batch, max_accept_length))
         elif not result.get('failed'):
             found.append('the batch returned no result')
         entry['problems'].extend('%s: %s' % (kind, p) for p in found)
@@ -321,7 +323,7 @@ def trials_summary(results, ranks=None, max_accept_length=None):
     figures = {}
     for name, (kind, definition) in TRIAL_FIGURES.items():
         values = [_trial_figure(name, t['batches'][kind]) if t['batches'].get(kind) else None for t in ordered]
-        figures[name] = dict(_spread(values), definition=definition, values=values)
+        figures[name] = dict(spread(values), definition=definition, values=values)
     return {'count': len(ordered), 'passed': not problems, 'problems': problems, 'trials': ordered,
             'figures': figures}
 

@@ -90,6 +90,9 @@ TRIAL_METRICS = (
     ("single_stream_decode_tok_s", "higher", INFO),
     ("single_stream_ttft_ms", "lower", INFO),
 )
+# Per-trial figures of the cold and warm prefix trials (serving.<mode>.prefix_trials.figures.<label>): key, better.
+# Information only: one value per proven trial of that label.
+PREFIX_METRICS = (("ttft_ms", "lower"), ("prefill_tok_s", "higher"), ("decode_tok_s", "higher"))
 
 
 class CompareError(Exception):
@@ -428,6 +431,16 @@ def _serving_metrics(metrics: _Metrics, record: dict, modes: dict[str, str], rol
             numbers = [_number(v, f"{where}.trials.figures.{key}.values[{n}]") for n, v in enumerate(values)]
             name = f"{figure.get('definition', key)} (one value per trial)"
             metrics.add(f"serving {label}: measured trials", name, better, role, numbers)
+        prefix = _mapping(result.get("prefix_trials") or {}, f"{where}.prefix_trials")
+        for cache in ("cold", "warm") if prefix else ():
+            for key, better in PREFIX_METRICS:
+                fwhere = f"{where}.prefix_trials.figures.{cache}.{key}"
+                figure = _mapping(_mapping(prefix.get("figures"), f"{where}.prefix_trials.figures").get(cache, {})
+                                  .get(key) or {}, fwhere)
+                values = [v for v in _sequence(figure.get("values") or [], f"{fwhere}.values") if v is not None]
+                numbers = [_number(v, f"{fwhere}.values[{n}]") for n, v in enumerate(values)]
+                metrics.add(f"serving {label}: {cache} prefix trials",
+                            f"{figure.get('definition', key)} (one value per proven trial)", better, INFO, numbers)
         request_role = INFO if trials.get("count") else None
         for i, step in enumerate(_sequence(acceptance.get("steps"), f"{where}.acceptance.steps")):
             step_where = f"{where}.acceptance.steps[{i}]"

@@ -2,9 +2,9 @@
 
 Sections, each only when the record has its data: what this run shows and what it does not show (generated from the
 record), the stage journal, a throughput summary with one table per kind of figure, verification, the candidate
-driver, link tests, counter deltas per window and host, the serving ladders and their NCCL collectives
-(report_collectives), the link A/B, the fallback route,
-continuity, the restore, and the plots (drawn or left out, and why).
+driver, link tests, counter deltas per window and host, the serving ladders with their cold/warm prefix trials
+(report_prefix) and NCCL collectives (report_collectives), the link A/B, the fallback route, continuity, the
+restore, and the plots (drawn or left out, and why).
 
 Wording: observed, theory, supported. A figure is observed; a cause is a theory until a one-layer change that
 reproduces from a fresh start supports it. tests/unit/test_report_sections.py scans every rendered fixture for words
@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from inferlab import plots, record_view, report_collectives
+from inferlab import plots, record_view, report_collectives, report_prefix
 
 # The receiver-error counters as a column header names them: crc, missed, length, over.
 RX_ERROR_SHORT = ", ".join(n.removeprefix("rx_").removesuffix("_errors") for n in record_view.RX_ERROR_COUNTERS)
@@ -1060,6 +1060,7 @@ def _shows(
             text += f" Measured stages, each one declared layer from its control: {'; '.join(measured)}."
         shows.append(text)
     shows += _serving_shows(record, batches)
+    shows += report_prefix.shows(record.get("serving") or {})
     shows += report_collectives.shows(record.get("serving") or {}, emulated)
     shows += _counter_shows(windows, emulated)
     for result in (record.get("link_tests") or {}).values():
@@ -1366,6 +1367,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
             lines += ["Definitions of the workload figures (llm_workload):", ""]
             lines += [f"- `{name}`: {_value(text)}" for name, text in sorted(definitions.items())]
             lines.append("")
+        lines += report_prefix.section(record["serving"])
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
     if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]

@@ -272,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-root", type=Path, required=True)
     parser.add_argument("--stages", help="comma-separated experiment_stages (default: the role's)")
     parser.add_argument("--trials", type=int,
-                        help="inferlab_trials of every run (default: the inventory's); the kills prove the "
-                             "restore, not the measurement")
+                        help="inferlab_trials of every run (default: the inventory's), and then no cold/warm "
+                             "prefix trials; the kills prove the restore, not the measurement")
     parser.add_argument("--deadline-s", type=float, default=20.0,
                         help="the dead man's switch deadline at deadman: points (at the others, the role's default: "
                              "a deadline shorter than a stage would fire the switch mid-stage)")
@@ -299,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupt: {text}: running {','.join(stages) if stages else 'the default plan'} until the point",
               file=sys.stderr, flush=True)
         extravars = {**plan, **({"experiment_deadman_deadline_s": args.deadline_s} if point["deadman"] else {}),
-                     **({"inferlab_trials": args.trials} if args.trials is not None else {})}
+                     **({"inferlab_trials": args.trials, "inferlab_prefix_trials": 0}
+                        if args.trials is not None else {})}
         result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
         if result["killed"]:
             t_kill = time.monotonic()
