@@ -14,7 +14,7 @@ description:
   - Reads on the host that wrote them the traces NCCL leaves of a TP rank's collectives, and summarizes those whose
     time falls in the window [O(window_start), O(window_end)) of this host's clock, per kind (AllReduce, AllGather,
     ...) and per rank process, with the bytes of each call.
-  - NCCL Inspector's JSON (the profiler plugin, NCCL 2.28.3 and later, in its O(inspector_dir)) when it holds records:
+  - NCCL Inspector's JSON (the profiler plugin, NCCL 2.28.3 and later, in its O(inspector_dir)) when it holds records;
     each is timed, so the summary has total, median and p99 time and the bandwidths. Otherwise the COLL lines of
     the rank's log (C(NCCL_DEBUG=INFO), C(NCCL_DEBUG_SUBSYS) with C(COLL)), one per call at enqueue time with no
     duration; they can be cut to the window only with their timestamps (NCCL 2.26.2 and later with

@@ -7,6 +7,8 @@ them. Each plot appears only when its data exists:
   figure (single-stream, decode, aggregate), with the spread (min to max) over the step's requests;
 - `serving_trials.png`: the measured trials per served mode (its layers): single-stream and aggregate tok/s, one
   panel each, bars the median across trials, whiskers min to max, one dot per trial;
+- `serving_prefix_ttft.png`, `serving_collectives.png`: the cold and warm prefix trials' TTFT, and the bytes of
+  NCCL's collectives beside the link's bytes sent and the theory (plots_prefix_collectives);
 - `counter_deltas.png`: counter-window deltas per host: TCP retransmissions, receiver errors, bytes each way;
 - `timeline_<host>.png`: link throughput and TCP retransmissions over time from the background sampler, with the
   counter windows and the workload batches shaded (the sampler's JSON lines, which the record names by path);
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab import plots_prefix_collectives
 from inferlab.record_view import (
     TRIAL_FIGURES,
     Batch,
@@ -46,6 +49,8 @@ DPI = 100
 SIZES = {
     "serving_tok_s": (13.0, 4.8),
     "serving_trials": (10.0, 4.8),
+    "serving_prefix_ttft": (9.0, 4.6),
+    "serving_collectives": (11.0, 4.8),
     "counter_deltas": (11.0, 8.0),
     "timeline": (12.0, 6.0),
 }
@@ -152,6 +157,26 @@ def plan(record: dict, run_dir: Path | None = None) -> list[Plot]:
                 lambda target: trial_throughput(trials, target),
             )
         )
+    prefix = plots_prefix_collectives.prefix_modes(record)
+    if prefix:
+        plots.append(
+            Plot(
+                "serving_prefix_ttft.png",
+                "TTFT of the cold and warm prefix trials per mode, spread across trials",
+                None,
+                lambda target: plots_prefix_collectives.prefix_ttft(prefix, target),
+            )
+        )
+    collectives = plots_prefix_collectives.collective_modes(record)
+    if collectives:
+        plots.append(
+            Plot(
+                "serving_collectives.png",
+                "bytes of NCCL's collectives, the link's bytes sent and the all-reduce theory per mode and host",
+                None,
+                lambda target: plots_prefix_collectives.collective_bytes(collectives, target),
+            )
+        )
     windows = counter_windows(record)
     if windows:
         plots.append(
@@ -183,7 +208,7 @@ def render(run_dir: Path, record: dict) -> list[Path]:
 # --- drawing ------------------------------------------------------------------------------------------------------
 
 
-def _pyplot():
+def pyplot():
     """matplotlib's pyplot on the Agg backend (no display needed), imported when the first plot is drawn: reading a
     record, planning its plots and writing the report do not need it."""
     import matplotlib
@@ -194,10 +219,10 @@ def _pyplot():
     return plt
 
 
-def _save(fig, target: Path) -> Path:
+def save(fig, target: Path) -> Path:
     fig.tight_layout()
     fig.savefig(target, dpi=DPI)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return target
 
 
@@ -262,7 +287,7 @@ def serving_throughput(batches: list[Batch], target: Path) -> Path:
         ),
     )
     modes = list(dict.fromkeys((b.mode, b.layers) for b in batches))
-    fig, axes = _pyplot().subplots(1, len(panels), figsize=SIZES["serving_tok_s"])
+    fig, axes = pyplot().subplots(1, len(panels), figsize=SIZES["serving_tok_s"])
     for ax, (metric, title, single) in zip(axes, panels, strict=True):
         chosen = [b for b in batches if (b.batch.get("concurrency") == 1) == single]
         groups = list(dict.fromkeys(b.condition for b in chosen))
@@ -288,7 +313,7 @@ def serving_throughput(batches: list[Batch], target: Path) -> Path:
     fig.suptitle("Serving: medians per mode and step; whiskers: min to max over the step's requests", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(target, dpi=DPI)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return target
 
 
@@ -296,7 +321,7 @@ def trial_throughput(trials: dict[str, ModeTrials], target: Path) -> Path:
     """The measured trials: single-stream and aggregate tok/s in separate panels, a bar per mode at the median
     across trials, whiskers min to max, and each trial's value as a dot."""
     panels = [f for f in TRIAL_FIGURES if f[0] in ("single_stream_output_tok_s", "aggregate_output_tok_s")]
-    fig, axes = _pyplot().subplots(1, len(panels), figsize=SIZES["serving_trials"])
+    fig, axes = pyplot().subplots(1, len(panels), figsize=SIZES["serving_trials"])
     modes = list(trials.values())
     for ax, (key, title) in zip(axes, panels, strict=True):
         ax.set_title(title.replace(" (", "\n("), fontsize=9)
@@ -322,7 +347,7 @@ def trial_throughput(trials: dict[str, ModeTrials], target: Path) -> Path:
     fig.suptitle("Measured trials: median across trials; whiskers min to max; dots: one per trial", fontsize=10)
     fig.tight_layout()
     fig.savefig(target, dpi=DPI)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return target
 
 
@@ -357,7 +382,7 @@ def counter_deltas(record: dict, windows: list[Window], target: Path) -> Path:
             found.append(None if v is None else {"value": v / scale})
         return found
 
-    fig, (retrans, rx, moved) = _pyplot().subplots(3, 1, figsize=SIZES["counter_deltas"])
+    fig, (retrans, rx, moved) = pyplot().subplots(3, 1, figsize=SIZES["counter_deltas"])
     groups = [n.replace("_", " ") for n in names]
     retrans.set_title("TCP retransmitted segments in the window (host-wide)", fontsize=9)
     _grouped_bars(retrans, groups, [(h, cells(h, lambda w: w.counter("RetransSegs"))) for h in hosts], "segments")
@@ -379,7 +404,7 @@ def counter_deltas(record: dict, windows: list[Window], target: Path) -> Path:
     _grouped_bars(moved, groups, series, "GiB")
     moved.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("Counter-window deltas per host (closing snapshot minus opening snapshot)", fontsize=10)
-    return _save(fig, target)
+    return save(fig, target)
 
 
 def _rates(samples: list[dict], interface: str | None, t0: float) -> tuple[list[float], ...]:
@@ -424,7 +449,7 @@ def timeline(record: dict, host: str, series: list[tuple[Window, Path]], target:
                 values.append(math.nan)
         for values, new in zip((xs, rx, tx, retrans), part, strict=True):
             values.extend(new)
-    fig, (gbps, resent) = _pyplot().subplots(2, 1, figsize=SIZES["timeline"], sharex=True)
+    fig, (gbps, resent) = pyplot().subplots(2, 1, figsize=SIZES["timeline"], sharex=True)
     interface = next((w.interface for w, _p in series if w.interface), "the link")
     gbps.set_title(f"{host}: {interface} throughput from the sampler (received and sent, Gb/s)", fontsize=9)
     resent.set_title(f"{host}: TCP retransmitted segments per second (host-wide)", fontsize=9)
@@ -461,17 +486,17 @@ def timeline(record: dict, host: str, series: list[tuple[Window, Path]], target:
             color="0.3",
         )
     handles, labels = gbps.get_legend_handles_labels()
-    handles.append(_pyplot().Rectangle((0, 0), 1, 1, color=WINDOW_COLOUR, alpha=0.5))
+    handles.append(pyplot().Rectangle((0, 0), 1, 1, color=WINDOW_COLOUR, alpha=0.5))
     labels.append("counter window")
     if shaded_batches:
-        handles.append(_pyplot().Rectangle((0, 0), 1, 1, color=BATCH_COLOUR, alpha=0.35))
+        handles.append(pyplot().Rectangle((0, 0), 1, 1, color=BATCH_COLOUR, alpha=0.35))
         labels.append("workload batch (llm_workload)")
     gbps.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if resent.get_legend_handles_labels()[0]:
         resent.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     for ax in (gbps, resent):
         ax.tick_params(labelsize=7)
-    return _save(fig, target)
+    return save(fig, target)
 
 
 def _directions(pair: dict) -> tuple[str, str]:
@@ -499,7 +524,7 @@ def throughput_bars(result: dict, target: Path) -> Path:
         forward.append(tests["loaded_probes"]["load"]["a_to_b_bps"])
         reverse.append(tests["loaded_probes"]["load"]["b_to_a_bps"])
     a_to_b, b_to_a = _directions(result["pair"])
-    fig, ax = _pyplot().subplots(figsize=(max(6, 1.2 * len(labels)), 4))
+    fig, ax = pyplot().subplots(figsize=(max(6, 1.2 * len(labels)), 4))
     xs = range(len(labels))
     ax.bar([x - 0.2 for x in xs], [(v or 0) / GBPS for v in forward], width=0.4, label=a_to_b)
     ax.bar([x + 0.2 for x in xs], [(v or 0) / GBPS for v in reverse], width=0.4, label=b_to_a)
@@ -507,14 +532,14 @@ def throughput_bars(result: dict, target: Path) -> Path:
     ax.set_ylabel("Gb/s (receiver side)")
     ax.set_title(f"Direct link {result['pair']['interface']}: throughput per direction ({result['transport_label']})")
     ax.legend()
-    return _save(fig, target)
+    return save(fig, target)
 
 
 def asymmetry_intervals(result: dict, target: Path) -> Path:
     """Per-interval throughput of the bidirectional test, both directions."""
     intervals = result["tests"]["asymmetry"]["intervals"]
     a_to_b, b_to_a = _directions(result["pair"])
-    fig, ax = _pyplot().subplots(figsize=(7, 3.5))
+    fig, ax = pyplot().subplots(figsize=(7, 3.5))
     ends = [i["end"] for i in intervals]
     ax.plot(ends, [(i["forward_bps"] or 0) / GBPS for i in intervals], marker="o", label=a_to_b)
     ax.plot(ends, [(i["reverse_bps"] or 0) / GBPS for i in intervals], marker="o", label=b_to_a)
@@ -523,7 +548,7 @@ def asymmetry_intervals(result: dict, target: Path) -> Path:
     ax.set_ylim(bottom=0)
     ax.set_title(f"Bidirectional test: {result['verdicts']['asymmetry']}", fontsize=8)
     ax.legend()
-    return _save(fig, target)
+    return save(fig, target)
 
 
 def rtt_distributions(result: dict, target: Path) -> Path:
@@ -536,16 +561,16 @@ def rtt_distributions(result: dict, target: Path) -> Path:
             if probe:
                 series.append(probe["replies_ms"] or [0.0])
                 labels.append(f"{title}\n{direction}\nloss {probe['loss_pct']}%")
-    fig, ax = _pyplot().subplots(figsize=(max(6, 1.6 * len(series)), 4))
+    fig, ax = pyplot().subplots(figsize=(max(6, 1.6 * len(series)), 4))
     ax.boxplot(series, showfliers=True)
     ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
     ax.set_ylabel("RTT (ms, log scale)")
     ax.set_yscale("log")
-    from matplotlib import ticker  # after _pyplot() chose the backend
+    from matplotlib import ticker  # after pyplot() chose the backend
 
     plain = ticker.FuncFormatter(lambda value, position: f"{value:g}")
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(plain)
     ax.tick_params(axis="y", which="both", labelsize=7)
     ax.set_title("Probe round-trip times over the direct link: unloaded against loaded", fontsize=10)
-    return _save(fig, target)
+    return save(fig, target)

@@ -74,7 +74,7 @@ def section(serving: dict) -> list[str]:
             f"({'every label confirmed' if trials.get('passed') else 'NOT every label confirmed'})",
             "",
             "| label | confirmed trials | " + " | ".join(name for _key, name in FIGURES) + " |",
-            "| --- | --- | " + " | ".join("---" for _ in FIGURES) + " |",
+            "| --- | --- | " + " | ".join(["---"] * len(FIGURES)) + " |",
         ]
         for label in ("cold", "warm"):
             figures = (trials.get("figures") or {}).get(label) or {}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import plots, record_view, report
+from inferlab import plots, plots_prefix_collectives, record_view, report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -182,6 +182,28 @@ def test_a_trial_figure_without_values_leaves_its_panel_empty_and_the_size(tmp_p
         figure.update(values=[None] * len(figure["values"]), median=None, min=None, max=None, n=0)
     target = plots.trial_throughput(record_view.serving_trials(data), tmp_path / "trials.png")
     assert_drawn(target, expected("serving_trials"))
+
+
+def test_prefix_trials_and_collectives_are_drawn(tmp_path):
+    names = [p.name for p in plots.render(tmp_path, load("serve_trials"))]
+    assert names[:4] == ["serving_tok_s.png", "serving_trials.png", "serving_prefix_ttft.png",
+                         "serving_collectives.png"]
+    assert_drawn(tmp_path / "plots" / "serving_prefix_ttft.png", expected("serving_prefix_ttft"))
+    assert_drawn(tmp_path / "plots" / "serving_collectives.png", expected("serving_collectives"))
+
+
+def test_a_label_without_confirmed_trials_and_a_host_not_read_keep_the_sizes(tmp_path):
+    data = load("serve_trials")
+    for mode in data["serving"].values():
+        mode["prefix_trials"]["figures"]["warm"]["ttft_ms"].update(values=[None] * 3, median=None, min=None,
+                                                                   max=None, n=0)
+        mode["collectives"]["hosts"]["lab-b"] = None
+        mode["collectives"]["wire_overhead"] = {"theory": None, "hosts": {}, "notes": [], "problem": "none"}
+    for name, draw in (("serving_prefix_ttft", plots_prefix_collectives.prefix_ttft),
+                       ("serving_collectives", plots_prefix_collectives.collective_bytes)):
+        modes = (plots_prefix_collectives.prefix_modes if name == "serving_prefix_ttft"
+                 else plots_prefix_collectives.collective_modes)(data)
+        assert_drawn(draw(modes, tmp_path / f"{name}.png"), expected(name))
 
 
 @pytest.mark.parametrize("name", ["serve", "serve_trials", "link_test", "experiment_kernel"])
