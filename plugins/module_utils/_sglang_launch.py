@@ -30,7 +30,10 @@ Optional keys (default in brackets):
   link_interface        str [None]: the direct-link interface NCCL and Gloo must use (needed when nnodes > 1)
   nccl_debug            VERSION | WARN | INFO | TRACE [None]
   nccl_collectives      bool [false]: NCCL logs a timestamped COLL line per collective call (needs nccl_debug INFO or
-                        TRACE); see collective_trace_environment
+                        TRACE); see COLLECTIVE_TRACE_ENVIRONMENT
+  nccl_inspector        None, or {plugin: str, dump_dir: str} [None]: NCCL Inspector (the profiler plugin at the
+                        absolute path plugin) dumping each collective's timing to dump_dir (absolute); see
+                        inspector_environment
   environment           {NAME: str or int} [{}], laid over the variables built here
 Any other key is an error, so a misspelt option fails instead of being dropped.
 
@@ -208,8 +211,10 @@ _SPEC_SCHEMA = {
     "link_interface": ("str?", None),
     "nccl_debug": ("str?", None),
     "nccl_collectives": ("bool", False),
+    "nccl_inspector": (None, None),
     "environment": (None, None),
 }
+_INSPECTOR_SCHEMA = {"plugin": ("str", _NOT_GIVEN), "dump_dir": ("str", _NOT_GIVEN)}
 _CUDA_GRAPH_SCHEMA = {"disable": ("bool", False), "max_bs": ("int?", None)}
 _SPECULATIVE_SCHEMA = {
     "algorithm": ("str", _NOT_GIVEN),
@@ -236,6 +241,8 @@ def _read_spec(spec):
     result["cuda_graph"] = _read({} if graph is None else graph, _CUDA_GRAPH_SCHEMA, "cuda_graph")
     if result["speculative"] is not None:
         result["speculative"] = _read(result["speculative"], _SPECULATIVE_SCHEMA, "speculative")
+    if result["nccl_inspector"] is not None:
+        result["nccl_inspector"] = _read(result["nccl_inspector"], _INSPECTOR_SCHEMA, "nccl_inspector")
     environment = {} if result["environment"] is None else result["environment"]
     if not isinstance(environment, dict):
         raise SpecError("environment must be a dict of NAME: value, got %s" % type(environment).__name__)
@@ -346,6 +353,14 @@ COLLECTIVE_TRACE_ENVIRONMENT = {
 }
 
 
+def inspector_environment(inspector):
+    """NCCL Inspector on (NCCL 2.28.3 and later): the plugin, and a dump of every completed collective's timing to
+    dump_dir, continuously (NCCL 2.30's default interval, -1, dumps only when the communicator is destroyed, so a rank
+    that is killed would leave nothing)."""
+    return {"NCCL_PROFILER_PLUGIN": inspector["plugin"], "NCCL_INSPECTOR_ENABLE": "1",
+            "NCCL_INSPECTOR_DUMP_DIR": inspector["dump_dir"], "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS": "0"}
+
+
 def launch_environment(spec):
     """The variables to add to the rank's environment, spec.environment last so that it wins.
 
@@ -360,6 +375,8 @@ def launch_environment(spec):
         environment["NCCL_DEBUG"] = spec["nccl_debug"]
     if spec["nccl_collectives"]:
         environment.update(COLLECTIVE_TRACE_ENVIRONMENT)
+    if spec["nccl_inspector"] is not None:
+        environment.update(inspector_environment(spec["nccl_inspector"]))
     environment.update(spec["environment"])
     return environment
 
@@ -612,6 +629,11 @@ def _check_environment(spec, problems):
     if spec["nccl_debug"] is not None and spec["nccl_debug"] not in NCCL_DEBUG_LEVELS:
         _problem(problems, "nccl_debug", "one of %s" % ", ".join(NCCL_DEBUG_LEVELS), spec["nccl_debug"],
                  "NCCL_DEBUG takes %s" % ", ".join(NCCL_DEBUG_LEVELS))
+    inspector = spec["nccl_inspector"]
+    for key in ("plugin", "dump_dir") if inspector is not None else ():
+        if not inspector[key].startswith("/"):
+            _problem(problems, "nccl_inspector." + key, "an absolute path", inspector[key],
+                     "nccl_inspector.%s must be an absolute path, found %r" % (key, inspector[key]))
     if spec["nccl_collectives"] and spec["nccl_debug"] not in ("INFO", "TRACE"):
         _problem(problems, "nccl_collectives", "nccl_debug INFO or TRACE", spec["nccl_debug"],
                  "NCCL writes its COLL lines at INFO: nccl_collectives needs nccl_debug INFO or TRACE, found %s"

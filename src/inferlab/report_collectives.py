@@ -28,9 +28,24 @@ def _traced(serving: dict) -> dict[str, dict]:
 
 
 def _kinds(found: dict) -> str:
+    """Each kind's calls and bytes, and where the source is timed, the median and p99 time of one call."""
     kinds = found.get("collectives") or {}
-    return ", ".join(f"{kind} {_number(k.get('count'))} ({_number(k.get('bytes'))} B)" for kind, k in sorted(
-        kinds.items())) or "none"
+    cells = []
+    for kind, k in sorted(kinds.items()):
+        timed = (f", median {_number(k['time_us_median'])} us, p99 {_number(k['time_us_p99'])} us"
+                 if k.get("time_us_median") is not None else "")
+        cells.append(f"{kind} {_number(k.get('count'))} ({_number(k.get('bytes'))} B{timed})")
+    return ", ".join(cells) or "none"
+
+
+def _time_share(found: dict) -> str:
+    """The share of the window each rank spent in collectives, where the source is timed."""
+    shares = {}
+    for kind in (found.get("collectives") or {}).values():
+        for rank, figures in (kind.get("per_rank") or {}).items():
+            if figures.get("time_share") is not None:
+                shares[rank] = shares.get(rank, 0.0) + figures["time_share"]
+    return ", ".join(f"{100 * shares[rank]:.1f} %" for rank in sorted(shares)) or "not timed"
 
 
 def _overhead_line(overhead: dict) -> str:
@@ -59,20 +74,22 @@ def section(serving: dict, emulated: bool) -> list[str]:
         "## NCCL collectives and the wire overhead",
         "",
         "What NCCL logged in each mode's ladder window (COLL lines: one per call, no duration; NCCL Inspector: "
-        "timed), counted on the host that wrote it. The wire overhead is the link's bytes sent in the window over "
-        "the TP all-reduces' theory (tokens x hidden x dtype x all-reduces a layer x layers x 2(n-1)/n).",
+        "timed, with the share of the window a rank spent in collectives), counted on the host that wrote it. The "
+        "wire overhead is the link's bytes sent in the window over the TP all-reduces' theory (tokens x hidden x "
+        "dtype x all-reduces a layer x layers x 2(n-1)/n).",
         "",
-        "| mode | host | source | in window | outside | untimed | by kind (calls, bytes) | unreadable lines |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| mode | host | source | in window | outside | untimed | by kind (calls, bytes) | window in collectives "
+        "| unreadable lines |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for mode, collectives in traced.items():
         for host, found in sorted((collectives.get("hosts") or {}).items()):
             if not found:
-                lines.append(f"| {mode} | {host} | not read | — | — | — | — | — |")
+                lines.append(f"| {mode} | {host} | not read | — | — | — | — | — | — |")
                 continue
             lines.append(f"| {mode} | {host} | {found.get('source')} | {_number(found.get('records'))} "
                          f"| {_number(found.get('outside'))} | {_number(found.get('untimed'))} | {_kinds(found)} "
-                         f"| {_number(found.get('problem_count'))} |")
+                         f"| {_time_share(found)} | {_number(found.get('problem_count'))} |")
     lines.append("")
     for mode, collectives in traced.items():
         overhead = collectives.get("wire_overhead") or {}

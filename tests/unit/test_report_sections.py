@@ -8,7 +8,8 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
 - serve: TP2 and TP2+NEXTN on the lab inference server, with their counter windows;
 - serve_trials: the same with the measured trials (three per mode), from a later run of playbooks/serve.yml, its
   trial batches' definitions left out too (the ladder's carry them), and each mode's cold/warm prefix trials, NCCL
-  collectives and wire overhead from a molecule serve run of 2026-12-04 (the same lab and request shapes);
+  collectives (NCCL Inspector's records, as the lab writes them) and wire overhead from a molecule serve run of
+  2026-12-04 (the same lab and request shapes);
 - link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
 - fallback: the fallback route with its continuity prober;
 - candidate_emulated: the candidate on the emulated driver layer;
@@ -394,11 +395,29 @@ def test_nccl_collectives_a_table_per_host_and_the_overhead_with_its_inputs():
     rows = table(text, "## NCCL collectives and the wire overhead")
     assert rows[0][:4] == ["mode", "host", "source", "in window"]
     assert [(r[0], r[1], r[2]) for r in rows[1:]] == [
-        ("baseline", "lab-a", "coll"), ("baseline", "lab-b", "coll"), ("nextn", "lab-a", "coll"),
-        ("nextn", "lab-b", "coll")]
+        ("baseline", "lab-a", "inspector"), ("baseline", "lab-b", "inspector"), ("nextn", "lab-a", "inspector"),
+        ("nextn", "lab-b", "inspector")]
+    assert all(re.fullmatch(r"[0-9.]+ %", r[7]) for r in rows[1:]) and "p99" in rows[1][6]
     body = section(text, "## NCCL collectives and the wire overhead")
     assert "verify steps x 4 tokens" in body and "ratio 0." in body
     assert "its ratio describes the lab, not a model" in body
+
+
+def test_nccl_collectives_from_coll_lines_are_not_timed():
+    record = load("serve_trials")
+    for found in record["serving"]["nextn"]["collectives"]["hosts"].values():
+        found["source"] = "coll"
+        for kind in found["collectives"].values():
+            for key in ("time_us_total", "time_us_median", "time_us_p99", "algobw_gbs_median", "busbw_gbs_median"):
+                kind.pop(key)
+            for rank in kind["per_rank"].values():
+                for key in list(rank):
+                    if key not in ("count", "bytes"):
+                        rank.pop(key)
+    rows = table(report.render(record), "## NCCL collectives and the wire overhead")
+    nextn = [r for r in rows[1:] if r[0] == "nextn"]
+    assert [(r[2], r[7]) for r in nextn] == [("coll", "not timed"), ("coll", "not timed")]
+    assert "p99" not in nextn[0][6]
 
 
 def test_nccl_collectives_without_a_trace_or_an_overhead():

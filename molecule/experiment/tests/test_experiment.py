@@ -38,6 +38,19 @@ def test_each_measured_stage_changed_one_layer_against_its_control():
     assert all(mode["acceptance"]["passed"] for mode in serving.values())
 
 
+def test_every_served_mode_counted_its_collectives_and_a_cold_and_a_warm_prefix():
+    """From the COLL lines here (the Inspector's in molecule serve), one cold/warm pair a mode (converge.yml)."""
+    for mode, result in RECORD["serving"].items():
+        collectives = result["collectives"]
+        for host, found in collectives["hosts"].items():
+            assert found["source"] == "coll" and found["untimed"] == 0, (mode, host, found)
+            assert found["collectives"]["AllReduce"]["count"] > 100, (mode, host)
+        overhead = collectives["wire_overhead"]
+        assert overhead["problem"] is None and all(h["ratio"] > 0 for h in overhead["hosts"].values()), mode
+        prefix = result["prefix_trials"]
+        assert prefix["passed"] and [t["label"] for t in prefix["trials"]] == ["cold", "warm"], (mode, prefix)
+
+
 def test_the_control_measured_each_replica_directly_and_the_public_route():
     # a site without a router (the scenario's inventory/norouter.yml)
     control = RECORD["stages"]["control"]

@@ -115,16 +115,20 @@ def test_cold_and_warm_prefix_trials_alternate_each_proven_by_the_server(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_collectives_were_counted_in_the_window_and_the_link_carried_them(mode):
-    """Each rank logged a COLL line per all-reduce it really sent (inferlab_nccl_collectives in the lab inventory):
-    both hosts count the same all-reduces in the ladder's window, the link carried at least their bytes (each rank
-    of a 2-rank ring sends about the all-reduced size), and the wire overhead uses the window's own link bytes."""
+    """Each rank recorded every all-reduce it really sent (inferlab_nccl_collectives and the NCCL Inspector plugin in
+    the lab inventory), timed: both hosts count the same all-reduces in the ladder's window, the link carried at
+    least their bytes (each rank of a 2-rank ring sends about the all-reduced size), and the wire overhead uses the
+    window's own link bytes. Molecule experiment counts the COLL lines instead."""
     result = serving(mode)
     collectives = result["collectives"]
     counts = {}
     for host in RING_NAMES:
         found = collectives["hosts"][host]
-        assert found["source"] == "coll" and found["untimed"] == 0 and found["problem_count"] == 0, found
+        assert found["source"] == "inspector" and found["untimed"] == 0 and found["problem_count"] == 0, found
         allreduce = found["collectives"]["AllReduce"]
+        assert 0 < allreduce["time_us_median"] <= allreduce["time_us_p99"] and allreduce["busbw_gbs_median"] > 0
+        (rank,) = allreduce["per_rank"].values()
+        assert 0 < rank["time_share"] < 1 and rank["sn_last"] - rank["sn_first"] + 1 == rank["count"], rank
         counts[host] = allreduce["count"]
         window = json.loads((RUN_DIR / "fragments" / f"window_{result['window']}" / f"{host}.json").read_text())
         sent = window["interfaces"]["thunderbolt0"]["tx_bytes"]

@@ -34,6 +34,8 @@ import sys
 import threading
 import time
 
+from inferlab.labserver.inspector import NcclInspector
+
 SIOCGIFADDR = 0x8915
 SO_BINDTODEVICE = getattr(socket, "SO_BINDTODEVICE", 25)
 NCCL_DEFAULT_IFNAME_ORDER = ("ib", "^docker,lo", "docker", "lo")
@@ -95,6 +97,7 @@ class NcclLog:
         self.coll_enabled = self.enabled and nccl_flag_on(self.subsystems, "COLL")
         self.stream = stream or sys.stderr
         self.host = socket.gethostname().split(".")[0]
+        self.inspector = NcclInspector(env, rank)
 
     def _timestamp(self) -> str:
         now = time.time()
@@ -113,6 +116,10 @@ class NcclLog:
 
     def warn(self, message: str) -> None:
         self._line("WARN", message)
+
+    def completed(self, op_count: int, payload: int, start_s: float, stop_s: float, comm: int) -> None:
+        """An all-reduce of ``payload`` bytes done: NCCL Inspector's record of it, where the plugin is on."""
+        self.inspector.completed("AllReduce", op_count, payload, start_s, stop_s, comm)
 
     def collective(self, op_count: int, payload: int, comm: int, sendbuff: int, recvbuff: int) -> None:
         """The COLL line NCCL prints when an AllReduce of ``payload`` bytes is called (no duration; the lab has no
@@ -353,7 +360,9 @@ class Link:
         out, inbox = self._buffers(payload)
         STEP.pack_into(out, 0, MAGIC, kind, self.steps, payload)
         self._log_allreduce(self.steps, payload)
+        start = time.time()
         self._duplex(out[:STEP.size + payload], inbox[:payload], self.steps)
+        self.nccl.completed(self.steps, payload, start, time.time(), id(self))
         self.steps += 1
 
     def serve_step(self, stop: threading.Event) -> bool:
@@ -384,7 +393,9 @@ class Link:
             raise PeerLeft(f"TP peer rank {1 - self.rank} shut down")
         out, inbox = self._buffers(payload)
         self._log_allreduce(step, payload)
+        start = time.time()
         self._duplex(out[STEP.size:STEP.size + payload], inbox[:payload], step)
+        self.nccl.completed(step, payload, start, time.time(), id(self))
         self.steps += 1
         return True
 

@@ -1,16 +1,21 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Helpers for the labserver tests: the lab model's config, an SSE reader, and a handle on a server process."""
+"""Helpers for the labserver tests: the lab model's config, an SSE reader, a handle on a server process, and two
+ranks' TP links in process (exchange_steps)."""
 
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
+
+from inferlab.labserver.tp import KIND_DECODE, KIND_PREFILL, Link, NcclLog
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 MODEL = "lab-qwen-small"
@@ -79,3 +84,34 @@ class LabServer:
 
     def log_text(self) -> str:
         return self.log.read_text()
+
+
+LO = ("lo", "127.0.0.1")
+
+
+def linked_pair(env):
+    """Rank 0's and rank 1's Link over a loopback TCP connection, each logging to its own buffer."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _addr = server.accept()
+    logs = (io.StringIO(), io.StringIO())
+    return [Link(sock, rank, LO, NcclLog(rank, env, stream=logs[rank])) for rank, sock in ((0, accepted),
+                                                                                           (1, client))], logs
+
+
+def exchange_steps(env, payloads):
+    """Rank 0 runs one exchange per payload while rank 1 answers them; the two ranks' log texts."""
+    (rank0, rank1), logs = linked_pair(env)
+    stop = threading.Event()
+    answered = []
+    follower = threading.Thread(target=lambda: [answered.append(rank1.serve_step(stop)) for _step in payloads])
+    follower.start()
+    try:
+        for number, payload in enumerate(payloads):
+            rank0.exchange(KIND_PREFILL if number == 0 else KIND_DECODE, payload)
+    finally:
+        follower.join(timeout=10)
+        rank0.close()
+        rank1.close()
+    assert answered == [True] * len(payloads)
+    return logs[0].getvalue(), logs[1].getvalue()

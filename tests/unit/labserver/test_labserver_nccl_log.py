@@ -7,46 +7,15 @@ parser), NCCL_DEBUG_SUBSYS and the timestamp settings."""
 from __future__ import annotations
 
 import io
-import socket
-import threading
 import time
 
 import pytest
+from labservers import exchange_steps
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._nccl import parse_coll_log
-from inferlab.labserver.tp import KIND_DECODE, KIND_PREFILL, Link, NcclLog, nccl_flag_on, nccl_flags
+from inferlab.labserver.tp import NcclLog, nccl_flag_on, nccl_flags
 
 COLL_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,ENV,COLL", "NCCL_DEBUG_TIMESTAMP_LEVELS": "INFO"}
-LO = ("lo", "127.0.0.1")
-
-
-def linked_pair(env):
-    """Rank 0's and rank 1's Link over a loopback TCP connection, each logging to its own buffer."""
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        client = socket.create_connection(server.getsockname())
-        accepted, _addr = server.accept()
-    logs = (io.StringIO(), io.StringIO())
-    return [Link(sock, rank, LO, NcclLog(rank, env, stream=logs[rank])) for rank, sock in ((0, accepted),
-                                                                                           (1, client))], logs
-
-
-def exchange_steps(env, payloads):
-    """Rank 0 runs one exchange per payload while rank 1 answers them; the two ranks' log texts."""
-    (rank0, rank1), logs = linked_pair(env)
-    stop = threading.Event()
-    answered = []
-    follower = threading.Thread(target=lambda: [answered.append(rank1.serve_step(stop)) for _step in payloads])
-    follower.start()
-    try:
-        for number, payload in enumerate(payloads):
-            rank0.exchange(KIND_PREFILL if number == 0 else KIND_DECODE, payload)
-    finally:
-        follower.join(timeout=10)
-        rank0.close()
-        rank1.close()
-    assert answered == [True] * len(payloads)
-    return logs[0].getvalue(), logs[1].getvalue()
-
 
 def test_every_exchange_logs_one_allreduce_coll_line_on_both_ranks():
     before = time.time()

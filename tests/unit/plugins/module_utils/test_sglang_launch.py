@@ -300,6 +300,12 @@ PROBLEMS = [
     ("nccl_collectives_without_nccl_debug", spec(nccl_debug=None, nccl_collectives=True), [
         ("nccl_collectives", "nccl_debug INFO or TRACE", None,
          "NCCL writes its COLL lines at INFO: nccl_collectives needs nccl_debug INFO or TRACE, found unset")]),
+    ("nccl_inspector_relative_paths", spec(nccl_inspector={"plugin": "libnccl-profiler-inspector.so",
+                                                           "dump_dir": "logs"}), [
+        ("nccl_inspector.plugin", "an absolute path", "libnccl-profiler-inspector.so",
+         "nccl_inspector.plugin must be an absolute path, found 'libnccl-profiler-inspector.so'"),
+        ("nccl_inspector.dump_dir", "an absolute path", "logs",
+         "nccl_inspector.dump_dir must be an absolute path, found 'logs'")]),
     ("environment_moves_nccl", spec(environment={"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_DISABLE": "1"}), [
         ("environment.NCCL_SOCKET_IFNAME", "=thunderbolt0", "eth0",
          "environment.NCCL_SOCKET_IFNAME overrides what link_interface thunderbolt0 sets (=thunderbolt0); the "
@@ -318,7 +324,7 @@ def test_problem_table_covers_every_field_checked():
     checked = set(re.findall(r'_problem\(problems, "([a-z_.]+)"', source))
     checked |= {"speculative." + key for key in ("num_steps", "eagle_topk", "num_draft_tokens")}
     checked.add("environment.NCCL_SOCKET_IFNAME")
-    assert checked - {"speculative.", "environment."} <= fields
+    assert checked - {"speculative.", "environment.", "nccl_inspector."} <= fields
 
 
 def test_several_problems_at_once_in_check_order():
