@@ -17,6 +17,7 @@ from inferlab.labserver.tp import NcclLog, nccl_flag_on, nccl_flags
 
 COLL_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,ENV,COLL", "NCCL_DEBUG_TIMESTAMP_LEVELS": "INFO"}
 
+
 def test_every_exchange_logs_one_allreduce_coll_line_on_both_ranks():
     before = time.time()
     texts = exchange_steps(dict(COLL_ENV, NCCL_DEBUG_TIMESTAMP_FORMAT="[%F_%T.%6f] "), [65536, 1001, 65536])
