@@ -9,10 +9,13 @@ so instead of printing one.
 
 from __future__ import annotations
 
-from inferlab import stats
+from inferlab import compare, stats
 
-FIGURES = (("ttft_ms", "TTFT ms"), ("prefill_tok_s", "prefill tok/s (prompt tokens / TTFT)"),
-           ("decode_tok_s", "decode tok/s (TTFT excluded)"))
+# key, name, which way is better
+FIGURES = (("ttft_ms", "TTFT ms", "lower"), ("prefill_tok_s", "prefill tok/s (prompt tokens / TTFT)", "higher"),
+           ("decode_tok_s", "decode tok/s (TTFT excluded)", "higher"))
+# compare's readings of B (here warm) against A (cold), in this section's words
+READINGS = {compare.B_BETTER: "warm better", compare.B_WORSE: "warm worse"}
 
 
 def _number(value) -> str:
@@ -31,19 +34,22 @@ def _values(figure: dict) -> list[float]:
     return [v for v in figure.get("values") or [] if v is not None]
 
 
-def shift(cold: dict, warm: dict) -> str:
-    """Warm minus cold for one figure: the Hodges-Lehmann shift, its 95 % interval where the sizes allow one, and the
-    two-sided rank-sum p."""
+def shift(cold: dict, warm: dict, better: str) -> str:
+    """Warm minus cold for one figure: compare's reading at its level (warm better or worse, no clear difference, or
+    no verdict possible at these sizes), the Hodges-Lehmann shift, its 95 % interval where the sizes allow one, and
+    the two-sided rank-sum p."""
     a, b = _values(cold), _values(warm)
     if not a or not b:
         return "no shift: a label has no confirmed trial"
-    interval = stats.hodges_lehmann(a, b, 95)
+    interval = stats.hodges_lehmann(a, b, compare.CONFIDENCE_PCT)
     test = stats.rank_sum_test(a, b)
+    reading = compare.reading(test, compare.ALPHA, better)
     if interval.low is None:
         bounds = f"no 95 % interval at {len(a)} vs {len(b)} trials"
     else:
         bounds = f"{interval.confidence_pct:.0f} % interval {_number(interval.low)} to {_number(interval.high)}"
-    return f"{_number(interval.estimate)} ({bounds}; rank-sum p {test.p_two_sided:.3g}, at least {test.smallest_p:.3g})"
+    return (f"{READINGS.get(reading, reading)}: {_number(interval.estimate)} ({bounds}; rank-sum p "
+            f"{test.p_two_sided:.3g}, at least {test.smallest_p:.3g})")
 
 
 def _traced(serving: dict) -> dict[str, dict]:
@@ -61,8 +67,8 @@ def section(serving: dict) -> list[str]:
         "",
         "Pairs of one long prompt: cold with the prefix cache flushed first, then warm (the same prompt again). A "
         "label counts only where the server's cached tokens confirm it (0 cold, above 0 warm). Median (min–max, n) "
-        "over the confirmed trials; the shift is warm minus cold (Hodges-Lehmann, the statistics of `inferlab "
-        "compare`).",
+        "over the confirmed trials; the shift is warm minus cold (Hodges-Lehmann), read as `inferlab compare` reads "
+        f"a metric (two-sided rank-sum test at {100 * compare.ALPHA:.0f} %; 3 pairs can give no verdict, 4 can).",
         "",
     ]
     for mode, trials in traced.items():
@@ -73,18 +79,18 @@ def section(serving: dict) -> list[str]:
             f"### {mode}: {trials.get('pairs')} pairs, prompt {', '.join(f'{p:,}' for p in prompt) or '—'} tokens "
             f"({'every label confirmed' if trials.get('passed') else 'NOT every label confirmed'})",
             "",
-            "| label | confirmed trials | " + " | ".join(name for _key, name in FIGURES) + " |",
+            "| label | confirmed trials | " + " | ".join(figure[1] for figure in FIGURES) + " |",
             "| --- | --- | " + " | ".join(["---"] * len(FIGURES)) + " |",
         ]
         for label in ("cold", "warm"):
             figures = (trials.get("figures") or {}).get(label) or {}
             lines.append(f"| {label} | {proven[label]} | "
-                         + " | ".join(_cell(figures.get(key) or {}) for key, _name in FIGURES) + " |")
+                         + " | ".join(_cell(figures.get(figure[0]) or {}) for figure in FIGURES) + " |")
         lines.append("")
-        for key, name in FIGURES:
+        for key, name, better in FIGURES:
             cold = ((trials.get("figures") or {}).get("cold") or {}).get(key) or {}
             warm = ((trials.get("figures") or {}).get("warm") or {}).get(key) or {}
-            lines.append(f"- warm minus cold, {name}: {shift(cold, warm)}")
+            lines.append(f"- warm minus cold, {name}: {shift(cold, warm, better)}")
         lines += [f"- problem: {problem}" for problem in trials.get("problems") or []]
         lines.append("")
     return lines

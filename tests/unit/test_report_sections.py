@@ -35,7 +35,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from inferlab import plots, record, record_view, report
+from inferlab import plots, record, record_view, report, report_prefix
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 RECORDS = sorted(FIXTURES.glob("*.json"))
@@ -442,7 +442,7 @@ def test_cold_against_warm_prefix_by_label_with_the_shift_and_its_statistics():
     rows = table(text, "### baseline: 3 pairs, prompt 8,196 tokens (every label confirmed)")
     assert [r[:2] for r in rows] == [["label", "confirmed trials"], ["cold", "3"], ["warm", "3"]]
     body = section(text, "## Cold against warm prefix")
-    assert "- warm minus cold, TTFT ms: " in body and "no 95 % interval at 3 vs 3 trials" in body
+    assert "- warm minus cold, TTFT ms: no verdict possible: " in body and "no 95 % interval at 3 vs 3 trials" in body
     assert "rank-sum p 0.1, at least 0.1" in body  # nextn's TTFT: every warm trial below every cold one
     shows = section(text, "## What this run shows")
     assert "Mode nextn, cold against warm prefix (3 pairs, observed): median TTFT cold" in shows
@@ -456,3 +456,13 @@ def test_an_unproven_prefix_label_is_said():
     text = report.render(record)
     assert "### nextn: 3 pairs, prompt 8,196 tokens (NOT every label confirmed)" in text
     assert "NOT every label confirmed: pair 2 cold: cached_tokens 4096 after the flush (expected 0)" in text
+
+
+@pytest.mark.parametrize("cold, warm, reading", [
+    ([50.0, 52.0, 55.0, 57.0], [14.0, 15.0, 16.0, 17.0], "warm better: "),   # TTFT: lower is better
+    ([14.0, 15.0, 16.0, 17.0], [50.0, 52.0, 55.0, 57.0], "warm worse: "),
+    ([50.0, 15.0, 55.0, 17.0], [14.0, 52.0, 16.0, 57.0], "no clear difference: "),
+    ([50.0, 52.0, 55.0], [14.0, 15.0, 16.0], "no verdict possible: "),
+])
+def test_the_cold_warm_shift_is_read_as_compare_reads_a_metric(cold, warm, reading):
+    assert report_prefix.shift({"values": cold}, {"values": warm}, "lower").startswith(reading)

@@ -100,17 +100,17 @@ def test_rank_logs_with_nccl_output_are_in_the_run_directory(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_cold_and_warm_prefix_trials_alternate_each_proven_by_the_server(mode):
-    """inferlab_prefix_trials: 3 in the lab inventory: cold (flushed first, 0 cached tokens) then warm (cached)."""
+    """inferlab_prefix_trials: 4 in the lab inventory: cold (flushed first, 0 cached tokens) then warm (cached)."""
     prefix = serving(mode)["prefix_trials"]
-    assert prefix["passed"] and prefix["pairs"] == 3, prefix["problems"]
+    assert prefix["passed"] and prefix["pairs"] == 4, prefix["problems"]
     assert [(t["pair"], t["label"]) for t in prefix["trials"]] == [
-        (pair, label) for pair in (1, 2, 3) for label in ("cold", "warm")]
+        (pair, label) for pair in (1, 2, 3, 4) for label in ("cold", "warm")]
     for trial in prefix["trials"]:
         assert trial["proven"] and trial["prompt_tokens"] >= 8192, trial
         assert (trial["cached_tokens"] == 0) == (trial["label"] == "cold"), trial
         assert trial["cache_flushed"] == (trial["label"] == "cold"), trial
     for label in ("cold", "warm"):
-        assert prefix["figures"][label]["ttft_ms"]["n"] == 3
+        assert prefix["figures"][label]["ttft_ms"]["n"] == 4
 
 
 @pytest.mark.parametrize("mode", MODES)
