@@ -438,6 +438,8 @@ def test_nccl_collectives_without_a_trace_or_an_overhead():
 
 
 def test_cold_against_warm_prefix_by_label_with_the_shift_and_its_statistics():
+    # the fixture's run sent 8,192-token prompts (8,196 with the chat template), the default before it became 60 %
+    # of the context length
     text = report.render(load("serve_trials"))
     rows = table(text, "### baseline: 3 pairs, prompt 8,196 tokens (every label confirmed)")
     assert [r[:2] for r in rows] == [["label", "confirmed trials"], ["cold", "3"], ["warm", "3"]]
