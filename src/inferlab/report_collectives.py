@@ -94,6 +94,8 @@ def section(serving: dict, emulated: bool) -> list[str]:
     for mode, collectives in traced.items():
         overhead = collectives.get("wire_overhead") or {}
         lines.append(f"- {mode}, over {collectives.get('link_interface')}: {_overhead_line(overhead)}.")
+        lines += [f"  - {host}: its traces could not be read: {error}"
+                  for host, error in sorted((collectives.get("errors") or {}).items())]
         lines += [f"  - note: {note}" for note in overhead.get("notes") or []]
     if emulated:
         lines.append(f"- {LAB_NOTE}.")

@@ -425,12 +425,14 @@ def test_nccl_collectives_without_a_trace_or_an_overhead():
     record["serving"]["baseline"]["collectives"] = None
     nextn = record["serving"]["nextn"]["collectives"]
     nextn["hosts"]["lab-b"] = None
+    nextn["errors"] = {"lab-b": "Cannot read the NCCL traces: [Errno 13] Permission denied: '/var/lib/x.log'"}
     nextn["wire_overhead"] = {"theory": None, "hosts": {}, "notes": [],
                               "problem": "a speculative batch (concurrent) has no spec_accept_length"}
     text = report.render(record)
     body = section(text, "## NCCL collectives and the wire overhead")
     assert "| baseline |" not in body and "| nextn | lab-b | not read |" in body
     assert "- nextn, over thunderbolt0: wire overhead not computed: a speculative batch (concurrent) has no" in body
+    assert "  - lab-b: its traces could not be read: Cannot read the NCCL traces: [Errno 13] Permission denied" in body
     shows = section(text, "## What this run shows")
     assert re.search(r"NCCL collectives of nextn in its window \(observed\): lab-a [0-9,]+, lab-b —; no wire overhead",
                      shows)
