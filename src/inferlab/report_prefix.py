@@ -2,9 +2,9 @@
 shift of each figure with its interval, from the rank-sum statistics `inferlab compare` uses (stats.py).
 
 A mode's `prefix_trials` (roles/sglang_tp, tasks/prefix_trials.yml): pairs of one long prompt, sent cold (the
-prefix cache flushed first) then warm, each label proven per trial by the server's cached_tokens. Only proven trials
-carry figures. The shift is an observation of this run; with few pairs no interval reaches 95 % and the report says
-so instead of printing one.
+prefix cache flushed first) then warm, each label confirmed per trial by the server's cached_tokens (the record's
+`proven`). Only confirmed trials carry figures. The shift is an observation of this run, read as `compare` reads a
+metric; with few pairs no interval reaches 95 % and the report says so instead of printing one.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def shift(cold: dict, warm: dict, better: str) -> str:
     test = stats.rank_sum_test(a, b)
     reading = compare.reading(test, compare.ALPHA, better)
     if interval.low is None:
-        bounds = f"no 95 % interval at {len(a)} vs {len(b)} trials"
+        bounds = f"no {compare.CONFIDENCE_PCT} % interval at {len(a)} vs {len(b)} trials"
     else:
         bounds = f"{interval.confidence_pct:.0f} % interval {_number(interval.low)} to {_number(interval.high)}"
     return (f"{READINGS.get(reading, reading)}: {_number(interval.estimate)} ({bounds}; rank-sum p "
