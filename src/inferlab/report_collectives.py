@@ -14,7 +14,8 @@ LAB_NOTE = ("lab: the lab server all-reduces one batch-8-sized payload per step,
             "not a model")
 
 
-def _number(value) -> str:
+def text_of(value) -> str:
+    """A figure as the report prints it: thousands separated, three significant digits below 1,000, a dash for none."""
     if value is None:
         return "—"
     if isinstance(value, float):
@@ -32,9 +33,9 @@ def _kinds(found: dict) -> str:
     kinds = found.get("collectives") or {}
     cells = []
     for kind, k in sorted(kinds.items()):
-        timed = (f", median {_number(k['time_us_median'])} us, p99 {_number(k['time_us_p99'])} us"
+        timed = (f", median {text_of(k['time_us_median'])} us, p99 {text_of(k['time_us_p99'])} us"
                  if k.get("time_us_median") is not None else "")
-        cells.append(f"{kind} {_number(k.get('count'))} ({_number(k.get('bytes'))} B{timed})")
+        cells.append(f"{kind} {text_of(k.get('count'))} ({text_of(k.get('bytes'))} B{timed})")
     return ", ".join(cells) or "none"
 
 
@@ -53,15 +54,15 @@ def _overhead_line(overhead: dict) -> str:
         return f"wire overhead not computed: {overhead['problem']}"
     theory = overhead["theory"]
     inputs = theory["inputs"]
-    per_host = "; ".join(f"{host} {_number(h.get('observed_bytes_sent'))} B sent, ratio {_number(h.get('ratio'))}"
+    per_host = "; ".join(f"{host} {text_of(h.get('observed_bytes_sent'))} B sent, ratio {text_of(h.get('ratio'))}"
                          for host, h in sorted(overhead["hosts"].items()))
-    speculation = (f", {_number(inputs['verify_steps'])} verify steps x {inputs['verify_width']} tokens"
+    speculation = (f", {text_of(inputs['verify_steps'])} verify steps x {inputs['verify_width']} tokens"
                    if inputs.get("verify_width") else "")
-    return (f"theory {_number(theory['theory_bytes_sent_per_rank'])} B per rank from "
-            f"{_number(theory['tokens_processed'])} tokens ({_number(inputs['prompt_tokens'])} uncached prompt, "
-            f"{_number(inputs['generated_tokens'])} generated{speculation}; hidden {inputs['hidden_size']}, "
+    return (f"theory {text_of(theory['theory_bytes_sent_per_rank'])} B per rank from "
+            f"{text_of(theory['tokens_processed'])} tokens ({text_of(inputs['prompt_tokens'])} uncached prompt, "
+            f"{text_of(inputs['generated_tokens'])} generated{speculation}; hidden {inputs['hidden_size']}, "
             f"{inputs['num_layers']} layers, {inputs['dtype_bytes']} B, {inputs['allreduces_per_layer']} all-reduces "
-            f"a layer, TP {inputs['tp_size']}, ring factor {_number(theory['ring_send_factor'])}); observed: "
+            f"a layer, TP {inputs['tp_size']}, ring factor {text_of(theory['ring_send_factor'])}); observed: "
             f"{per_host}")
 
 
@@ -87,9 +88,9 @@ def section(serving: dict, emulated: bool) -> list[str]:
             if not found:
                 lines.append(f"| {mode} | {host} | not read | — | — | — | — | — | — |")
                 continue
-            lines.append(f"| {mode} | {host} | {found.get('source')} | {_number(found.get('records'))} "
-                         f"| {_number(found.get('outside'))} | {_number(found.get('untimed'))} | {_kinds(found)} "
-                         f"| {_time_share(found)} | {_number(found.get('problem_count'))} |")
+            lines.append(f"| {mode} | {host} | {found.get('source')} | {text_of(found.get('records'))} "
+                         f"| {text_of(found.get('outside'))} | {text_of(found.get('untimed'))} | {_kinds(found)} "
+                         f"| {_time_share(found)} | {text_of(found.get('problem_count'))} |")
     lines.append("")
     for mode, collectives in traced.items():
         overhead = collectives.get("wire_overhead") or {}
@@ -108,13 +109,13 @@ def shows(serving: dict, emulated: bool) -> list[str]:
     found = []
     for mode, collectives in _traced(serving).items():
         hosts = collectives.get("hosts") or {}
-        calls = ", ".join(f"{host} {_number((h or {}).get('records'))}" for host, h in sorted(hosts.items()))
+        calls = ", ".join(f"{host} {text_of((h or {}).get('records'))}" for host, h in sorted(hosts.items()))
         overhead = collectives.get("wire_overhead") or {}
         if overhead.get("problem"):
             ratio = f"no wire overhead ({overhead['problem']})"
         else:
             ratio = "wire overhead (link bytes sent / TP all-reduce theory) " + ", ".join(
-                f"{host} {_number(h.get('ratio'))}" for host, h in sorted((overhead.get("hosts") or {}).items()))
+                f"{host} {text_of(h.get('ratio'))}" for host, h in sorted((overhead.get("hosts") or {}).items()))
         found.append(f"NCCL collectives of {mode} in its window (observed): {calls}; {ratio}"
                      + (f" ({LAB_NOTE})." if emulated else "."))
     return found

@@ -10,6 +10,7 @@ metric; with few pairs no interval reaches 95 % and the report says so instead o
 from __future__ import annotations
 
 from inferlab import compare, stats
+from inferlab.report_collectives import text_of
 
 # key, name, which way is better
 FIGURES = (("ttft_ms", "TTFT ms", "lower"), ("prefill_tok_s", "prefill tok/s (prompt tokens / TTFT)", "higher"),
@@ -18,16 +19,10 @@ FIGURES = (("ttft_ms", "TTFT ms", "lower"), ("prefill_tok_s", "prefill tok/s (pr
 READINGS = {compare.B_BETTER: "warm better", compare.B_WORSE: "warm worse"}
 
 
-def _number(value) -> str:
-    if value is None:
-        return "—"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-
-
 def _cell(figure: dict) -> str:
     if not figure.get("n"):
         return "—"
-    return f"{_number(figure['median'])} ({_number(figure['min'])}–{_number(figure['max'])}, n={figure['n']})"
+    return f"{text_of(figure['median'])} ({text_of(figure['min'])}–{text_of(figure['max'])}, n={figure['n']})"
 
 
 def _values(figure: dict) -> list[float]:
@@ -47,8 +42,8 @@ def shift(cold: dict, warm: dict, better: str) -> str:
     if interval.low is None:
         bounds = f"no {compare.CONFIDENCE_PCT} % interval at {len(a)} vs {len(b)} trials"
     else:
-        bounds = f"{interval.confidence_pct:.0f} % interval {_number(interval.low)} to {_number(interval.high)}"
-    return (f"{READINGS.get(reading, reading)}: {_number(interval.estimate)} ({bounds}; rank-sum p "
+        bounds = f"{interval.confidence_pct:.0f} % interval {text_of(interval.low)} to {text_of(interval.high)}"
+    return (f"{READINGS.get(reading, reading)}: {text_of(interval.estimate)} ({bounds}; rank-sum p "
             f"{test.p_two_sided:.3g}, at least {test.smallest_p:.3g})")
 
 
@@ -106,5 +101,5 @@ def shows(serving: dict) -> list[str]:
         proof = ("each label confirmed by the server's cached tokens" if trials.get("passed")
                  else "NOT every label confirmed: " + "; ".join(trials.get("problems") or []))
         found.append(f"Mode {mode}, cold against warm prefix ({trials.get('pairs')} pairs, observed): median TTFT "
-                     f"cold {_number(cold.get('median'))} ms, warm {_number(warm.get('median'))} ms ({proof}).")
+                     f"cold {text_of(cold.get('median'))} ms, warm {text_of(warm.get('median'))} ms ({proof}).")
     return found
