@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping ipr
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract molecule molecule-kernel molecule-experiment kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract molecule molecule-kernel kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -101,12 +101,12 @@ sanity: bootstrap
 
 # Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
-# create, which prove the lab clean and healthy, but the lab is built once and removed once. experiment runs on a lab
-# of its own (a site without a router, imolnr: molecule/experiment/inventory/norouter.yml), which its own create
-# builds and its own destroy removes; kernel runs on its QEMU guest. Their playbooks run on the Ansible strategy
-# `inferlab run` uses (src/inferlab/strategy.py); every restore play names ansible-core's linear itself.
-MOLECULE_SHARED_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt
-MOLECULE_SCENARIOS := $(MOLECULE_SHARED_LAB_SCENARIOS) experiment kernel
+# create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
+# guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
+# play names ansible-core's linear itself. experiment comes last: its lab has no router (a different lab spec), so
+# the lab is rebuilt once for it, not once more after it.
+MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt experiment
+MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
 FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
@@ -120,12 +120,12 @@ molecule: bootstrap
 	  bash tests/molecule_scenario.sh $$scenario $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	done
 
-# One scenario that needs no shared lab, alone: kernel on its QEMU guest, experiment on its own lab (`make test` runs
-# each beside the shared lab's scenarios).
-molecule-kernel molecule-experiment: molecule-%: bootstrap
+# The kernel scenario alone, on its QEMU guest, without the embedded lab (`make test` runs it last, once
+# kernel-cache is done).
+molecule-kernel: bootstrap
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)
 	export $$strategy_env
-	bash tests/molecule_scenario.sh $* $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
+	bash tests/molecule_scenario.sh kernel $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 
 # The kernel scenario's downloads (Debian's kernel sources and headers, its image) and its guest (debootstrap, the
 # initramfs), cached in .cache/kernel; the scenario's create finds them there. Mostly network and disk.
@@ -143,13 +143,9 @@ kernel-cache: deb
 # (out of the lab daemons' way too). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
 # for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
 # the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
-# processes and servers they start, and bound ratios or generous ceilings, never tight wall times. Once the kernel
-# chain is done, the experiment scenario runs on its own lab beside the shared lab's scenarios, at their priority
-# (it measures, and its deadlines are theirs), its output in .cache/gate-molecule-experiment.log: two labs' worth of
-# work at once, never three beside the kernel guest.
+# processes and servers they start, and bound ratios or generous ceilings, never tight wall times.
 TEST_BACKGROUND_GATES := unit lint contract sanity
 TEST_KERNEL_GATES := kernel-cache molecule-kernel
-TEST_BESIDE_GATES := molecule-experiment
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	test_start=$$(date +%s)
@@ -164,24 +160,20 @@ test:
 	  return $$failed
 	}
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
-	kernel= checks= beside=
+	kernel= checks=
 	if [ $$status = 0 ]; then
 	  # the checks stay in make's session (no setsid): the unit tests' timing bounds failed when their autogroup got
 	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
 	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel & kernel=$$!
-	  { while kill -0 $$kernel 2> /dev/null; do sleep 5; done
-	    for gate in $(TEST_BESIDE_GATES); do bash tests/gate.sh $$gate $(TEST_TIMES) > .cache/gate-$$gate.log 2>&1; done; } & beside=$$!
-	  trap 'wait $$kernel $$checks $$beside 2> /dev/null || true' EXIT  # never leave them running
+	  trap 'wait $$kernel $$checks 2> /dev/null || true' EXIT  # never leave them running
 	fi
 	if [ $$status = 0 ]; then
-	  bash tests/gate.sh molecule $(TEST_TIMES) MOLECULE_SCENARIOS="$(MOLECULE_SHARED_LAB_SCENARIOS)" || status=1
+	  bash tests/gate.sh molecule $(TEST_TIMES) MOLECULE_SCENARIOS="$(MOLECULE_LAB_SCENARIOS)" || status=1
 	fi
 	if [ -n "$$checks" ]; then wait $$checks || true; background_failed $(TEST_BACKGROUND_GATES) || status=1; fi
 	if [ -n "$$kernel" ]; then wait $$kernel || true; background_failed $(TEST_KERNEL_GATES) || status=1; fi
-	if [ -n "$$beside" ]; then wait $$beside || true; background_failed $(TEST_BESIDE_GATES) || status=1; fi
-	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) \
-	  "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES) $(TEST_BESIDE_GATES)"
+	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES)"
 	if [ -s $(FAILED_SCENARIO_LOGS) ]; then
 	  while read -r log; do bash tests/failure_excerpt.sh "$$log"; done < $(FAILED_SCENARIO_LOGS)
 	fi

@@ -11,12 +11,10 @@ import yaml
 
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
+LAB_DIR = Path("/var/lib/inferlab-lab/imol")
 # testinfra's ansible backend does not template inventory variables (the lab's are derived in group_vars), so the
-# tests reach the ring hosts over plain ssh with the ssh_config that `lab up` writes. The lab's name is a plain value
-# of the inventory (the shared lab's, or a scenario's own, as experiment's).
-_RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
-RING_NAMES = _RUNNER.get_hosts("ring")
-LAB_DIR = Path("/var/lib/inferlab-lab") / _RUNNER.get_variables(RING_NAMES[0])["inferlab_lab_name"]
+# tests reach the ring hosts over plain ssh with the ssh_config that `lab up` writes.
+RING_NAMES = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("ring")
 RING = [f"ssh://{name}?ssh_config={LAB_DIR}/ssh/config" for name in RING_NAMES]
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
