@@ -12,10 +12,11 @@ run gets instead of --stages: the stages that lead to the point and nothing the 
 scenario pays only for what each kill proves.
 
 For each point: the experiment runs through `ansible-playbook` in its own session, the kill comes at the point,
-then `playbooks/restore.yml` runs against the killed run's known-good snapshots. Then the lab is checked from the
-controller, where all of its files live:
+then `playbooks/restore.yml` runs against the killed run's known-good snapshots. At the kill, every ledger of the
+lab (ring hosts, gateway, controller) must be locked by the killed run (the run holds its locks until its restore).
+After the restore the lab is checked from the controller, where all of its files live:
 - every restore fragment says verified;
-- every ledger of the lab (ring hosts, gateway, controller) has no open entry;
+- every ledger of the lab has no open entry and no lock;
 - no process of the run is left (ranks, dead man's switches, link watchdogs, the prober, iperf3);
 - no tc profile on any host's direct link; no private build directory in any host's state directory;
 - the gateway config is byte-identical to its sha256 before the run, and every lab service and gateway daemon
@@ -195,6 +196,17 @@ def ledgers(lab_dir: Path) -> list[Path]:
     return sorted(lab_dir.glob("**/state/ledger/*.jsonl"))
 
 
+def ledger_locks(lab_dir: Path) -> dict:
+    """Each ledger lock file of the lab, by its path under the lab directory: the run id that holds it."""
+    locks = {}
+    for path in sorted(lab_dir.glob("**/state/ledger/*.lock")):
+        try:
+            locks[str(path.relative_to(lab_dir))] = json.loads(path.read_text()).get("run_id")
+        except (OSError, ValueError) as exc:
+            locks[str(path.relative_to(lab_dir))] = f"unreadable: {exc}"
+    return locks
+
+
 def open_entries(path: Path) -> list[str]:
     last = {}
     for line in path.read_text().splitlines():
@@ -240,12 +252,14 @@ def restore(inventory: Path, run_dir: Path) -> dict:
 def leftovers(status: dict, lab_dir: Path, gateway_sha: str | None) -> dict:
     """What the run left behind, by kind; empty lists when nothing."""
     found = {"open_ledger_entries": [e for path in ledgers(lab_dir) for e in open_entries(path)],
+             "ledger_locks": [f"{path}: held by {run_id}" for path, run_id in ledger_locks(lab_dir).items()],
              "processes": [], "tc_profiles": [], "build_dirs": [], "gateway_config": [], "lab_problems": []}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         if pid == os.getpid():  # this driver: its own arguments may name a point such as deadman:tp2_baseline+2
             continue
         cmdline = lab.proc_cmdline(pid) or ""
-        if str(lab_dir) in cmdline and any(mark in cmdline for mark in RUN_PROCESS_MARKS):
+        # the lab directory with its slash: lab imol's is a prefix of lab imolnr's
+        if f"{lab_dir}/" in cmdline and any(mark in cmdline for mark in RUN_PROCESS_MARKS):
             found["processes"].append(f"{pid}: {cmdline[:160]}")
     # after the restore the stock driver is back: its link shows the profile the lab's hardware gives the stock
     # driver, or none where a restore removed a profile since the last reload (a tc_profile undo removes ours)
@@ -306,13 +320,19 @@ def main(argv: list[str] | None = None) -> int:
             t_kill = time.monotonic()
             # what the kill left open: none at a point after the prober started would mean the ledgers were not read
             result["open_entries_at_kill"] = [e for path in ledgers(lab_dir) for e in open_entries(path)]
+            # the run locks every ring and gateway host's ledger and the controller's before its first stage and
+            # holds them to its restore: a kill anywhere after that leaves them all held by the killed run
+            result["locks_at_kill"] = ledger_locks(lab_dir)
+            locked_by_run = (len(result["locks_at_kill"]) >= len(before["hosts"]) + 2
+                             and set(result["locks_at_kill"].values()) == {run_dir.name})
             if point["deadman"]:
                 result["deadman_s"] = wait_for_deadman(lab_dir, args.deadline_s + 60)
             result["restore"] = restore(args.inventory, run_dir)
             result["restore_s"] = round(time.monotonic() - t_kill, 1)
             result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha)
             undone_by_restore = [u for host, u in result["restore"]["undone"].items() if u]
-            result["ok"] = (result["restore"]["rc"] == 0 and all(result["restore"]["verified"].values())
+            result["ok"] = (locked_by_run and result["restore"]["rc"] == 0
+                            and all(result["restore"]["verified"].values())
                             and bool(result["restore"]["verified"])
                             and not any(result["leftovers"].values())
                             and (not point["deadman"] or (result["deadman_s"] is not None

@@ -107,3 +107,33 @@ def test_the_switch_wait_finds_nothing_to_wait_for_a_failure_and_an_open_entry_a
     assert interrupt.wait_for_deadman(tmp_path, 0.2) is None  # still open when the time is up
     (ledger / "lab-a.jsonl").write_text(line % "applied" + line % "undone")
     assert interrupt.wait_for_deadman(tmp_path, 5.0) == 0.0
+
+
+def test_the_ledger_locks_name_their_holders_and_an_unreadable_lock_its_problem(interrupt, tmp_path):
+    assert not interrupt.ledger_locks(tmp_path)  # no ledger at all: nothing held
+    for part, host in (("hosts/a", "lab-a"), ("gateway", "lab-gw")):
+        (tmp_path / part / "state" / "ledger").mkdir(parents=True)
+        (tmp_path / part / "state" / "ledger" / f"{host}.lock").write_text(
+            '{"run_id": "01-pause", "controller": "ctl", "pid": 4242, "time": "t"}\n')
+    (tmp_path / "controller" / "state" / "ledger").mkdir(parents=True)
+    (tmp_path / "controller" / "state" / "ledger" / "localhost.lock").write_text("")  # killed while taking it
+    locks = interrupt.ledger_locks(tmp_path)
+    assert {k: v for k, v in locks.items() if "controller" not in k} == {
+        "gateway/state/ledger/lab-gw.lock": "01-pause", "hosts/a/state/ledger/lab-a.lock": "01-pause"}
+    assert locks["controller/state/ledger/localhost.lock"].startswith("unreadable: ")
+
+
+def test_the_leftover_scan_finds_its_own_labs_processes_and_not_a_lab_whose_name_it_prefixes(interrupt, tmp_path):
+    # two labs at once: imol's directory is a prefix of imolnr's
+    for name in ("imol", "imolnr"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "imol" / "link.json").write_text("{}")
+    procs = [subprocess.Popen(["sh", "-c", "sleep 30", "iperf3", str(tmp_path / name / "state")])
+             for name in ("imol", "imolnr")]
+    try:
+        found = interrupt.leftovers({"hosts": []}, tmp_path / "imol", None)["processes"]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert [line.split(":")[0] for line in found] == [str(procs[0].pid)]
