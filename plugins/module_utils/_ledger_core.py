@@ -489,9 +489,10 @@ def locked_message(host, holder, problem=None):
 
 def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stale=False, holder_alive=None,
                  check_mode=False):
-    """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, message}``.
+    """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, held_before, message}``.
 
-    Re-acquiring by the same run_id from the same ``controller`` is a no-op; the same run_id from another controller
+    Re-acquiring by the same run_id from the same ``controller`` is a no-op (``held_before``: a role inside a run
+    that locked every host for its whole length leaves that lock to the run's restore); the same run_id from another controller
     is another run (a run id copied, or two controllers that named their runs alike) and is refused like one. A lock
     held by another run raises LockError naming the holder,
     unless ``break_stale`` and the holder is known dead: it must have taken the lock from the same ``controller``
@@ -511,13 +512,13 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
                 raise LockError(f'{locked_message(host, holder)}: the same run id {run_id}, but taken from '
                                 f'controller {holder.get("controller")}, not from this controller {controller}; '
                                 'two runs may not share an id', holder=holder)
-            return {'changed': False, 'lock': holder, 'took_over': None,
+            return {'changed': False, 'lock': holder, 'took_over': None, 'held_before': True,
                     'message': f'the ledger of {host} is already locked by this run {run_id}'}
         if holder is None:
             if not check_mode:
                 _write_new_file(path, mine)
                 fsync_dir(ledger_dir)
-            return {'changed': True, 'lock': mine, 'took_over': None,
+            return {'changed': True, 'lock': mine, 'took_over': None, 'held_before': False,
                     'message': f'locked the ledger of {host} for run {run_id}'}
         if not break_stale:
             raise LockError(locked_message(host, holder, problem),
@@ -534,7 +535,7 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
             _write_new_file(tmp, mine)
             os.replace(tmp, path)
             fsync_dir(ledger_dir)
-        return {'changed': True, 'lock': mine, 'took_over': took_over,
+        return {'changed': True, 'lock': mine, 'took_over': took_over, 'held_before': False,
                 'message': f'took over the stale ledger lock of {host} from {what}'}
 
 

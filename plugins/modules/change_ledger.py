@@ -262,6 +262,14 @@ took_over:
   returned: success, when O(action=lock)
   type: dict
   sample: {run_id: 20261129T220000Z-experiment, controller: ctl1, pid: 3999, time: "2026-11-29T22:00:00Z"}
+held_before:
+  description:
+    - Whether this run held the lock already, before this call (which then changed nothing). A role that takes
+      the lock for its own work releases it at its end only when it was not held before; a run that locked the
+      host for its whole length (the staged experiment) keeps it until its restore.
+  returned: success, when O(action=lock)
+  type: bool
+  sample: false
 undone:
   description: Ids undone (or that would be, in check mode), newest first.
   returned: when O(action=undo)
@@ -371,7 +379,7 @@ class ChangeLedger:
                                            break_stale=self.params['break_stale'],
                                            holder_alive=self.params['holder_alive'], check_mode=self.check_mode)
         return dict(changed=result['changed'], lock=result['lock'], took_over=result['took_over'],
-                    msg=result['message'])
+                    held_before=result['held_before'], msg=result['message'])
 
     def do_unlock(self):
         result = _ledger_core.release_lock(self.ledger_dir, self.host, run_id=self.params['run_id'],

@@ -104,6 +104,8 @@ def test_nothing_is_left_on_the_host(host):
         last[entry["id"]] = entry
     assert {e["state"] for e in last.values()} == {"undone"}
     assert {"kernel_module", "service_pause", "process"} <= {e["kind"] for e in last.values()}
+    # the run held this host's lock from before its first stage to its restore, which released it
+    assert not host.file(f"{state}/ledger/{host.backend.get_hostname()}.lock").exists
     assert not host.file(f"{state}/run/deadman.renew").exists
     # the bracket keeps pgrep from matching the shell that runs it (its command line holds the pattern)
     assert host.run(f"pgrep -af '[i]nferlab_ledger.py deadman --ledger-dir {state}/ledger'").stdout.strip() == ""
@@ -121,6 +123,7 @@ def test_the_controller_and_gateway_ledgers_are_closed(ledger):
             entry = json.loads(line)
             last[entry["id"]] = entry
         assert last and {e["state"] for e in last.values()} == {"undone"}, path
+    assert not list((LAB_DIR / ledger / "state" / "ledger").glob("*.lock"))  # the run's lock, released
 
 
 def test_the_heartbeat_renewed_the_switches_and_was_stopped_before_the_disarm(host):

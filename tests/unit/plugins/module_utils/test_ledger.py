@@ -227,13 +227,13 @@ def test_check_mode_writes_nothing(tmp_path, ledger_dir):
 
 def test_lock_acquire_reacquire_release(ledger_dir):
     first = _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=4242)
-    assert first["changed"] and first["lock"]["run_id"] == "run1"
+    assert first["changed"] and first["lock"]["run_id"] == "run1" and first["held_before"] is False
     holder = json.loads(Path(_ledger_core.lock_path(ledger_dir, HOST)).read_text())
     assert set(holder) == {"run_id", "controller", "pid", "time"}
     assert (holder["controller"], holder["pid"]) == ("ctl1", 4242)
 
     again = _ledger_core.acquire_lock(ledger_dir, HOST, "run1", controller="ctl1", pid=9999)
-    assert again["changed"] is False and again["lock"]["pid"] == 4242
+    assert again["changed"] is False and again["lock"]["pid"] == 4242 and again["held_before"] is True
 
     with pytest.raises(_ledger_core.LockError, match="held by run run1"):
         _ledger_core.release_lock(ledger_dir, HOST, run_id="run2")
@@ -282,7 +282,7 @@ def test_break_stale_lock_of_a_dead_holder(ledger_dir):
     _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=dead_pid())
     result = _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=os.getpid(), break_stale=True)
     assert result["changed"]
-    assert result["took_over"]["run_id"] == "old"
+    assert result["took_over"]["run_id"] == "old" and result["held_before"] is False
     assert "took over the stale ledger lock of lab-a from run old" in result["message"]
     assert json.loads(Path(_ledger_core.lock_path(ledger_dir, HOST)).read_text())["run_id"] == "new"
     assert os.listdir(ledger_dir) == ["lab-a.lock"]  # no temporary file left
