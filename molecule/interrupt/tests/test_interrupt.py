@@ -27,8 +27,8 @@ def test_the_point_was_restored_with_nothing_left(point):
     [result] = [r for r in RESULTS if r["point"] == point]
     assert result["restore"]["rc"] == 0, result["restore"]
     assert result["restore"]["verified"] == {"lab-a": True, "lab-b": True, "lab-gw": True, "localhost": True}
-    assert result["leftovers"] == {"open_ledger_entries": [], "processes": [], "tc_profiles": [], "build_dirs": [],
-                                   "gateway_config": [], "lab_problems": []}
+    assert result["leftovers"] == {"open_ledger_entries": [], "ledger_locks": [], "processes": [], "tc_profiles": [],
+                                   "build_dirs": [], "gateway_config": [], "lab_problems": []}
     assert result["ok"]
 
 
@@ -38,6 +38,15 @@ def test_the_kill_left_changes_open(point):
     process, the gateway's fallback config), so the driver read the real ledgers, not an empty directory."""
     [result] = [r for r in RESULTS if r["point"] == point]
     assert result["open_entries_at_kill"]
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_the_killed_run_held_every_ledger_lock(point):
+    """The run locks every ring and gateway host's ledger and the controller's before its first stage and holds them
+    to its restore: at a kill between stages (pause) as in the middle of one, all four are the killed run's."""
+    [result] = [r for r in RESULTS if r["point"] == point]
+    assert len(result["locks_at_kill"]) == 4, result["locks_at_kill"]
+    assert set(result["locks_at_kill"].values()) == {Path(result["restore"]["dir"]).name.removesuffix("-restore")}
 
 
 def test_the_dead_mans_switches_restored_without_a_controller():
