@@ -492,11 +492,11 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
     """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, held_before, message}``.
 
     Re-acquiring by the same run_id from the same ``controller`` is a no-op (``held_before``: a role inside a run
-    that locked every host for its whole length leaves that lock to the run's restore); the same run_id from another controller
-    is another run (a run id copied, or two controllers that named their runs alike) and is refused like one. A lock
-    held by another run raises LockError naming the holder,
-    unless ``break_stale`` and the holder is known dead: it must have taken the lock from the same ``controller``
-    and its pid must not be alive there. ``holder_alive`` is that liveness as checked on the controller by the
+    that locked every host for its whole length leaves that lock to the run's restore); the same run_id from
+    another controller is another run (a run id copied, or two controllers that named their runs alike) and is
+    refused like one. A lock held by another run raises LockError naming the holder, unless ``break_stale`` and
+    the holder is known dead: it must have taken the lock from the same ``controller`` and its pid must not be
+    alive there. ``holder_alive`` is that liveness as checked on the controller by the
     caller; when None it is checked here, which is only valid when this machine is that controller (same
     hostname). An empty or malformed lock file (a run killed while taking it) is taken over by ``break_stale``."""
     if not run_id:
