@@ -8,7 +8,8 @@ from __future__ import annotations
 
 class ModuleDocFragment:
     """The options of the modules that change a gateway's config for a run (gateway_fallback, gateway_roles) through
-    plugins/module_utils/_gateway_change.py: the gateway, its front, the restart's timeouts, the run and procfs."""
+    plugins/module_utils/_gateway_change.py: the gateway, its front, the restart's timeouts and procfs (the ledger
+    and the run: the ledger fragment)."""
 
     DOCUMENTATION = r"""
 options:
@@ -47,10 +48,6 @@ options:
       - Seconds the front's old workers get to finish their requests after a reload.
     type: float
     default: 30
-  run_id:
-    description:
-      - The run, stamped into the ledger lines; V(added) fails when another run holds the ledger's lock.
-    type: str
   procfs_root:
     description:
       - Where procfs is mounted (the front's workers and the instances' pids are read below it).

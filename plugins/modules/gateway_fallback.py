@@ -29,6 +29,7 @@ author:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - inferlab.distributed.gateway_change
+  - inferlab.distributed.ledger
 attributes:
   check_mode:
     support: full

@@ -27,6 +27,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.ledger
   - inferlab.distributed.gateway_change
 attributes:
   check_mode:
@@ -66,16 +67,6 @@ options:
     description:
       - The role clients use; each restarted instance answers a warm-up request for it. Required for V(added).
     type: str
-  ledger_dir:
-    description:
-      - The gateway host's ledger directory, C(<inferlab_state_dir>/ledger).
-    type: path
-    required: true
-  ledger_host:
-    description:
-      - Whose ledger (the gateway host's inventory name).
-    type: str
-    required: true
 seealso:
   - module: inferlab.distributed.gateway_fallback
   - module: inferlab.distributed.change_ledger

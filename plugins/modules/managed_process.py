@@ -30,6 +30,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.ledger
 attributes:
   check_mode:
     support: full
@@ -154,16 +155,6 @@ options:
         its log (or C(docker logs)). V(0) checks once, at once.
     type: float
     default: 1.0
-  ledger_dir:
-    description:
-      - The ledger directory, C(<inferlab_state_dir>/ledger).
-    type: path
-    required: true
-  ledger_host:
-    description:
-      - Whose ledger, usually C(inventory_hostname).
-    type: str
-    required: true
   run_id:
     description:
       - The run, stamped into the ledger lines; the module fails when another run holds the ledger's lock.

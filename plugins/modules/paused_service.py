@@ -27,6 +27,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.ledger
 attributes:
   check_mode:
     support: full
@@ -85,16 +86,6 @@ options:
         C(running)).
     type: float
     default: 30
-  ledger_dir:
-    description:
-      - The ledger directory, C(<inferlab_state_dir>/ledger).
-    type: path
-    required: true
-  ledger_host:
-    description:
-      - Whose ledger, usually C(inventory_hostname).
-    type: str
-    required: true
   run_id:
     description:
       - The run, stamped into the ledger lines; the module fails when another run holds the ledger's lock. Required

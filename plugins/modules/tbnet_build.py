@@ -30,6 +30,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.ledger
 attributes:
   check_mode:
     support: full
@@ -100,20 +101,6 @@ options:
         build is refused before it starts.
     type: bool
     default: false
-  ledger_dir:
-    description:
-      - This host's ledger directory, C(<inferlab_state_dir>/ledger).
-    type: path
-    required: true
-  ledger_host:
-    description:
-      - Whose ledger (the inventory name).
-    type: str
-    required: true
-  run_id:
-    description:
-      - The run, stamped into the ledger lines.
-    type: str
 notes:
   - Needs git, make, perl, gcc and modinfo (kmod) on the build host, and pahole (dwarves) for headers that ship
     C(vmlinux) (Kbuild then adds BTF to every module).

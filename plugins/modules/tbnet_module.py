@@ -32,6 +32,7 @@ author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferlab.distributed.ledger
 attributes:
   check_mode:
     support: full
@@ -149,20 +150,6 @@ options:
       - The host's ledger script that runs the watchdog (installed by the C(ledger) role). Default
         C(<ledger_dir>/../bin/inferlab_ledger.py).
     type: path
-  ledger_dir:
-    description:
-      - The host's ledger directory, C(<inferlab_state_dir>/ledger).
-    type: path
-    required: true
-  ledger_host:
-    description:
-      - Whose ledger (the inventory name).
-    type: str
-    required: true
-  run_id:
-    description:
-      - The run, stamped into the ledger lines; V(candidate) fails when another run holds the ledger's lock.
-    type: str
 notes:
   - C(insmod), C(rmmod), C(modprobe), C(modinfo) (kmod) and C(ip) (iproute2) are found in the sbin directories.
 seealso:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.module_utils import basic
+from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm
@@ -401,7 +402,7 @@ def test_bad_options(proc_args, binaries, args, message):
 
 
 def test_argument_spec_matches_documentation():
-    options = yaml.safe_load(managed_process.DOCUMENTATION)["options"]
+    options = documented_options(managed_process)  # its ledger options from the ledger doc fragment
     with set_module_args({"name": "x", "ledger_dir": "/l", "ledger_host": "h", "pidfile": "/p", "state": "stopped"}):
         spec = managed_process.build_module().argument_spec
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import paused_service
@@ -579,7 +580,7 @@ def test_bad_options(service, args, message):
 
 
 def test_argument_spec_matches_documentation():
-    options = yaml.safe_load(paused_service.DOCUMENTATION)["options"]
+    options = documented_options(paused_service)  # its ledger options from the ledger doc fragment
     with set_module_args({"name": "x", "ledger_dir": "/l", "ledger_host": "h", "state": "resumed"}):
         spec = paused_service.build_module().argument_spec
 

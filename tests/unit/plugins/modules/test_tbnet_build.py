@@ -13,6 +13,7 @@ import stat
 
 import pytest
 import yaml
+from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_build
@@ -314,7 +315,7 @@ def test_a_source_replaced_at_the_same_path_is_built_again(build_host):
 
 
 def test_argument_spec_matches_documentation():
-    options = yaml.safe_load(tbnet_build.DOCUMENTATION)['options']
+    options = documented_options(tbnet_build)  # its ledger options from the ledger doc fragment
     with set_module_args({'source': '/s', 'target_kernel_release': RELEASE, 'build_dir': '/var/lib/x/b',
                           'ledger_dir': '/x', 'ledger_host': 'h'}):
         spec = tbnet_build.build_module().argument_spec

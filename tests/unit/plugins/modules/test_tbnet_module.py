@@ -15,6 +15,7 @@ import threading
 import pytest
 import yaml
 from ledger_host import install_ledger
+from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_module
@@ -114,7 +115,7 @@ def test_a_real_load_refuses_a_path_under_lib_modules(lab_host):
 
 
 def test_argument_spec_matches_documentation():
-    options = yaml.safe_load(tbnet_module.DOCUMENTATION)['options']
+    options = documented_options(tbnet_module)  # its ledger options from the ledger doc fragment
     with set_module_args({'state': 'stock', 'ledger_dir': '/x', 'ledger_host': 'h'}):
         spec = tbnet_module.build_module().argument_spec
 
