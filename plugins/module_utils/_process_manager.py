@@ -90,6 +90,55 @@ def check_environment(environment):
     return checked
 
 
+def env_file_text(manager, environment):
+    """``environment`` as ``manager``'s env file spells it, read back exactly: systemd's EnvironmentFile= reads a
+    double-quoted value with ``\\``, ``"``, ``$`` and a backtick escaped (a line break kept); docker's and podman's
+    ``--env-file`` take the rest of each line verbatim, so a value with a line break cannot be written and is
+    refused."""
+    environment = check_environment(environment)
+    lines = []
+    for key in sorted(environment):
+        value = environment[key]
+        if manager == 'systemd':
+            lines.append(key + '="' + re.sub(r'([\\"$`])', r'\\\1', value) + '"')
+            continue
+        _check_engine(manager)
+        if '\n' in value or '\r' in value:
+            raise ProcessManagerError(f'environment variable {key} holds a line break, which {manager}\'s --env-file '
+                                      'cannot carry')
+        lines.append(f'{key}={value}')
+    return ''.join(line + '\n' for line in lines)
+
+
+def env_file_path(ledger_dir, manager, name=None, unit=None):
+    """Where a unit's or container's environment file lives: ``<state_dir>/env/``, beside the ledger (0700)."""
+    state_dir = os.path.dirname(os.path.normpath(_check_absolute(ledger_dir, 'ledger_dir')))
+    base = service_unit(unit) if manager == 'systemd' else f'{_check_engine(manager)}-{check_name(name)}'
+    return os.path.join(state_dir, 'env', base + '.env')
+
+
+def write_env_file(path, text):
+    """Write ``text`` to ``path`` mode 0600 (its directory 0700), whole or not at all: a temporary file beside it,
+    fsynced, then renamed over it."""
+    directory = os.path.dirname(_check_absolute(path, 'env_file'))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chmod(directory, 0o700)
+    tmp = f'{path}.{os.getpid()}.tmp'
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode('utf-8'))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _check_absolute(path, what):
     if not isinstance(path, str) or not os.path.isabs(path):
         raise ProcessManagerError(f'{what} must be an absolute path, got {path!r}')
@@ -135,21 +184,22 @@ def _check_properties(properties, log_path):
     return checked
 
 
-def systemd_run_argv(unit, argv, environment=None, working_dir=None, properties=(), log_path=None,
+def systemd_run_argv(unit, argv, env_file=None, working_dir=None, properties=(), log_path=None,
                      stop_timeout=30.0, systemd_run='systemd-run'):
     """The ``systemd-run`` argv that starts ``argv`` as the transient service ``unit``.
 
     ``--collect`` unloads the unit once it is inactive, failed included, so a unit that died leaves no failed
     state behind to block the next start under the same name. KillMode=control-group stops the whole cgroup (every
     child of a TP rank); TimeoutStopSec is how long ``systemctl stop`` waits before SIGKILL. systemd starts the
-    service with its own clean environment, plus ``environment`` (--setenv, sorted)."""
+    service with its own clean environment, plus the variables of ``env_file`` (EnvironmentFile=, written by
+    ``write_env_file``): the values never go on argv, where ``ps`` shows them to every user."""
     unit = service_unit(unit)
     argv = check_argv(argv)
-    environment = check_environment(environment)
     command = [systemd_run, f'--unit={unit}', '--collect', '--property=KillMode=control-group',
                f'--property=TimeoutStopSec={systemd_seconds(stop_timeout)}']
     command += [f'--property={p}' for p in _check_properties(properties, log_path)]
-    command += [f'--setenv={key}={environment[key]}' for key in sorted(environment)]
+    if env_file:
+        command.append(f'--property=EnvironmentFile={_check_absolute(env_file, "env_file")}')
     if working_dir:
         command.append(f'--working-directory={_check_absolute(working_dir, "working_dir")}')
     if log_path:
@@ -169,14 +219,13 @@ def _unit_quote(text, exec_syntax=False):
     return '"' + _unit_escape(escaped, exec_syntax) + '"'
 
 
-def systemd_unit_text(unit, argv, environment=None, working_dir=None, properties=(), log_path=None,
+def systemd_unit_text(unit, argv, env_file=None, working_dir=None, properties=(), log_path=None,
                       stop_timeout=30.0):
     """The unit that ``systemd_run_argv`` with the same arguments makes, as ``systemctl cat`` shows a transient
     unit: for the run's record, since no unit file exists on disk. Equivalent, not byte-identical: systemd
     resolves the program path itself, and puts a user property that belongs to [Unit] there."""
     unit = service_unit(unit)
     argv = check_argv(argv)
-    environment = check_environment(environment)
     lines = [f'# /run/systemd/transient/{unit}',
              '# This is a transient unit file, created programmatically via the systemd API. Do not edit.',
              '[Unit]',
@@ -188,7 +237,8 @@ def systemd_unit_text(unit, argv, environment=None, working_dir=None, properties
              'KillMode=control-group',
              f'TimeoutStopSec={systemd_seconds(stop_timeout)}']
     lines += _check_properties(properties, log_path)
-    lines += [f'Environment={_unit_quote(f"{key}={environment[key]}")}' for key in sorted(environment)]
+    if env_file:
+        lines.append(f'EnvironmentFile={_unit_escape(_check_absolute(env_file, "env_file"))}')
     if working_dir:
         lines.append(f'WorkingDirectory={_unit_escape(_check_absolute(working_dir, "working_dir"))}')
     if log_path:
@@ -242,11 +292,12 @@ def _check_volume(volume):
     return volume
 
 
-def container_run_argv(engine, name, image, argv, environment=None, options=(), volumes=(), log_path=None,
+def container_run_argv(engine, name, image, argv, env_file=None, options=(), volumes=(), log_path=None,
                        gpus=True, binary=None):
     """``<engine> run -d`` argv for a TP rank: host network and IPC (NCCL talks over the host's interfaces and
-    shared memory), all GPUs unless ``gpus`` is false, ``-e K=V`` sorted, ``-v`` volumes in order, then
-    ``options`` verbatim, the image and ``argv``.
+    shared memory), all GPUs unless ``gpus`` is false, the environment from ``env_file`` (``--env-file``, written by
+    ``write_env_file``; never ``-e K=V`` on argv), ``-v`` volumes in order, then ``options`` verbatim, the image and
+    ``argv``.
 
     ``log_path`` is for podman only (k8s-file driver at that path); docker cannot put the log in a chosen file, so
     asking for it is an error rather than a log that silently never appears."""
@@ -255,12 +306,11 @@ def container_run_argv(engine, name, image, argv, environment=None, options=(), 
     argv = check_argv(argv) if argv else []
     if not isinstance(image, str) or not image or image.startswith('-') or any(c.isspace() for c in image):
         raise ProcessManagerError(f'image must be an image reference such as lmsysorg/sglang:v0.5.6, got {image!r}')
-    environment = check_environment(environment)
     command = [binary or engine, 'run', '-d', '--name', name, '--network', 'host', '--ipc', 'host']
     if gpus:
         command += ['--gpus', 'all'] if engine == 'docker' else ['--device', 'nvidia.com/gpu=all']
-    for key in sorted(environment):
-        command += ['-e', f'{key}={environment[key]}']
+    if env_file:
+        command += ['--env-file', _check_absolute(env_file, 'env_file')]
     for volume in volumes or ():
         command += ['-v', _check_volume(volume)]
     if log_path:

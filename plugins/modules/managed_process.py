@@ -23,7 +23,8 @@ description:
     watchdog run too.
   - O(state=started) changes nothing when the process already runs as asked. The V(process) manager compares the
     pidfile's live process with O(argv) (a script started through its C(#!) line matches too) and its environment;
-    the other managers compare the running unit or container with the command recorded in its open ledger entry.
+    the other managers compare the running unit or container with the command recorded in its open ledger entry,
+    and its environment file with the asked environment.
     Anything else (not running, another command, another environment) is stopped through the ledger and started
     again.
 author:
@@ -77,13 +78,18 @@ options:
         C(HOME), never the module's own environment, so the process does not depend on how Ansible reached the
         host. V(systemd) gives a service its own clean environment; a
         container starts from its image's.
+      - Under V(systemd), V(docker) and V(podman) the variables reach the process through a file, never its command
+        line (where C(ps) would show them to every user) - C(<state_dir>/env/<unit>.env) or
+        C(<state_dir>/env/<engine>-<name>.env), mode C(0600) in a C(0700) directory, passed as C(EnvironmentFile=) or
+        C(--env-file). It is recorded in the ledger (kind V(file)) before it is written and removed by the same undo
+        that stops the process. A container's value may not hold a line break (C(--env-file) cannot carry one).
     type: dict
     default: {}
   secret_environment:
     description:
       - Variables set for the process like O(environment), for values that are secrets (V(HF_TOKEN)). Ansible never
-        logs them (C(no_log)) and no result shows them. Under V(systemd), V(docker) and V(podman) the host's ledger
-        (mode C(0600) in a C(0700) directory) keeps them with the command that starts the process.
+        logs them (C(no_log)) and no result, ledger line or command line shows them. Under V(systemd), V(docker)
+        and V(podman) they are in the environment file with O(environment)'s, which only its undo removes.
       - Results show O(environment)'s names, but its values only for C(NCCL_*), C(GLOO_*), C(CUDA_VISIBLE_DEVICES)
         and C(PYTHONPATH); every other value reads C(<redacted>).
     type: dict
@@ -290,7 +296,8 @@ log_tail:
   sample: ["Traceback (most recent call last):", "RuntimeError: CUDA out of memory"]
 """
 
-import time  # noqa: E402 - after the docs, as in community.general
+import os  # noqa: E402 - after the docs, as in community.general
+import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -371,6 +378,12 @@ class ManagedProcess:
             self.binary = self.module.get_bin_path('systemctl', required=True)
         elif self.manager in ('docker', 'podman'):
             self.binary = self.module.get_bin_path(self.manager, required=True)
+        # systemd and the container engines get the environment from a 0600 file beside the ledger, recorded in it
+        # (kind file) before it is written and removed by the same undo that stops the process
+        self.env_file = None
+        if self.manager != 'process' and self.environment:
+            self.env_file = pm.env_file_path(self.ledger_dir, self.manager, name=self.name, unit=self.unit)
+            self.env_text = pm.env_file_text(self.manager, self.environment)
         self.command = self.build_command() if self.started else None
         self.identity = pm.identity_params(self.manager, name=self.name, pidfile=params['pidfile'], unit=self.unit)
 
@@ -379,10 +392,10 @@ class ManagedProcess:
         if self.manager == 'process':
             return self.argv
         if self.manager == 'systemd':
-            return pm.systemd_run_argv(self.unit, self.argv, self.environment, params['working_dir'],
+            return pm.systemd_run_argv(self.unit, self.argv, self.env_file, params['working_dir'],
                                        params['systemd_properties'], self.log_path, params['stop_timeout_s'],
                                        systemd_run=self.module.get_bin_path('systemd-run', required=True))
-        return pm.container_run_argv(self.manager, self.name, params['image'], self.argv, self.environment,
+        return pm.container_run_argv(self.manager, self.name, params['image'], self.argv, self.env_file,
                                      params['container_options'], params['volumes'], self.log_path,
                                      gpus=params['container_gpus'], binary=self.binary)
 
@@ -435,14 +448,36 @@ class ManagedProcess:
         return identity['start_time'] if identity else None
 
     def open_entries(self):
-        return pm.open_entries(self.ledger_dir, self.host, self.manager, self.identity)
+        """This process's open entries, and before them those of its environment file (older: it is recorded and
+        written before the start), so that one undo stops the process first and then removes the file."""
+        found = pm.open_entries(self.ledger_dir, self.host, self.manager, self.identity)
+        if self.manager == 'process':
+            return found
+        path = pm.env_file_path(self.ledger_dir, self.manager, name=self.name, unit=self.unit)
+        files = [e for e in _ledger_core.entries(self.ledger_dir, self.host)
+                 if e['kind'] == 'file' and e['state'] in _ledger_core.OPEN_STATES
+                 and os.path.normpath(str(e['params'].get('path'))) == path]
+        return files + found
+
+    def process_entries(self, entries):
+        return [e for e in entries if e['kind'] != 'file']
 
     def runs_as_asked(self, status, entry):
         if self.manager == 'process':
             return status['environment_matches'] is not False
         # the binary's path is left out: where get_bin_path found it is not part of what runs
         recorded = entry['params'].get('command') or []
-        return recorded[1:] == self.command[1:]
+        return recorded[1:] == self.command[1:] and self.env_file_as_asked()
+
+    def env_file_as_asked(self):
+        """Whether the environment file holds exactly the asked environment (none asked: nothing to hold)."""
+        if not self.env_file:
+            return True
+        try:
+            with open(self.env_file, encoding='utf-8') as handle:
+                return handle.read() == self.env_text
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def not_ours(self, status):
         hint = {'process': f'kill {status["pid"]}', 'systemd': f'systemctl stop {self.unit}',
@@ -478,7 +513,7 @@ class ManagedProcess:
 
     def stop(self):
         entries = self.open_entries()
-        status = self.status(entries)
+        status = self.status(self.process_entries(entries))
         if not entries:
             if status['running']:
                 self.not_ours(status)
@@ -495,7 +530,7 @@ class ManagedProcess:
     def report(self):
         """state=status: whether this name runs now. A process that died keeps the pid of its open ledger entry in
         the result, so a health check can name it."""
-        entries = self.open_entries()
+        entries = self.process_entries(self.open_entries())
         status = self.status(entries)
         recorded_pid = entries[-1]['params'].get('pid') if entries else None
         result = self.result(False, status, status, entry_id=entries[-1]['id'] if entries else None)
@@ -528,14 +563,16 @@ class ManagedProcess:
 
     def start(self):
         entries = self.open_entries()
-        status = self.status(entries)
+        processes = self.process_entries(entries)
+        status = self.status(processes)
         if status['running']:
-            if not entries:
+            if not processes:
                 self.not_ours(status)
-            current = next((e for e in reversed(entries) if e['params'].get('pid') == status['pid']), entries[-1])
+            current = next((e for e in reversed(processes) if e['params'].get('pid') == status['pid']),
+                           processes[-1])
             if self.runs_as_asked(status, current):
                 return self.result(False, status, status, entry_id=current['id'])
-        elif status.get('exists') and not entries:
+        elif status.get('exists') and not processes:
             self.fail(msg=f'a stopped {self.describe()} exists and is not in the ledger of {self.host}; '
                       f'remove it ({self.manager} rm {self.name}) or pick another name')
         if self.module.check_mode:
@@ -548,6 +585,8 @@ class ManagedProcess:
                 left = self.status([])
                 if left['running']:
                     self.not_ours(left)  # the pidfile's process was none of the entries undone
+        if self.env_file:
+            self.write_env_file()
         line = _ledger_core.record(self.ledger_dir, self.host, pm.LEDGER_KINDS[self.manager],
                                    pm.ledger_params(self.manager, name=self.name, pidfile=self.params['pidfile'],
                                                     argv=self.argv, unit=self.unit, command=self.command,
@@ -562,6 +601,17 @@ class ManagedProcess:
         if not after['running']:
             self.startup_failed(entry_id, after, log_start)
         return self.result(True, status, after, entry_id=entry_id)
+
+    def write_env_file(self):
+        """Record the environment file (it did not exist), then write it 0600: what the undo removes after it stops
+        the process. One left by nobody's entry is not this module's to overwrite."""
+        if os.path.lexists(self.env_file):
+            self.fail(msg=f'{self.env_file} exists but no open entry in the ledger of {self.host} records it, so it '
+                      f'was not written by inferlab for {self.describe()}; remove it or pick another name')
+        line = _ledger_core.record(self.ledger_dir, self.host, 'file', {'path': self.env_file, 'existed': False},
+                                   run_id=self.params['run_id'])
+        pm.write_env_file(self.env_file, self.env_text)
+        _ledger_core.mark(self.ledger_dir, self.host, line['id'], 'applied', run_id=self.params['run_id'])
 
     def spawn(self, entry_id):
         params = self.params
@@ -620,8 +670,7 @@ class ManagedProcess:
             result['command'] = self.shown_command()
             if self.manager == 'systemd':
                 params = self.params
-                result['unit_text'] = pm.systemd_unit_text(self.unit, self.argv,
-                                                           _ledger_core.redact_environment(self.environment),
+                result['unit_text'] = pm.systemd_unit_text(self.unit, self.argv, self.env_file,
                                                            params['working_dir'], params['systemd_properties'],
                                                            self.log_path, params['stop_timeout_s'])
         if self.module._diff:

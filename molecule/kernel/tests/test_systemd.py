@@ -2,6 +2,7 @@
 a unit with a drop-in and an environment, a rank as a transient unit, the dead man's switch armed as a unit and fired
 when nobody renewed it, and the restore's leftover scan."""
 
+import hashlib
 import json
 
 import pytest
@@ -9,6 +10,7 @@ from conftest import EPHEMERAL, guest_testinfra_hosts
 
 SYSTEMD = json.loads((EPHEMERAL / "systemd.json").read_text())
 testinfra_hosts = guest_testinfra_hosts()
+CANARY = "inferlab-kernel-canary-3e8d51"  # systemd.yml's __kernel_canary
 
 
 def test_systemd_is_pid_1_of_the_guest(host):
@@ -28,12 +30,16 @@ def test_the_pause_stopped_the_unit_once_and_the_resume_kept_its_environment_and
     assert SYSTEMD["resumed_env"] == ["ORIGINAL_ROLE=small", "ORIGINAL_SITE=dropin"]
 
 
-def test_the_ranks_secret_reached_it_and_no_result():
-    # the shell read shows which variables the rank's process has, never their values
-    assert SYSTEMD["rank_env"] == ["HF_TOKEN=(set)", "NCCL_DEBUG=(set)"]
-    assert "inferlab-kernel-canary" not in json.dumps(SYSTEMD)
-    assert "--setenv=HF_TOKEN=<redacted>" in SYSTEMD["rank"]["command"]
-    assert "--setenv=NCCL_DEBUG=INFO" in SYSTEMD["rank"]["command"]
+def test_the_ranks_environment_reached_it_through_a_private_file_and_no_result_argv_or_ledger_line():
+    # read from the rank's /proc/PID/environ: every value exactly (the secret as its sha256, so it is in no result)
+    assert SYSTEMD["rank_env"] == {"HF_TOKEN": hashlib.sha256(CANARY.encode()).hexdigest(), "NCCL_DEBUG": "INFO",
+                                   "INFERLAB_QUOTING": 'say "hi" $HOME `x` \\n  '}
+    assert CANARY not in json.dumps(SYSTEMD)
+    assert not any(arg.startswith("--setenv") for arg in SYSTEMD["rank"]["command"])
+    assert "--property=EnvironmentFile=/var/lib/inferlab/env/inferlab-rank0.service.env" in SYSTEMD["rank"]["command"]
+    assert SYSTEMD["rank_env_file"] == {"exists": True, "mode": "0600", "pw_name": "root"}
+    assert SYSTEMD["rank_ledger_canary_lines"] == "0"
+    assert SYSTEMD["rank_env_file_stopped"] is False
 
 
 def test_the_rank_ran_as_a_transient_unit_and_its_stop_unloaded_it():

@@ -55,22 +55,21 @@ SYSTEMD_CASES = [
         id="minimal"),
     pytest.param(
         dict(unit="inferlab-rank0.service", argv=SGLANG,
-             environment={"NCCL_SOCKET_IFNAME": "=thunderbolt0", "NCCL_IB_DISABLE": 1, "GLOO_SOCKET_IFNAME": "tb0"},
+             env_file="/var/lib/inferlab/env/inferlab-rank0.service.env",
              working_dir="/srv/sglang", properties=["MemoryMax=100G", "LimitMEMLOCK=infinity"],
              log_path="/var/lib/inferlab/logs/rank0.log", stop_timeout=45, systemd_run="/usr/bin/systemd-run"),
         ["/usr/bin/systemd-run", "--unit=inferlab-rank0.service", "--collect", "--property=KillMode=control-group",
          "--property=TimeoutStopSec=45s", "--property=MemoryMax=100G", "--property=LimitMEMLOCK=infinity",
-         "--setenv=GLOO_SOCKET_IFNAME=tb0", "--setenv=NCCL_IB_DISABLE=1", "--setenv=NCCL_SOCKET_IFNAME==thunderbolt0",
+         "--property=EnvironmentFile=/var/lib/inferlab/env/inferlab-rank0.service.env",
          "--working-directory=/srv/sglang",
          "--property=StandardOutput=append:/var/lib/inferlab/logs/rank0.log",
          "--property=StandardError=append:/var/lib/inferlab/logs/rank0.log",
          "--", *SGLANG],
         id="everything"),
     pytest.param(
-        dict(unit="watchdog", argv=["python3", "-c", "print('$HOME 100%')"], environment={"A": "x y"},
-             stop_timeout=2.5),
+        dict(unit="watchdog", argv=["python3", "-c", "print('$HOME 100%')"], stop_timeout=2.5),
         ["systemd-run", "--unit=watchdog.service", "--collect", "--property=KillMode=control-group",
-         "--property=TimeoutStopSec=2500ms", "--setenv=A=x y", "--", "python3", "-c", "print('$HOME 100%')"],
+         "--property=TimeoutStopSec=2500ms", "--", "python3", "-c", "print('$HOME 100%')"],
         id="fractional_timeout_and_no_shell_quoting_in_argv"),
 ]
 
@@ -97,7 +96,7 @@ ExecStart="sleep" "30"
 """,
         id="minimal"),
     pytest.param(
-        dict(unit="inferlab-rank0", argv=SGLANG, environment={"NCCL_IB_DISABLE": 1, "A": 'x "y"'},
+        dict(unit="inferlab-rank0", argv=SGLANG, env_file="/var/lib/inferlab/env/inferlab-rank0.service.env",
              working_dir="/srv", properties=["MemoryMax=100G"], log_path="/var/log/r0.log", stop_timeout=45),
         """\
 # /run/systemd/transient/inferlab-rank0.service
@@ -110,8 +109,7 @@ CollectMode=inactive-or-failed
 KillMode=control-group
 TimeoutStopSec=45s
 MemoryMax=100G
-Environment="A=x \\"y\\""
-Environment="NCCL_IB_DISABLE=1"
+EnvironmentFile=/var/lib/inferlab/env/inferlab-rank0.service.env
 WorkingDirectory=/srv
 StandardOutput=append:/var/log/r0.log
 StandardError=append:/var/log/r0.log
@@ -120,7 +118,7 @@ ExecStart="/opt/sglang/bin/python" "-m" "sglang.launch_server" "--tp" "2"
         id="everything"),
     pytest.param(
         # % starts a specifier everywhere in a unit file, $ a variable in ExecStart: both are doubled there
-        dict(unit="w", argv=["/bin/sh", "-c", 'echo "$HOME" 100% \\ done'], environment={"P": "50%"},
+        dict(unit="w", argv=["/bin/sh", "-c", 'echo "$HOME" 100% \\ done'], env_file="/state/env/50%.env",
              log_path="/logs/%h.log"),
         """\
 # /run/systemd/transient/w.service
@@ -132,7 +130,7 @@ CollectMode=inactive-or-failed
 [Service]
 KillMode=control-group
 TimeoutStopSec=30s
-Environment="P=50%%"
+EnvironmentFile=/state/env/50%%.env
 StandardOutput=append:/logs/%%h.log
 StandardError=append:/logs/%%h.log
 ExecStart="/bin/sh" "-c" "echo \\"$$HOME\\" 100%% \\\\ done"
@@ -153,10 +151,7 @@ def test_systemd_unit_text(kwargs, expected):
     (dict(unit="u", argv=[]), "argv must be a non-empty list of strings"),
     (dict(unit="u", argv="sleep 30"), "argv must be a non-empty list of strings"),
     (dict(unit="u", argv=["sleep", 30]), "argv must be a non-empty list of strings"),
-    (dict(unit="u", argv=["x"], environment={"BAD-NAME": "1"}), "environment variable name 'BAD-NAME'"),
-    (dict(unit="u", argv=["x"], environment={"FLAG": True}), "environment variable FLAG must be a string or a "
-                                                             "number, got bool True; quote it"),
-    (dict(unit="u", argv=["x"], environment={"L": [1]}), "environment variable L must be a string or a number"),
+    (dict(unit="u", argv=["x"], env_file="u.env"), "env_file must be an absolute path"),
     (dict(unit="u", argv=["x"], properties=["KillMode=mixed"]), "property KillMode is always control-group"),
     (dict(unit="u", argv=["x"], properties=["TimeoutStopSec=5"]), "property TimeoutStopSec is set from the stop"),
     (dict(unit="u", argv=["x"], properties=["StandardOutput=null"], log_path="/l"), "is set from log_path"),
@@ -223,18 +218,19 @@ CONTAINER_CASES = [
         id="podman_gpus_are_a_cdi_device"),
     pytest.param(
         dict(engine="docker", name="rank1", image="img:1", argv=["python3", "-m", "x"],
-             environment={"NCCL_SOCKET_IFNAME": "=thunderbolt0", "NCCL_IB_DISABLE": 1},
+             env_file="/var/lib/inferlab/env/docker-rank1.env",
              options=["--shm-size=32g", "--ulimit", "memlock=-1"], volumes=["/models:/models:ro", "hf:/root/.cache"],
              binary="/usr/bin/docker"),
         ["/usr/bin/docker", "run", "-d", "--name", "rank1", "--network", "host", "--ipc", "host", "--gpus", "all",
-         "-e", "NCCL_IB_DISABLE=1", "-e", "NCCL_SOCKET_IFNAME==thunderbolt0",
+         "--env-file", "/var/lib/inferlab/env/docker-rank1.env",
          "-v", "/models:/models:ro", "-v", "hf:/root/.cache",
          "--shm-size=32g", "--ulimit", "memlock=-1", "img:1", "python3", "-m", "x"],
         id="docker_env_volumes_options"),
     pytest.param(
-        dict(engine="podman", name="rank1", image="img:1", argv=["python3"], environment={"B": "2", "A": "1"},
+        dict(engine="podman", name="rank1", image="img:1", argv=["python3"], env_file="/s/env/podman-rank1.env",
              log_path="/var/lib/inferlab/logs/rank1.log", gpus=False),
-        ["podman", "run", "-d", "--name", "rank1", "--network", "host", "--ipc", "host", "-e", "A=1", "-e", "B=2",
+        ["podman", "run", "-d", "--name", "rank1", "--network", "host", "--ipc", "host", "--env-file",
+         "/s/env/podman-rank1.env",
          "--log-driver", "k8s-file", "--log-opt", "path=/var/lib/inferlab/logs/rank1.log", "img:1", "python3"],
         id="podman_log_file_without_gpus"),
     pytest.param(
@@ -529,3 +525,46 @@ def test_module_utils_import_only_the_standard_library_and_the_ledger():
     imports = re.findall(r"^(?:from|import)\s+(\S+)", source, re.MULTILINE)
     assert [i for i in imports if i.startswith("ansible")] == [
         "ansible_collections.inferlab.distributed.plugins.module_utils"]
+
+
+# --- the environment file of a systemd unit or a container -------------------------------------------------------
+
+TRICKY = 'say "hi" $HOME `x` \\n 100% \\\\  '  # quotes, $, a backtick, backslashes, trailing spaces
+
+
+def test_a_systemd_environment_file_quotes_every_value():
+    assert pm.env_file_text("systemd", {"B": TRICKY, "A": 1, "NL": "one\ntwo"}) == (
+        'A="1"\nB="say \\"hi\\" \\$HOME \\`x\\` \\\\n 100% \\\\\\\\  "\nNL="one\ntwo"\n')
+
+
+def test_a_systemd_environment_file_reads_back_exactly_under_posix_double_quotes(tmp_path):
+    """systemd.exec(5): a double-quoted value in an EnvironmentFile= is read with the escapes of a POSIX shell's
+    double-quoted string. /bin/sh reads the file here and prints each value back."""
+    environment = {"TRICKY": TRICKY, "NL": "one\ntwo", "EMPTY": "", "EQ": "a=b", "TOKEN": "hf_x'y"}
+    path = tmp_path / "u.env"
+    path.write_text(pm.env_file_text("systemd", environment))
+    for key, value in environment.items():
+        out = subprocess.run(["/bin/sh", "-c", f'. "$1"; printf %s "${key}"', "sh", str(path)],
+                             check=True, capture_output=True, text=True).stdout
+        assert out == value, key
+
+
+def test_a_container_environment_file_is_verbatim_and_refuses_a_line_break():
+    assert pm.env_file_text("docker", {"B": TRICKY, "A": "x=y"}) == f"A=x=y\nB={TRICKY}\n"
+    with pytest.raises(pm.ProcessManagerError, match="environment variable NL holds a line break, which podman's "
+                                                     "--env-file cannot carry"):
+        pm.env_file_text("podman", {"NL": "one\ntwo"})
+    with pytest.raises(pm.ProcessManagerError, match="container engine must be docker or podman"):
+        pm.env_file_text("nerdctl", {"A": "1"})
+
+
+def test_the_environment_file_lives_beside_the_ledger_and_is_written_0600(tmp_path):
+    assert pm.env_file_path("/var/lib/inferlab/ledger/", "systemd", unit="inferlab-rank0") == (
+        "/var/lib/inferlab/env/inferlab-rank0.service.env")
+    assert pm.env_file_path("/var/lib/inferlab/ledger", "podman", name="rank1") == (
+        "/var/lib/inferlab/env/podman-rank1.env")
+    path = tmp_path / "env" / "u.env"
+    pm.write_env_file(str(path), 'A="1"\n')
+    pm.write_env_file(str(path), 'A="2"\n')  # replaced whole
+    assert path.read_text() == 'A="2"\n' and os.listdir(path.parent) == ["u.env"]
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700

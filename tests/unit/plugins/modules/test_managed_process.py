@@ -148,43 +148,99 @@ def test_systemd_returns_its_unit_text(tmp_path, binaries, monkeypatch):
         working_dir="/srv", systemd_properties=["MemoryMax=1G"], stop_timeout_s=2.5, ledger_dir=str(tmp_path / "l"),
         ledger_host=HOST, run_id="r", _ansible_check_mode=True, _ansible_diff=True))
     assert not failed, result.get("msg", result)
-    # the values are redacted but the allow-listed ones (NCCL_*)
-    assert result["unit_text"] == pm.systemd_unit_text("inferlab-r0", ["/usr/bin/sleep", "30"],
-                                                       {"A": "<redacted>", "NCCL_DEBUG": "INFO"}, "/srv",
+    env_file = str(tmp_path / "env" / "inferlab-r0.service.env")
+    assert result["unit_text"] == pm.systemd_unit_text("inferlab-r0", ["/usr/bin/sleep", "30"], env_file, "/srv",
                                                        ["MemoryMax=1G"], None, 2.5)
-    assert ("TimeoutStopSec=2500ms\nMemoryMax=1G\nEnvironment=\"A=<redacted>\"\nEnvironment=\"NCCL_DEBUG=INFO\"\n"
-            "WorkingDirectory=/srv\n") in result["unit_text"]
+    assert f"TimeoutStopSec=2500ms\nMemoryMax=1G\nEnvironmentFile={env_file}\nWorkingDirectory=/srv\n" in (
+        result["unit_text"])
     assert result["diff"] == {"before": {"state": "stopped", "pid": None},
                               "after": {"state": "started", "pid": None, "command": result["command"]}}
-    assert not (tmp_path / "l").exists()
+    # check mode writes nothing: no ledger, no environment file
+    assert not (tmp_path / "l").exists() and not (tmp_path / "env").exists()
 
 
 CANARY = "hf_inferlab_canary_7f3a9c"
+SHOW = [BINARIES["systemctl"], "show", "-p", "ActiveState,MainPID", "inferlab-r0.service"]
+STOP = [BINARIES["systemctl"], "stop", "inferlab-r0.service"]
+RESET = [BINARIES["systemctl"], "reset-failed", "inferlab-r0.service"]
 
 
-def test_no_result_shows_an_environment_value_but_nccl_and_gloo_settings(tmp_path, binaries, monkeypatch):
-    """A secret in secret_environment or environment reaches the command that runs, and the ledger file, never a
-    result: not the command, the unit text, the diff, the ledger's view, nor the echo of the arguments."""
-    command = [BINARIES["systemd-run"], "--unit=inferlab-r0.service", "--collect", "--property=KillMode=control-group",
-               "--property=TimeoutStopSec=30s", f"--setenv=HF_TOKEN={CANARY}", "--setenv=NCCL_DEBUG=INFO",
-               f"--setenv=OTHER={CANARY}2", "--", "/usr/bin/sleep", "30"]
-    show = [BINARIES["systemctl"], "show", "-p", "ActiveState,MainPID", "inferlab-r0.service"]
-    install(monkeypatch, [{"command": show, "rc": 0, "out": "MainPID=0\nActiveState=inactive\n"},
-                          {"command": command, "rc": 0},
-                          {"command": show, "rc": 0, "out": "MainPID=0\nActiveState=active\n"}])
+def systemd_run(env_file):
+    return [BINARIES["systemd-run"], "--unit=inferlab-r0.service", "--collect", "--property=KillMode=control-group",
+            "--property=TimeoutStopSec=30s", f"--property=EnvironmentFile={env_file}", "--", "/usr/bin/sleep", "30"]
+
+
+def start_r0(ledger_dir, environment, secret=None, **extra):
+    return run_module(managed_process.main, dict(
+        name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], environment=environment,
+        secret_environment=secret or {}, ledger_dir=str(ledger_dir), ledger_host=HOST, run_id="r",
+        startup_check_s=0, **extra))
+
+
+def test_no_result_argv_or_ledger_line_shows_an_environment_value(tmp_path, binaries, monkeypatch):
+    """A secret in secret_environment or environment reaches the unit through its 0600 environment file, never a
+    result (the command, the unit text, the diff, the ledger's view, the echo of the arguments), the command line
+    that starts it, or the ledger."""
+    env_file = tmp_path / "env" / "inferlab-r0.service.env"
+    mock = install(monkeypatch, [{"command": SHOW, "rc": 0, "out": "MainPID=0\nActiveState=inactive\n"},
+                                 {"command": systemd_run(str(env_file)), "rc": 0},
+                                 {"command": SHOW, "rc": 0, "out": "MainPID=0\nActiveState=active\n"}])
     ledger_dir = tmp_path / "l"
-    failed, result = run_module(managed_process.main, dict(
-        name="r0", manager="systemd", argv=["/usr/bin/sleep", "30"], secret_environment={"HF_TOKEN": CANARY},
-        environment={"NCCL_DEBUG": "INFO", "OTHER": CANARY + "2"}, ledger_dir=str(ledger_dir), ledger_host=HOST,
-        run_id="r", startup_check_s=0, _ansible_diff=True))
+    failed, result = start_r0(ledger_dir, {"NCCL_DEBUG": "INFO", "OTHER": CANARY + "2"}, {"HF_TOKEN": CANARY},
+                              _ansible_diff=True)
     assert not failed, result.get("msg", result)
+    assert not mock.calls
     assert CANARY not in json.dumps(result)
-    assert "--setenv=NCCL_DEBUG=INFO" in result["command"] and "--setenv=HF_TOKEN=<redacted>" in result["command"]
     assert result["invocation"]["module_args"]["environment"] == {"NCCL_DEBUG": "INFO", "OTHER": "<redacted>"}
-    assert CANARY not in json.dumps(_ledger_core.status(str(ledger_dir), HOST))
-    # the ledger itself keeps the command that ran (its file is 0600 in a 0700 directory)
-    assert CANARY in Path(_ledger_core.ledger_path(str(ledger_dir), HOST)).read_text()
-    assert os.stat(_ledger_core.ledger_path(str(ledger_dir), HOST)).st_mode & 0o777 == 0o600
+    assert CANARY not in Path(_ledger_core.ledger_path(str(ledger_dir), HOST)).read_text()
+    assert env_file.read_text() == f'HF_TOKEN="{CANARY}"\nNCCL_DEBUG="INFO"\nOTHER="{CANARY}2"\n'
+    assert os.stat(env_file).st_mode & 0o777 == 0o600 and os.stat(env_file.parent).st_mode & 0o777 == 0o700
+    assert [(e["kind"], e["state"], e["params"].get("path")) for e in ledger_view(str(ledger_dir))] == [
+        ("file", "applied", str(env_file)), ("systemd_unit", "applied", None)]
+
+
+def test_the_environment_file_decides_whether_it_runs_as_asked_and_goes_with_the_stop(tmp_path, binaries,
+                                                                                        monkeypatch):
+    env_file = tmp_path / "env" / "inferlab-r0.service.env"
+    ledger_dir = tmp_path / "l"
+    make_procfs(tmp_path / "proc", {4321: 81234})
+    running = {"command": SHOW, "rc": 0, "out": "MainPID=4321\nActiveState=active\n"}
+    stopped = {"command": SHOW, "rc": 0, "out": "MainPID=0\nActiveState=inactive\n"}
+    install(monkeypatch, [stopped, {"command": systemd_run(str(env_file)), "rc": 0}, running])
+    assert not start_r0(ledger_dir, {"A": "1"}, procfs_root=str(tmp_path / "proc"))[0]
+    # the same environment: nothing changes
+    install(monkeypatch, [running])
+    failed, result = start_r0(ledger_dir, {"A": "1"}, procfs_root=str(tmp_path / "proc"))
+    assert not failed and not result["changed"]
+    # another value, same command line: the file tells, so the unit and its file go and come back
+    install(monkeypatch, [running, {"command": STOP, "rc": 0}, {"command": RESET, "rc": 0},
+                          {"command": systemd_run(str(env_file)), "rc": 0}, running])
+    failed, result = start_r0(ledger_dir, {"A": "2"}, procfs_root=str(tmp_path / "proc"))
+    assert not failed and result["changed"], result
+    assert env_file.read_text() == 'A="2"\n'
+    assert [(e["kind"], e["state"]) for e in ledger_view(str(ledger_dir))] == [
+        ("file", "undone"), ("systemd_unit", "undone"), ("file", "applied"), ("systemd_unit", "applied")]
+    # the stop is the undo of both: the unit first, then its file
+    mock = install(monkeypatch, [running, {"command": STOP, "rc": 0}, {"command": RESET, "rc": 0}])
+    failed, result = run_module(managed_process.main, dict(
+        name="r0", manager="systemd", state="stopped", ledger_dir=str(ledger_dir), ledger_host=HOST, run_id="r",
+        procfs_root=str(tmp_path / "proc")))
+    assert not failed and result["changed"], result
+    assert not mock.calls and not env_file.exists()
+    assert {e["state"] for e in ledger_view(str(ledger_dir))} == {"undone"}
+
+
+def test_an_environment_file_no_entry_records_is_not_overwritten(tmp_path, binaries, monkeypatch):
+    env_file = tmp_path / "env" / "inferlab-r0.service.env"
+    env_file.parent.mkdir()
+    env_file.write_text("SOMEONE=else\n")
+    install(monkeypatch, [{"command": SHOW, "rc": 0, "out": "MainPID=0\nActiveState=inactive\n"}])
+    failed, result = start_r0(tmp_path / "l", {"A": "1"})
+    assert failed and result["msg"] == (
+        f"{env_file} exists but no open entry in the ledger of {HOST} records it, so it was not written by inferlab "
+        "for unit inferlab-r0.service; remove it or pick another name")
+    assert env_file.read_text() == "SOMEONE=else\n"
+    assert not ledger_view(str(tmp_path / "l"))
 
 
 def test_a_variable_in_both_environments_is_refused(tmp_path, binaries):
