@@ -9,7 +9,8 @@ from __future__ import annotations
 class ModuleDocFragment:
     """The options of the modules that record their change in the host's change ledger before making it
     (plugins/module_utils/_ledger_core.py): whose ledger, where, and the run. A module whose option means more
-    (required in one state only) documents it itself, which overrides the fragment's."""
+    (required in one state only) documents it itself: ansible-core merges each option's keys, the module's over the
+    fragment's, so such a module sets C(required: false) itself."""
 
     DOCUMENTATION = r"""
 options:
@@ -20,7 +21,8 @@ options:
     required: true
   ledger_host:
     description:
-      - Whose ledger, the file C(<ledger_dir>/<ledger_host>.jsonl): the inventory name, usually C(inventory_hostname).
+      - Whose ledger (the file C(<ledger_dir>/<ledger_host>.jsonl)), the inventory name, usually
+        C(inventory_hostname).
     type: str
     required: true
   run_id:

@@ -98,10 +98,12 @@ options:
     description:
       - The gateway host's ledger directory, C(<inferlab_state_dir>/ledger). Required for V(added) and V(removed).
     type: path
+    required: false
   ledger_host:
     description:
       - Whose ledger (the gateway host's inventory name). Required for V(added) and V(removed).
     type: str
+    required: false
 seealso:
   - module: inferlab.distributed.change_ledger
   - module: inferlab.distributed.paused_service

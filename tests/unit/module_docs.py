@@ -1,5 +1,6 @@
-"""A module's documented options as ansible-doc shows them: its own DOCUMENTATION's options over those of the
-collection's doc fragments it extends (plugins/doc_fragments; the module's own option wins, as in ansible-core)."""
+"""A module's documented options as ansible-doc shows them: the options of the collection's doc fragments it extends
+(plugins/doc_fragments), each merged with the module's own option of that name key by key, the module's keys winning,
+as ansible-core merges them."""
 
 import importlib
 
@@ -16,5 +17,6 @@ def documented_options(module) -> dict:
             fragment = importlib.import_module(
                 f"ansible_collections.inferlab.distributed.plugins.doc_fragments.{name[len(PREFIX):]}")
             options.update(yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)["options"])
-    options.update(doc.get("options", {}))
+    for name, option in doc.get("options", {}).items():
+        options[name] = {**options.get(name, {}), **option}
     return options
