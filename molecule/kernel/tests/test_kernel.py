@@ -129,6 +129,7 @@ def test_the_guest_runs_the_distribution_driver_and_the_ledger_is_closed(host):
     for line in host.file("/var/lib/inferlab/ledger/guest.jsonl").content_string.splitlines():
         entry = json.loads(line)
         last[entry["id"]] = entry
-    # the driver's entries, then the systemd part's (systemd.yml)
-    assert {e["kind"] for e in last.values()} == {"kernel_module", "build_dir", "service_pause", "systemd_unit"}
+    # the driver's entries, then the systemd part's (systemd.yml: the rank's environment file is a file entry)
+    assert {e["kind"] for e in last.values()} == {"kernel_module", "build_dir", "service_pause", "systemd_unit",
+                                                  "file"}
     assert {e["state"] for e in last.values()} == {"undone"}
