@@ -199,8 +199,7 @@ def test_no_result_argv_or_ledger_line_shows_an_environment_value(tmp_path, bina
         ("file", "applied", str(env_file)), ("systemd_unit", "applied", None)]
 
 
-def test_the_environment_file_decides_whether_it_runs_as_asked_and_goes_with_its_stop(tmp_path, binaries,
-                                                                                       monkeypatch):
+def test_the_environment_file_decides_a_restart_and_goes_with_the_stop(tmp_path, binaries, monkeypatch):
     env_file = tmp_path / "env" / "inferlab-r0.service.env"
     ledger_dir = tmp_path / "l"
     make_procfs(tmp_path / "proc", {4321: 81234})
