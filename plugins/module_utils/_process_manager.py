@@ -30,7 +30,7 @@ import pwd
 import re
 import time
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
+from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap, _ledger_core, _ledger_proc
 
 MANAGERS = ('process', 'systemd', 'docker', 'podman')
 # the ledger kind that records a process started by each manager
@@ -96,17 +96,18 @@ def env_file_text(manager, environment):
     ``--env-file`` take the rest of each line verbatim, so a value with a line break cannot be written and is
     refused."""
     environment = check_environment(environment)
+    if manager != 'systemd':
+        _check_engine(manager)
     lines = []
     for key in sorted(environment):
         value = environment[key]
         if manager == 'systemd':
             lines.append(key + '="' + re.sub(r'([\\"$`])', r'\\\1', value) + '"')
-            continue
-        _check_engine(manager)
-        if '\n' in value or '\r' in value:
+        elif '\n' in value or '\r' in value:
             raise ProcessManagerError(f'environment variable {key} holds a line break, which {manager}\'s --env-file '
                                       'cannot carry')
-        lines.append(f'{key}={value}')
+        else:
+            lines.append(f'{key}={value}')
     return ''.join(line + '\n' for line in lines)
 
 
@@ -118,25 +119,12 @@ def env_file_path(ledger_dir, manager, name=None, unit=None):
 
 
 def write_env_file(path, text):
-    """Write ``text`` to ``path`` mode 0600 (its directory 0700), whole or not at all: a temporary file beside it,
-    fsynced, then renamed over it."""
+    """Write ``text`` to ``path`` mode 0600 in a 0700 directory, whole or not at all (``_gateway_swap.write_atomic``:
+    a temporary file beside it, fsynced, renamed over it)."""
     directory = os.path.dirname(_check_absolute(path, 'env_file'))
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.chmod(directory, 0o700)
-    tmp = f'{path}.{os.getpid()}.tmp'
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, text.encode('utf-8'))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _gateway_swap.write_atomic(path, text.encode('utf-8'), mode=0o600)
 
 
 def _check_absolute(path, what):

@@ -380,9 +380,10 @@ class ManagedProcess:
             self.binary = self.module.get_bin_path(self.manager, required=True)
         # systemd and the container engines get the environment from a 0600 file beside the ledger, recorded in it
         # (kind file) before it is written and removed by the same undo that stops the process
-        self.env_file = None
-        if self.manager != 'process' and self.environment:
-            self.env_file = pm.env_file_path(self.ledger_dir, self.manager, name=self.name, unit=self.unit)
+        self.env_path = (None if self.manager == 'process'
+                         else pm.env_file_path(self.ledger_dir, self.manager, name=self.name, unit=self.unit))
+        self.env_file = self.env_path if self.environment else None  # what the start command names
+        if self.env_file:
             self.env_text = pm.env_file_text(self.manager, self.environment)
         self.command = self.build_command() if self.started else None
         self.identity = pm.identity_params(self.manager, name=self.name, pidfile=params['pidfile'], unit=self.unit)
@@ -451,12 +452,11 @@ class ManagedProcess:
         """This process's open entries, and before them those of its environment file (older: it is recorded and
         written before the start), so that one undo stops the process first and then removes the file."""
         found = pm.open_entries(self.ledger_dir, self.host, self.manager, self.identity)
-        if self.manager == 'process':
+        if not self.env_path:
             return found
-        path = pm.env_file_path(self.ledger_dir, self.manager, name=self.name, unit=self.unit)
         files = [e for e in _ledger_core.entries(self.ledger_dir, self.host)
                  if e['kind'] == 'file' and e['state'] in _ledger_core.OPEN_STATES
-                 and os.path.normpath(str(e['params'].get('path'))) == path]
+                 and os.path.normpath(str(e['params'].get('path'))) == self.env_path]
         return files + found
 
     def process_entries(self, entries):

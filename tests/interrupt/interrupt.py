@@ -200,10 +200,11 @@ def ledger_locks(lab_dir: Path) -> dict:
     """Each ledger lock file of the lab, by its path under the lab directory: the run id that holds it."""
     locks = {}
     for path in sorted(lab_dir.glob("**/state/ledger/*.lock")):
+        name = str(path.relative_to(lab_dir))
         try:
-            locks[str(path.relative_to(lab_dir))] = json.loads(path.read_text()).get("run_id")
+            locks[name] = json.loads(path.read_text()).get("run_id")
         except (OSError, ValueError) as exc:
-            locks[str(path.relative_to(lab_dir))] = f"unreadable: {exc}"
+            locks[name] = f"unreadable: {exc}"
     return locks
 
 
