@@ -10,7 +10,8 @@ beside the rest of the ledger's modules (see ``_ledger_core``)::
     python3 inferlab_ledger.py status --ledger-dir DIR --host NAME [--json]
     python3 inferlab_ledger.py unlock --ledger-dir DIR --host NAME (--run-id RUN | --force) [--json]
     python3 inferlab_ledger.py watch-link --ledger-dir DIR --host NAME --id ID --interface IF --peer ADDR
-                                      [--deadline SECONDS] [--ping PING] [--json]
+                                      [--deadline SECONDS] [--load-timeout SECONDS] [--loader-pid PID
+                                      --loader-start-time TICKS] [--poll SECONDS] [--ping PING] [--json]
     python3 inferlab_ledger.py deadman --ledger-dir DIR --host NAME --renew-file PATH --deadline SECONDS
                                       [--poll SECONDS] [--run-id RUN] [--self-id ID] [--json]
     python3 inferlab_ledger.py renew --renew-file PATH [--json]
@@ -18,15 +19,17 @@ beside the rest of the ledger's modules (see ``_ledger_core``)::
                                       --child JSON [--child JSON ...] [--procfs-root DIR] [--json]
 
 ``undo`` is the host's part of the restore; ``status`` and ``unlock`` serve the restore playbook. ``watch-link`` and
-``deadman`` are the watchdogs of ``_ledger_watch``. ``watch-link`` puts the stock driver back when the direct link
-carries nothing after a candidate load. ``deadman`` is the dead man's switch of a run that borrows production: the
-controller renews it by touching PATH and disarms it by creating ``PATH.disarm`` (SIGTERM, the undo of its process
-entry, disarms it too); when PATH goes unrenewed past the deadline it undoes every open entry but its own
-(``--self-id``, then marked undone), newest first, as ``--run-id``: the lock of that run does not stop it, the lock of
-another run does. ``renew`` and ``heartbeat`` keep the switches renewed while the controller's playbook lives
-(``_ledger_heartbeat``): ``renew`` touches PATH for each line on its input; ``heartbeat``, on the controller, writes
-those lines to one ``renew`` per host (each ``--child`` is ``{"name": HOST, "argv": [...]}``) while the watched process
-runs.
+``deadman`` are the watchdogs of ``_ledger_watch``. ``watch-link``, started before a candidate load, puts the stock
+driver back when the load does not complete (its loader gone, or past the load timeout), when the direct link does not
+carry traffic within the deadline after it, or when the link stalls for the deadline while the candidate is loaded;
+with ``--json`` it prints a JSON line when the link is back, and one at its end. ``deadman`` is the dead man's switch
+of a run that borrows production: the controller renews it by touching PATH and disarms it by creating ``PATH.disarm``
+(SIGTERM, the undo of its process entry, disarms it too); when PATH goes unrenewed past the deadline it undoes every
+open entry but its own (``--self-id``, then marked undone), newest first, as ``--run-id``: the lock of that run does
+not stop it, the lock of another run does. ``renew`` and ``heartbeat`` keep the switches renewed while the
+controller's playbook lives (``_ledger_heartbeat``): ``renew`` touches PATH for each line on its input; ``heartbeat``,
+on the controller, writes those lines to one ``renew`` per host (each ``--child`` is ``{"name": HOST, "argv":
+[...]}``) while the watched process runs.
 
 Exit codes: 0 success (for ``deadman``: disarmed, or fired and every undo succeeded); 1 at least one undo failed; 2
 usage error; 3 the ledger or its lock refused the request (locked by another run, unknown id, unreadable file); 4 an
@@ -90,13 +93,22 @@ def _parser():
                         'from PATH)')
     p_undo.add_argument('--podman', help='the podman binary for podman container and service_pause entries (default: '
                         'from PATH)')
-    p_watch = sub.add_parser('watch-link', help='after a candidate driver load: undo it when the direct link carries '
-                             'no traffic (no ping to the peer answered) within the deadline')
+    p_watch = sub.add_parser('watch-link', help='armed before a candidate driver load: undo it when the load does not '
+                             'complete, when the direct link carries no traffic (no ping to the peer answered) within '
+                             'the deadline after it, or when it stalls for the deadline while the candidate is loaded')
     common(p_watch)
     p_watch.add_argument('--id', required=True, help='the kernel_module entry of the candidate load')
     p_watch.add_argument('--interface', required=True, help='the direct-link interface')
     p_watch.add_argument('--peer', required=True, help="the peer's address on the direct link")
-    p_watch.add_argument('--deadline', type=float, default=30.0, help='seconds (default 30)')
+    p_watch.add_argument('--deadline', type=_seconds, default=30.0, help='seconds the link gets to come back after '
+                         'the load, and the longest stall it may have while the candidate is loaded (default 30)')
+    p_watch.add_argument('--load-timeout', type=_seconds, help='seconds the load may stay pending (default: no bound '
+                         'but the loader\'s life)')
+    p_watch.add_argument('--loader-pid', type=int, help='the process loading the candidate: its death with the load '
+                         'pending undoes it')
+    p_watch.add_argument('--loader-start-time', type=int, help='its start time (field 22 of /proc/PID/stat)')
+    p_watch.add_argument('--poll', type=_seconds, default=1.0, help='seconds between pings while the candidate is '
+                         'loaded (default 1)')
     p_watch.add_argument('--ping', help='the ping binary (default: from the sbin/bin directories)')
     p_deadman = sub.add_parser('deadman', help="the dead man's switch: wait while the controller renews the renew "
                                'file; when it is not renewed within the deadline, undo every open entry (all but '
@@ -167,8 +179,17 @@ def _status_text(result):
     return lines
 
 
+def _emit(result, as_json):
+    """A line before the end (the link watchdog's verdict on the link while it goes on watching)."""
+    sys.stdout.write((json.dumps(result, sort_keys=True) if as_json else result['message']) + '\n')
+    sys.stdout.flush()
+
+
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == 'watch-link' and (args.loader_pid is None) != (args.loader_start_time is None):
+        parser.error('--loader-pid and --loader-start-time go together')
     try:
         if args.command == 'undo':
             result = undo.undo(args.ledger_dir, args.host, ids=args.ids, run_id=args.run_id,
@@ -182,8 +203,11 @@ def main(argv=None):
             rc = EXIT_UNDO_FAILED if result['failed'] else EXIT_OK
             text = [result['message']] + [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['details']]
         elif args.command == 'watch-link':
+            loader = {'pid': args.loader_pid, 'start_time': args.loader_start_time} if args.loader_pid else None
             result = watch.watch_link(args.ledger_dir, args.host, args.id, args.interface, args.peer, args.deadline,
-                                      [args.ping] if args.ping else None)
+                                      [args.ping] if args.ping else None, loader=loader,
+                                      load_timeout_s=args.load_timeout, poll_s=args.poll,
+                                      emit=lambda verdict: _emit(verdict, args.json))
             rc = EXIT_UNDO_FAILED if result.get('failed') else EXIT_OK
             text = [result['message']]
         elif args.command == 'deadman':

@@ -63,8 +63,7 @@ def renew_on_input(renew_file, stream):
 
 def playbook_alive(pid, start_time, procfs_root='/proc'):
     """Whether the watched process still runs: the same pid with the same start time (a reused pid is not it)."""
-    info = proc.read_proc_stat(pid, procfs_root)
-    return info is not None and info['state'] not in ('Z', 'X') and info['start_time'] == start_time
+    return proc.same_process(pid, start_time, procfs_root)
 
 
 class _Stop(Exception):

@@ -74,6 +74,12 @@ def pid_alive(pid, procfs_root='/proc'):
     return not (info is not None and info['state'] in ('Z', 'X'))
 
 
+def same_process(pid, start_time, procfs_root='/proc'):
+    """Whether ``pid`` is still the live process that started at ``start_time`` (not a reused pid)."""
+    info = read_proc_stat(pid, procfs_root)
+    return info is not None and info['state'] not in ('Z', 'X') and info['start_time'] == int(start_time)
+
+
 def group_members(pgid, procfs_root):
     """Live pids whose process group is ``pgid``."""
     members = []

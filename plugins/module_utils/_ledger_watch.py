@@ -238,17 +238,32 @@ def _deadman_fire(ledger_dir, host, run_id, self_id, reason, phase, procfs_root=
 # the link watchdog
 
 
-def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=None):
-    """The host-side link watchdog after a candidate driver load (started by tbnet_module, recorded as a process).
+def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=None, loader=None, load_timeout_s=None,
+               emit=None, poll_s=1.0, procfs_root='/proc'):
+    """The host-side link watchdog of a candidate driver load (started by tbnet_module before the load, recorded as
+    a ``process`` entry). It watches the candidate for the whole time it is loaded, in three phases, and undoes the
+    ``kernel_module`` entry ``entry_id`` (the stock driver comes back without the controller) when one fails:
 
-    Where the candidate's ``kernel_module`` entry describes the link (its ``link`` param), the watchdog is also the
-    load's tail: it brings the link back as the host manages it (``bring_back_link``) and waits for carrier, speed,
-    lanes and the peer's answer. Without it, it waits for a ping to the peer. When neither happens within the
-    deadline, it undoes the entry, so the stock driver comes back without the controller."""
+    1. the load: it waits for the entry to leave ``pending``. It undoes it when the loader (``{pid, start_time}``,
+       the module's process) is gone first, or when the load is still pending after ``load_timeout_s`` (a stuck
+       ``insmod``, or a loader that hangs); an entry undone meanwhile (the loader's own failure path) ends it.
+    2. the link back: where the entry describes the link (its ``link`` param), ``bring_back_link`` as the host
+       manages it, carrier, speed, lanes and the peer's answer; without it, the first answered ping. Within
+       ``deadline_s`` of the load. Its verdict is passed to ``emit`` (the module waits for that line).
+    3. the watch: a ping to the peer every ``poll_s`` while the entry is open; when none has been answered for
+       ``deadline_s``, the link has stalled under the candidate and it is undone. It returns once the entry is
+       undone by someone else (the stock load, the restore; the undo of its own process entry stops it first).
+
+    Returns the last verdict."""
     driver = core.companion('tbnet_driver')
-    lines, _problems = core.read_ledger(ledger_dir, host)
-    entry = core.current_entries(lines).get(entry_id)
-    link = (entry or {}).get('params', {}).get('link')
+    emit = emit or (lambda _verdict: None)
+    state, reason = _wait_for_load(ledger_dir, host, entry_id, loader, load_timeout_s, procfs_root)
+    if state != 'applied':
+        if state == 'undone':
+            return {'changed': False, 'link': False, 'loaded': False, 'message': reason}
+        return _unload(ledger_dir, host, entry_id, reason, {'loaded': False})
+    entry = core.current_entries(core.read_ledger(ledger_dir, host)[0]).get(entry_id)
+    link = entry['params'].get('link')
     back = None
     try:
         if link:
@@ -261,11 +276,57 @@ def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=Non
     except driver.DriverError as exc:
         ok, seconds, tries = False, None, 0
         reason = str(exc)
-    if ok:
-        return {'changed': False, 'link': True, 'seconds': seconds, 'tries': tries, 'back': back,
-                'message': f'the direct link carried traffic {seconds}s after the candidate load'
-                           + (f' ({tries} tries)' if tries else '')}
+    if not ok:
+        return _unload(ledger_dir, host, entry_id, reason, {'seconds': seconds, 'tries': tries})
+    emit({'changed': False, 'link': True, 'seconds': seconds, 'tries': tries, 'back': back,
+          'message': f'the direct link carried traffic {seconds}s after the candidate load'
+                     + (f' ({tries} tries)' if tries else '') + '; watching it while the candidate is loaded'})
+    stalled = _watch_until_unloaded(ledger_dir, host, entry_id, interface, peer, deadline_s, ping, poll_s)
+    if stalled:
+        return _unload(ledger_dir, host, entry_id, stalled, {'stalled': True})
+    return {'changed': False, 'link': True, 'seconds': seconds, 'back': back,
+            'message': 'the candidate was unloaded by the stock load or the restore; the link carried traffic '
+                       'while it was loaded'}
+
+
+def _entry_state(ledger_dir, host, entry_id):
+    entry = core.current_entries(core.read_ledger(ledger_dir, host)[0]).get(entry_id)
+    return entry['state'] if entry else None
+
+
+def _wait_for_load(ledger_dir, host, entry_id, loader, load_timeout_s, procfs_root, poll_s=0.2):
+    """Phase 1 of watch_link: ``(state, reason)``, state ``applied``, ``undone`` or ``stuck`` (to be undone)."""
+    started = time.monotonic()
+    while True:
+        state = _entry_state(ledger_dir, host, entry_id)
+        if state == 'applied':
+            return state, ''
+        if state != 'pending':
+            return 'undone', f'the candidate load {entry_id} was undone before it completed (state {state})'
+        if loader and not proc.same_process(loader['pid'], loader['start_time'], procfs_root):
+            return 'stuck', f'the loader (pid {loader["pid"]}) is gone and the candidate load was never completed'
+        if load_timeout_s and time.monotonic() - started > load_timeout_s:
+            return 'stuck', f'the candidate load was not completed within {load_timeout_s:g}s (a stuck insmod?)'
+        time.sleep(poll_s)
+
+
+def _watch_until_unloaded(ledger_dir, host, entry_id, interface, peer, stall_s, ping, poll_s):
+    """Phase 3 of watch_link: None once the entry is undone by someone else; the reason when no ping to the peer
+    was answered for ``stall_s``."""
+    driver = core.companion('tbnet_driver')
+    answered = time.monotonic()
+    while _entry_state(ledger_dir, host, entry_id) in ('pending', 'applied'):
+        if driver.link_carries_traffic(interface, peer, ping):
+            answered = time.monotonic()
+        elif time.monotonic() - answered > stall_s:
+            return (f'the direct link stalled under the candidate: no ping to {peer} over {interface} answered for '
+                    f'{time.monotonic() - answered:.0f}s (at most {stall_s:g}s)')
+        time.sleep(poll_s)
+    return None
+
+
+def _unload(ledger_dir, host, entry_id, reason, extra):
+    """Undo the candidate load (the stock driver back) and say why."""
     outcome = undo.undo(ledger_dir, host, ids=[entry_id])
-    return {'changed': outcome['changed'], 'link': False, 'seconds': seconds, 'tries': tries,
-            'failed': outcome['failed'], 'undone': outcome['undone'],
-            'message': f'{reason}: the candidate was unloaded ({outcome["message"]})'}
+    return dict(extra, changed=outcome['changed'], link=False, failed=outcome['failed'], undone=outcome['undone'],
+                message=f'{reason}: the candidate was unloaded ({outcome["message"]})')

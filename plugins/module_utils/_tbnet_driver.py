@@ -52,6 +52,8 @@ ADDRESSING = ('static', 'networkd', 'NetworkManager')
 LINK_KEYS = ('addressing', 'address', 'peer', 'timeout_s', 'min_speed_gbps', 'min_lanes')
 SPEED_RE = re.compile(r'^(\d+(?:\.\d+)?) Gb/s$')
 COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip', 'ping')
+# seconds a command killed at its timeout gets to die before it is left behind (stuck in the kernel)
+KILL_WAIT_S = 5
 COMMAND_DIRS = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
 
 
@@ -219,18 +221,30 @@ def command_argv(name, configured=None):
 
 
 def run(argv, timeout=60):
-    """Run one command with LC_ALL=C: ``(rc, stdout, stderr)``."""
+    """Run one command with LC_ALL=C: ``(rc, stdout, stderr)``. Bounded even for a command stuck in the kernel (an
+    ``insmod`` whose module init never returns ignores SIGKILL): it is killed at ``timeout`` and waited for
+    KILL_WAIT_S more, then left behind, and a DriverError says which."""
     env = dict(os.environ, LC_ALL='C')
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    except OSError as exc:
         raise DriverError(f'{" ".join(argv)} could not run: {exc}') from None
-    return proc.returncode, proc.stdout.decode('utf-8', 'replace'), proc.stderr.decode('utf-8', 'replace')
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        try:
+            proc.communicate(timeout=KILL_WAIT_S)
+            fate = 'it was killed'
+        except subprocess.TimeoutExpired:
+            fate = (f'it did not die when killed either (pid {proc.pid}, stuck in the kernel: only a reboot '
+                    'frees it)')
+        raise DriverError(f'{" ".join(argv)} did not return within {timeout:g}s, so {fate}') from None
+    return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
 
 
-def _must(argv, what):
-    rc, out, err = run(argv)
+def _must(argv, what, timeout=60):
+    rc, out, err = run(argv, timeout)
     if rc != 0:
         raise DriverError(f'{what}: {" ".join(argv)} exited {rc}: {(err or out).strip()[:300]}')
     return out
@@ -245,11 +259,11 @@ def modinfo_srcversion(target, commands=None):
     return out
 
 
-def _set_link(interface, up, sysfs_root, commands):
+def _set_link(interface, up, sysfs_root, commands, timeout_s=60):
     if interface_up(sysfs_root, interface) is None:
         return f'{interface} is absent'
     _must(command_argv('ip', commands.get('ip')) + ['link', 'set', 'dev', interface, 'up' if up else 'down'],
-          f'setting {interface} {"up" if up else "down"}')
+          f'setting {interface} {"up" if up else "down"}', timeout_s)
     return f'{interface} set {"up" if up else "down"}'
 
 
@@ -473,9 +487,11 @@ def _emulate_unload(interface, commands):
 # load and unload
 
 
-def load_candidate(params, commands=None):
+def load_candidate(params, commands=None, timeout_s=60):
     """Load the candidate as ``params`` (a ``kernel_module`` ledger entry's) describes; verify it through sysfs.
-    On a failed verification the stock driver is put back before the error is raised."""
+    On a failed verification the stock driver is put back before the error is raised. Each command (the link
+    down, the unload, the ``insmod``) gets ``timeout_s``; one that outlasts it is a DriverError, and the caller's
+    undo of the entry puts the stock driver back."""
     commands = commands or {}
     sysfs_root = params['sysfs_root']
     if params['emulated']:
@@ -484,12 +500,12 @@ def load_candidate(params, commands=None):
         said.append('emulated: the fixture root now shows the candidate')
     else:
         path = refuse_system_path(params['module_path'])
-        said = [_set_link(params['interface'], False, sysfs_root, commands)]
+        said = [_set_link(params['interface'], False, sysfs_root, commands, timeout_s)]
         if module_state(sysfs_root)['loaded']:
-            _must(command_argv('rmmod', commands.get('rmmod')) + [MODULE], f'unloading {MODULE}')
+            _must(command_argv('rmmod', commands.get('rmmod')) + [MODULE], f'unloading {MODULE}', timeout_s)
             said.append(f'unloaded {MODULE}')
         argv = command_argv('insmod', commands.get('insmod')) + [path] + (['tx_e2e=1'] if params['tx_e2e'] else [])
-        _must(argv, 'loading the candidate')
+        _must(argv, 'loading the candidate', timeout_s)
         said.append(f'insmod {path}{" tx_e2e=1" if params["tx_e2e"] else ""}')
     problems = verify_candidate(module_state(sysfs_root), params['candidate_srcversion'], params['tx_e2e'])
     if problems:

@@ -112,6 +112,7 @@ options:
   link_timeout_s:
     description:
       - Seconds the link gets to come back after the stock driver is loaded again (the undo).
+      - A finite number of seconds, more than 0 and at most 3600.
     type: float
     default: 60
   emulated:
@@ -131,20 +132,34 @@ options:
     default: /proc
   link_peer:
     description:
-      - The peer's address on the direct link. After a candidate load the module starts the link watchdog on the
-        host (C(inferlab_ledger.py watch-link), recorded in the ledger as a process first) and waits for its verdict.
-        The watchdog brings the link back (O(link_addressing)); when the link is not back and answering a ping to the
-        peer over O(interface) within O(watchdog_deadline_s), it unloads the candidate and loads the stock driver
-        itself, without the controller, and the module fails. Empty starts no watchdog and waits for no link (a test
-        machine with no peer). V(stock) then brings the link back too.
+      - The peer's address on the direct link. Before a candidate load the module starts the link watchdog on the
+        host (C(inferlab_ledger.py watch-link), recorded in the ledger as a process first), loads, and waits for the
+        watchdog's verdict. The watchdog brings the link back (O(link_addressing)); when the load does not complete
+        (O(load_timeout_s)), or the link is not back and answering a ping to the peer over O(interface) within
+        O(watchdog_deadline_s), it unloads the candidate and loads the stock driver itself, without the controller,
+        and the module fails. It then watches the link until the candidate is unloaded (O(watchdog_deadline_s)).
+        Empty starts no watchdog and waits for no link (a test machine with no peer). V(stock) then brings the link
+        back too.
     type: str
     default: ''
     aliases: [watchdog_peer]
   watchdog_deadline_s:
     description:
-      - Seconds the direct link gets to carry traffic after a candidate load.
+      - Seconds the direct link gets to carry traffic after a candidate load, and the longest the link may then go
+        without an answered ping while the candidate is loaded (the watchdog goes on pinging the peer every second
+        until the candidate is unloaded, and puts the stock driver back when the link stalls that long).
+      - A finite number of seconds, more than 0 and at most 3600.
     type: float
     default: 30
+  load_timeout_s:
+    description:
+      - Seconds each command of the candidate load (the link down, the unload, the C(insmod)) may take. One that
+        outlasts it is killed (or, stuck in the kernel, left behind), the module fails and the stock driver is put
+        back. The link watchdog, armed before the load, undoes a load still not done
+        3 x O(load_timeout_s) + 30 s after it started, or at once when this module's process is gone.
+      - A finite number of seconds, more than 0 and at most 3600.
+    type: float
+    default: 60
   ledger_script:
     description:
       - The host's ledger script that runs the watchdog (installed by the C(ledger) role). Default
@@ -205,8 +220,8 @@ details:
   type: list
 watchdog:
   description: >-
-    The link watchdog started after the candidate load, C({pid, peer, deadline_s, log, entry_id}), or null when none
-    was started.
+    The link watchdog, armed before the candidate load and watching the link until the candidate is unloaded,
+    C({pid, peer, deadline_s, log, log_offset, entry_id}), or null when none was started.
   returned: state is candidate and changed
   type: dict
 link:
@@ -231,8 +246,10 @@ message:
   type: str
 """
 
+import math
 import os
 import sys
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -241,6 +258,9 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet
 from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet import collect
 
 KIND = 'kernel_module'
+# the options that are seconds, and their upper bound (documented with each)
+SECONDS_OPTIONS = ('watchdog_deadline_s', 'load_timeout_s', 'link_timeout_s')
+MAX_SECONDS = 3600
 
 
 def kernel_taint(procfs_root):
@@ -328,16 +348,20 @@ class TbnetModule:
             entry = _ledger_core.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
         except _ledger_core.LedgerError as exc:
             self.fail('Nothing was changed: %s' % exc, before=before)
+        # the watchdog is armed before the load: it undoes a load that never completes (this process gone, or a
+        # stuck insmod past its bound), a link that does not come back, and one that stalls later
+        watchdog = self.start_watchdog(script, entry['id']) if script else None
+        ids = [watchdog['entry_id'], entry['id']] if watchdog else [entry['id']]
         try:
-            message = driver.load_candidate(params)
+            message = driver.load_candidate(params, timeout_s=p['load_timeout_s'])
             _ledger_core.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
         except (_ledger_core.LedgerError, driver.DriverError, OSError) as exc:
-            # load_candidate put the stock driver back; the undo checks that and closes the entry
-            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=[entry['id']],
+            # load_candidate put the stock driver back, or left that to this undo (a command past its timeout); the
+            # watchdog's process entry first
+            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
                                        ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']))
             self.fail('%s (ledger: %s)' % (exc, undone['message']), before=before,
                       module=driver.module_state(p['sysfs_root']))
-        watchdog = self.start_watchdog(script, entry['id']) if script else None
         link = self.link_verdict(watchdog) if watchdog else None
         after = driver.module_state(p['sysfs_root'])
         diff['after'] = {'srcversion': after['srcversion'], 'parameters': after['parameters']}
@@ -363,21 +387,26 @@ class TbnetModule:
                       'prefix length)' % exc)
 
     def link_verdict(self, watchdog):
-        """Wait for the watchdog's verdict on the link (it runs the tail) and return how the link came back; fail
-        when it did not, after the watchdog has put the stock driver back."""
+        """Wait for the watchdog's verdict on the link (it runs the tail, then goes on watching) and return how the
+        link came back; fail when it did not, after the watchdog has put the stock driver back."""
         p = self.params
         proc = _ledger_proc.SPAWNED.get(watchdog['pid'])
         bound = p['watchdog_deadline_s'] + p['link_timeout_s'] + 30
-        try:
-            proc.wait(timeout=bound)
-        except Exception:  # pylint: disable=broad-except  # subprocess.TimeoutExpired, or no handle on the child
+        deadline = time.monotonic() + bound
+        verdict = None
+        while verdict is None and time.monotonic() < deadline:
+            verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset'])
+            if verdict is None and proc is not None and proc.poll() is not None:
+                verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset']) or {}
+            elif verdict is None:
+                time.sleep(0.1)
+        if verdict is None:
             self.fail('the link watchdog (pid %s) gave no verdict within %gs; see %s, and put the stock driver back '
                       '(state=stock, or playbooks/restore.yml)' % (watchdog['pid'], bound, watchdog['log']))
-        verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset'])
-        if verdict and verdict.get('link'):
+        if verdict.get('link'):
             return verdict.get('back') or {'seconds': verdict.get('seconds')}
         self.fail('the candidate was loaded, but the direct link did not come back: %s'
-                  % ((verdict or {}).get('message') or 'the watchdog wrote no verdict to %s' % watchdog['log']),
+                  % (verdict.get('message') or 'the watchdog wrote no verdict to %s' % watchdog['log']),
                   module=driver.module_state(p['sysfs_root']), watchdog=watchdog)
 
     def watchdog_script(self):
@@ -395,14 +424,20 @@ class TbnetModule:
         return script
 
     def start_watchdog(self, script, entry_id):
-        """Start the watchdog detached, recorded in the ledger (kind process) before it starts."""
+        """Start the watchdog detached, recorded in the ledger (kind process) before it starts, before the load it
+        watches (``entry_id``, still pending). This process is its loader: its death with the load pending, or a
+        load still pending past the bound, makes the watchdog undo the load."""
         p = self.params
         state_dir = os.path.dirname(os.path.abspath(p['ledger_dir']))
         pidfile = os.path.join(state_dir, 'run', 'tbnet-watchdog.pid')
         log = os.path.join(state_dir, 'logs', 'tbnet-watchdog.log')
+        loader = _ledger_proc.process_identity(os.getpid()) or {}
         argv = [sys.executable, script, 'watch-link', '--ledger-dir', p['ledger_dir'], '--host', p['ledger_host'],
                 '--id', entry_id, '--interface', p['interface'], '--peer', p['link_peer'],
-                '--deadline', '%g' % p['watchdog_deadline_s'], '--json']
+                '--deadline', '%g' % p['watchdog_deadline_s'],
+                '--load-timeout', '%g' % load_bound(p['load_timeout_s']), '--json']
+        if loader:
+            argv += ['--loader-pid', str(loader['pid']), '--loader-start-time', str(loader['start_time'])]
         try:
             offset = os.path.getsize(log) if os.path.exists(log) else 0
             watch = _ledger_core.record(p['ledger_dir'], p['ledger_host'], 'process',
@@ -413,8 +448,10 @@ class TbnetModule:
             _ledger_core.mark(p['ledger_dir'], p['ledger_host'], watch['id'], 'applied', run_id=p['run_id'],
                               params={'pid': pid, 'start_time': identity.get('start_time', 0)})
         except (_ledger_core.LedgerError, OSError) as exc:
-            self.fail('the candidate is loaded, but its link watchdog did not start: %s; put the stock driver back '
-                      '(state=stock, or playbooks/restore.yml)' % exc)
+            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=[entry_id],
+                                       ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']))
+            self.fail('Nothing was changed: the link watchdog did not start, so the candidate was not loaded: %s '
+                      '(ledger: %s)' % (exc, undone['message']))
         return {'pid': pid, 'peer': p['link_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
                 'log_offset': offset, 'entry_id': watch['id']}
 
@@ -452,7 +489,18 @@ class TbnetModule:
                                     'after': {'srcversion': after['srcversion'], 'parameters': after['parameters']}})
 
     def run(self):
+        for option in SECONDS_OPTIONS:
+            value = self.params[option]
+            if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+                self.fail('Nothing was changed: %s must be a finite number of seconds, more than 0 and at most %d, '
+                          'got %s' % (option, MAX_SECONDS, value))
         getattr(self, self.params['state'])()
+
+
+def load_bound(load_timeout_s):
+    """Seconds the watchdog lets a load stay pending: the load's three commands, each bounded by load_timeout_s
+    and KILL_WAIT_S, and a margin."""
+    return 3 * (load_timeout_s + driver.KILL_WAIT_S) + 30
 
 
 def build_module():
@@ -473,6 +521,7 @@ def build_module():
             run_id=dict(type='str'),
             link_peer=dict(type='str', default='', aliases=['watchdog_peer']),
             watchdog_deadline_s=dict(type='float', default=30.0),
+            load_timeout_s=dict(type='float', default=60.0),
             link_addressing=dict(type='str', default='static', choices=list(driver.ADDRESSING)),
             link_address=dict(type='str', default=''),
             link_min_speed_gbps=dict(type='float', default=0.0),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import time
 
 import pytest
 
@@ -105,6 +106,24 @@ def test_a_module_that_ignores_tx_e2e_is_refused_and_the_stock_driver_comes_back
     monkeypatch.setenv('STOCK_IGNORES_TX_E2E', '1')
     with pytest.raises(driver.DriverError, match='parameters/tx_e2e is absent: the loaded module is not the candidate'):
         driver.load_candidate(params(root, ko), commands)
+    state = driver.module_state(str(root))
+    assert state['srcversion'] == STOCK and 'tx_e2e' not in state['parameters']
+
+
+def test_a_stuck_insmod_fails_within_its_timeout_and_the_undo_brings_the_stock_driver_back(host, tmp_path):
+    """An insmod that never returns (its module init waits forever) is killed at the load's timeout; the entry's
+    undo then finds no thunderbolt_net loaded and loads the stock one."""
+    root, commands, ko, log = host
+    stuck = tmp_path / 'bin' / 'insmod-stuck'
+    stuck.write_text(f'#!/bin/sh\necho "insmod $*" >> {log}\nexec sleep 600\n')
+    stuck.chmod(0o755)
+    commands['insmod'] = [str(stuck)]
+    started = time.monotonic()
+    with pytest.raises(driver.DriverError, match=r'insmod-stuck .* did not return within 1s, so it was killed'):
+        driver.load_candidate(params(root, ko), commands, timeout_s=1)
+    assert time.monotonic() - started < 1 + driver.KILL_WAIT_S
+    assert not driver.module_state(str(root))['loaded']  # unloaded before the insmod, as a real stuck load leaves it
+    assert 'modprobe thunderbolt_net' in driver.undo_change(params(root, ko), commands)
     state = driver.module_state(str(root))
     assert state['srcversion'] == STOCK and 'tx_e2e' not in state['parameters']
 

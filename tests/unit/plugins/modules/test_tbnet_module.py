@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 
 import pytest
 import yaml
@@ -217,15 +218,113 @@ def test_the_load_is_done_once_the_reloaded_link_is_back(lab_host, installed_led
     assert result['link']['interface_s'] > 0 and result['link']['addressing'] == 'static'
     assert any(a.startswith('re-added 169.254.252.1/30') for a in result['link']['actions']), result['link']
     assert 'deleted with its addresses' in result['message']
-    _ledger_proc.SPAWNED.pop(result['watchdog']['pid']).wait(timeout=5)
+    watchdog = _ledger_proc.SPAWNED.pop(result['watchdog']['pid'])
+    assert watchdog.poll() is None, 'the watchdog must go on watching the link while the candidate is loaded'
     timer = threading.Timer(0.5, recreate)
     timer.start()
     failed, stock = run_module(tbnet_module.main, args(root, installed_ledger, state='stock', **link_args))
     timer.join()
     assert not failed and len(stock['undone']) == 2, stock  # the watchdog's process entry and the candidate
+    watchdog.wait(timeout=10)
     [module_undo] = [d for d in stock['details'] if 'kernel_module' in d['id']]
     assert "this host's end of the direct link came back in" in module_undo['message'], stock['details']
     assert stock['link']['carrier_s'] is not None
+
+
+def recreate_once_deleted(interface, recreate, timeout_s=15):
+    """Bring the veth pair back once the emulated unload has deleted it (the lab's link daemon does that)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if subprocess.run([IP, 'link', 'show', interface], capture_output=True, timeout=30).returncode != 0:
+            recreate()
+            return
+        time.sleep(0.1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not IP or not PING, reason='needs root, ip and ping for a veth pair')
+def test_a_link_that_stalls_after_the_load_brings_the_stock_driver_back(lab_host, installed_ledger, veth_to_peer):
+    """The link comes back after the load, then stalls (the peer's end goes down and stays down): the watchdog,
+    still watching, puts the stock driver back within its deadline, without the controller."""
+    root, _unused = lab_host()
+    stock = (root / 'module/thunderbolt_net/srcversion').read_text().strip()
+    interface, recreate = veth_to_peer
+    timer = threading.Timer(0.5, recreate)
+    timer.start()
+    failed, result = run_module(tbnet_module.main, args(root, installed_ledger, tx_e2e=False, interface=interface,
+                                                        watchdog_peer='169.254.252.2', watchdog_deadline_s=2,
+                                                        link_address='169.254.252.1/30', link_timeout_s=10))
+    timer.join()
+    assert not failed, result.get('msg', result)
+    watchdog = _ledger_proc.SPAWNED.pop(result['watchdog']['pid'])
+    time.sleep(3)  # longer than the deadline: a link that carries traffic is left alone
+    assert watchdog.poll() is None and (root / 'module/thunderbolt_net/parameters/tx_e2e').exists()
+    subprocess.run([IP, 'link', 'set', interface, 'down'], check=True, timeout=30)
+    back = threading.Thread(target=recreate_once_deleted, args=(interface, recreate))  # as the lab's link daemon
+    back.start()
+    rc = watchdog.wait(timeout=20)
+    back.join()
+    assert rc == 0, open(result['watchdog']['log']).read()
+    verdict = json.loads(open(result['watchdog']['log']).read().splitlines()[-1])
+    assert verdict['stalled'] and verdict['message'].startswith('the direct link stalled under the candidate: no ping '
+                                                                'to 169.254.252.2'), verdict
+    assert (root / 'module/thunderbolt_net/srcversion').read_text().strip() == stock
+    assert [e['state'] for e in entries(installed_ledger) if e['kind'] == 'kernel_module'] == ['undone']
+
+
+def pending_load(root, ledger):
+    """A candidate load recorded and never completed (its entry left pending), as a killed or stuck loader leaves it."""
+    return _ledger_core.record(str(ledger), HOST, 'kernel_module', {
+        'module_path': '/var/lib/inferlab/build/tbnet/thunderbolt-net.ko', 'candidate_srcversion': CANDIDATE,
+        'stock_srcversion': (root / 'module/thunderbolt_net/srcversion').read_text().strip(), 'stock_loaded': True,
+        'stock_parameters': {}, 'tx_e2e': True, 'interface': 'thunderbolt0', 'interface_was_up': True,
+        'emulated': True, 'sysfs_root': str(root), 'link': None})
+
+
+def start_watch_link(ledger, entry_id, *extra):
+    return subprocess.Popen([shutil.which('python3'), str(ledger.parent / 'bin' / 'inferlab_ledger.py'), 'watch-link',
+                             '--ledger-dir', str(ledger), '--host', HOST, '--id', entry_id, '--interface',
+                             'thunderbolt0', '--peer', '169.254.177.2', '--json', *extra],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_the_watchdog_undoes_a_load_whose_loader_died(lab_host, installed_ledger):
+    """Armed before the load: a candidate entry left pending by a loader that is gone (killed mid-insmod) is
+    undone by the watchdog, which never waits for the link."""
+    root, _unused = lab_host()
+    loader = subprocess.Popen(['sleep', '30'])
+    identity = _ledger_proc.process_identity(loader.pid)
+    watch = start_watch_link(installed_ledger, pending_load(root, installed_ledger)['id'], '--loader-pid',
+                             str(loader.pid), '--loader-start-time', str(identity['start_time']))
+    time.sleep(0.5)
+    assert watch.poll() is None  # the loader lives: the load may still complete
+    loader.kill()
+    loader.wait()
+    out, _err = watch.communicate(timeout=15)
+    verdict = json.loads(out.splitlines()[-1])
+    assert verdict['message'].startswith(f'the loader (pid {loader.pid}) is gone and the candidate load was never '
+                                         'completed: the candidate was unloaded'), verdict
+    assert [e['state'] for e in entries(installed_ledger)] == ['undone']
+
+
+def test_the_watchdog_undoes_a_load_still_pending_past_its_bound(lab_host, installed_ledger):
+    """A loader that lives but never completes the load (stuck past its own timeouts): undone at the bound."""
+    root, _unused = lab_host()
+    watch = start_watch_link(installed_ledger, pending_load(root, installed_ledger)['id'], '--load-timeout', '1')
+    out, _err = watch.communicate(timeout=15)
+    verdict = json.loads(out.splitlines()[-1])
+    assert verdict['message'].startswith('the candidate load was not completed within 1s (a stuck insmod?): the '
+                                         'candidate was unloaded'), verdict
+    assert [e['state'] for e in entries(installed_ledger)] == ['undone']
+
+
+def test_numbers_that_are_not_finite_seconds_are_refused(lab_host):
+    root, ledger = lab_host()
+    for option, value in (('load_timeout_s', float('nan')), ('watchdog_deadline_s', float('inf')),
+                          ('link_timeout_s', 0), ('load_timeout_s', 3601)):
+        failed, result = run_module(tbnet_module.main, args(root, ledger, **{option: value}))
+        assert failed and result['msg'].startswith(f'Nothing was changed: {option} must be a finite number of '
+                                                   'seconds, more than 0 and at most 3600'), result
+    assert entries(ledger) == []
 
 
 def test_the_watchdog_needs_the_installed_ledger_script(lab_host):
