@@ -60,6 +60,11 @@ def import_pynvml():
     return pynvml
 
 
+def read_live(procfs_root='/proc'):
+    """Live facts through NVML; ImportError without nvidia-ml-py, NvmlError when NVML cannot be used."""
+    return collect(import_pynvml(), procfs_root=procfs_root)
+
+
 def _error_name(pynvml, err):
     for name in dir(pynvml):
         if name.startswith('NVMLError_') and isinstance(err, getattr(pynvml, name)):

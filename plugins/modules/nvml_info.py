@@ -18,7 +18,7 @@ description:
     NVML error on a field is null plus an entry in RV(nvml.notes), so one failing sensor hides nothing else.
   - With O(snapshot), replays a recorded snapshot instead, with the same fields. This is how the embedded lab, which
     has no GPU, and the unit tests get GPU facts; the inventory variable C(inferlab_nvml_snapshot) carries the path.
-  - With O(record), also writes what was read as a snapshot, to replay elsewhere.
+  - M(inferlab.distributed.nvml_snapshot) records a host's facts as such a snapshot, to replay elsewhere.
   - 'Snapshot file format C(inferlab.nvml_snapshot/1): a JSON object with C(format), C(recorded_at) (UTC, ISO 8601),
     C(hostname), C(driver_version), C(cuda_driver_version) and C(gpus), a list of objects with exactly the fields
     of RV(nvml.gpus). Null means NVML did not answer for that field.'
@@ -29,7 +29,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reading and replaying change nothing. With O(record), check mode reports a change and writes nothing.
+    details: Reading and replaying change nothing.
   diff_mode:
     support: none
   platform:
@@ -40,13 +40,6 @@ options:
     description:
       - Path of a recorded snapshot to replay instead of asking NVML. C(nvidia-ml-py) is not needed then.
       - An empty string means live NVML, so the inventory variable can be passed through unchanged.
-      - Mutually exclusive with O(record).
-    type: path
-  record:
-    description:
-      - Path to write what was read to, as a snapshot file. The directory must exist.
-      - The file is rewritten on every run (it carries the time of recording), so the task reports a change.
-      - An empty string means do not record. Mutually exclusive with O(snapshot).
     type: path
   procfs_root:
     description:
@@ -55,6 +48,8 @@ options:
     default: /proc
 requirements:
   - nvidia-ml-py (module C(pynvml)) and the NVIDIA driver's C(libnvidia-ml.so.1), unless O(snapshot) is set.
+seealso:
+  - module: inferlab.distributed.nvml_snapshot
 """
 
 EXAMPLES = r"""
@@ -69,10 +64,6 @@ EXAMPLES = r"""
     fail_msg: >-
       expected {{ inferlab_gpu_count }} GPUs (inferlab_gpu_count), NVML shows {{ gpu.nvml.gpus | length }}:
       {{ gpu.nvml.gpus | map(attribute='name') | list }}
-
-- name: Record this host's GPUs for replay in the lab
-  inferlab.distributed.nvml_info:
-    record: /var/tmp/nvml-snapshot.json
 """
 
 RETURN = r"""
@@ -139,40 +130,24 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # no
 from ansible_collections.inferlab.distributed.plugins.module_utils import _nvml  # noqa: E402
 
 
-class NvmlInfo:
-    def __init__(self, module):
-        self.module = module
-
-    def read(self):
-        params = self.module.params
+def read(module):
+    """The facts: the replayed snapshot, or live NVML."""
+    params = module.params
+    try:
         if params['snapshot']:
             return _nvml.load_snapshot(params['snapshot'])
-        try:
-            pynvml = _nvml.import_pynvml()
-        except ImportError as err:
-            self.module.fail_json(msg=missing_required_lib('nvidia-ml-py', reason='to read GPU facts from NVML'),
-                                  exception=str(err))
-        return _nvml.collect(pynvml, procfs_root=params['procfs_root'])
-
-    def run(self):
-        params = self.module.params
-        if params['snapshot'] and params['record']:
-            self.module.fail_json(msg='snapshot and record are mutually exclusive: replay a snapshot or record one')
-        try:
-            nvml = self.read()
-            changed = bool(params['record'])
-            if changed and not self.module.check_mode:
-                _nvml.write_snapshot(params['record'], _nvml.snapshot_document(nvml))
-        except _nvml.NvmlError as err:
-            self.module.fail_json(msg=str(err))
-        self.module.exit_json(changed=changed, nvml=nvml)
+        return _nvml.read_live(params['procfs_root'])
+    except ImportError as err:
+        module.fail_json(msg=missing_required_lib('nvidia-ml-py', reason='to read GPU facts from NVML'),
+                         exception=str(err))
+    except _nvml.NvmlError as err:
+        module.fail_json(msg=str(err))
 
 
 def build_module():
     return AnsibleModule(
         argument_spec=dict(
             snapshot=dict(type='path'),
-            record=dict(type='path'),
             procfs_root=dict(type='path', default='/proc'),
         ),
         supports_check_mode=True,
@@ -180,7 +155,8 @@ def build_module():
 
 
 def main():
-    NvmlInfo(build_module()).run()
+    module = build_module()
+    module.exit_json(changed=False, nvml=read(module))
 
 
 if __name__ == '__main__':

@@ -46,7 +46,7 @@ def test_replay_does_not_need_pynvml(monkeypatch):
 
 def test_empty_snapshot_means_live(monkeypatch):
     install_fake_nvml(monkeypatch, pynvml, [fake_gpu()])
-    failed, result = run_module(nvml_info.main, {'snapshot': '', 'record': '', 'procfs_root': PROC})
+    failed, result = run_module(nvml_info.main, {'snapshot': '', 'procfs_root': PROC})
     assert not failed and result['nvml']['source'] == 'nvml' and result['changed'] is False
 
 
@@ -66,39 +66,10 @@ def test_live_field_error_is_reported(monkeypatch):
     assert result['nvml']['notes'] == ['GPU 0 temperature_c: NVML error GpuIsLost (GPU is lost); reported as null']
 
 
-def test_record(monkeypatch, tmp_path):
-    install_fake_nvml(monkeypatch, pynvml, [fake_gpu()])
-    path = tmp_path / 'rec.json'
-    failed, result = run_module(nvml_info.main, {'record': str(path), 'procfs_root': PROC})
-    assert not failed and result['changed'] is True
-    doc = json.loads(path.read_text())
-    assert doc['format'] == 'inferlab.nvml_snapshot/1' and doc['hostname'] and doc['recorded_at'].endswith('Z')
-    assert doc['gpus'] == result['nvml']['gpus']
-    # what was recorded replays to the same facts
-    failed, replay = run_module(nvml_info.main, {'snapshot': str(path)})
-    assert not failed and replay['nvml']['gpus'] == result['nvml']['gpus']
-
-
-def test_record_check_mode_writes_nothing(monkeypatch, tmp_path):
-    install_fake_nvml(monkeypatch, pynvml, [fake_gpu()])
-    path = tmp_path / 'rec.json'
-    failed, result = run_module(nvml_info.main, {'record': str(path), 'procfs_root': PROC,
-                                                 '_ansible_check_mode': True})
-    assert not failed and result['changed'] is True
-    assert not path.exists() and list(tmp_path.iterdir()) == []
-
-
-def test_record_into_missing_directory_fails(monkeypatch, tmp_path):
-    install_fake_nvml(monkeypatch, pynvml, [fake_gpu()])
-    failed, result = run_module(nvml_info.main, {'record': str(tmp_path / 'no' / 'rec.json'), 'procfs_root': PROC})
-    assert failed
-    expected = f'cannot record NVML snapshot to {tmp_path}/no/rec.json: directory {tmp_path}/no does not exist'
-    assert result['msg'] == expected
-
-
-def test_snapshot_and_record_exclusive(tmp_path):
+def test_record_is_no_longer_an_option(tmp_path):
+    """Recording writes a file: nvml_snapshot does it (an _info module changes nothing)."""
     failed, result = run_module(nvml_info.main, {'snapshot': RTX, 'record': str(tmp_path / 'x.json')})
-    assert failed and 'mutually exclusive' in result['msg']
+    assert failed and 'Unsupported parameters' in result['msg'] and 'record' in result['msg']
     assert list(tmp_path.iterdir()) == []
 
 
