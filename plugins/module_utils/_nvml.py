@@ -60,7 +60,7 @@ def import_pynvml():
     return pynvml
 
 
-def read_live(procfs_root='/proc'):
+def read_live(procfs_root='/proc', import_pynvml=import_pynvml):
     """Live facts through NVML; ImportError without nvidia-ml-py, NvmlError when NVML cannot be used."""
     return collect(import_pynvml(), procfs_root=procfs_root)
 
@@ -284,11 +284,10 @@ def read(snapshot=None, procfs_root='/proc', import_pynvml=import_pynvml):
     if snapshot:
         return load_snapshot(snapshot)
     try:
-        pynvml = import_pynvml()
+        return read_live(procfs_root, import_pynvml)
     except ImportError as err:
         raise NvmlUnavailableError('reading the GPUs needs nvidia-ml-py (pynvml) and the NVIDIA driver, or a '
                                    'recorded snapshot (inferlab_nvml_snapshot): %s' % err) from err
-    return collect(pynvml, procfs_root=procfs_root)
 
 
 def snapshot_document(nvml, hostname=None, recorded_at=None):
