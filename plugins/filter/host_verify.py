@@ -218,6 +218,7 @@ def host_verify_state(observed, expected):
             "rx_speed_gbps": rx, "tx_speed_gbps": tx, "rx_lanes": rx_lanes, "tx_lanes": tx_lanes,
             "ping_to_peer": {k: ping_result.get(k) for k in ("transmitted", "received", "loss_pct", "rtt_ms")},
         },
+        "identity": observed.get("identity"),
         "tbnet_module": {"loaded": bool(module.get("loaded")), "parameters": module.get("parameters") or {},
                          "srcversion": module.get("srcversion"), "taint": module.get("taint")},
         "nvml_source": nvml.get("source"),

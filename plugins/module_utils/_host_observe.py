@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _nvml, _tbnet
+from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _identity, _nvml, _tbnet
 
 PING_INTERVAL_S = '0.2'
 PING_WAIT_S = '1'
@@ -103,6 +103,7 @@ def observe(link_interface, peer_address, model_path, services, post, ping_count
         counters['missing'] = missing
         observed = {
             'tbnet': tbnet,
+            'identity': _identity.read_identity(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root),
             'net': counters,
             'addresses': link_addresses(link_interface, run=run),
             'nvml': _nvml.read(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml),

@@ -77,7 +77,8 @@ options:
     default: 30
   tbnet_sysfs_root:
     description:
-      - Where the Thunderbolt facts are read (a fixture tree in the lab and the tests).
+      - Where the Thunderbolt facts and the host's identity (the host router's PCI ids, the peer, DMI firmware) are
+        read (a fixture tree in the lab and the tests).
     type: path
     default: /sys
   nvml_snapshot:
@@ -117,6 +118,16 @@ EXAMPLES = r"""
 RETURN = r"""
 tbnet:
   description: The Thunderbolt facts, as M(inferlab.distributed.tbnet_info) returns them.
+  returned: success
+  type: dict
+identity:
+  description:
+    - What the host runs on, for aggregating runs (C(inferlab matrix)) - C({format, host_router {domain, pci_slot,
+      pci_vendor, pci_device, pci_id, generation, nvm_version, vendor_name, device_name}, peer {device, vendor_id,
+      device_id, id, vendor_name, device_name, rx_speed_gbps, rx_lanes, tx_speed_gbps, tx_lanes}, kernel_release,
+      driver {loaded, srcversion, parameters}, firmware {bios_vendor, bios_version, board_vendor, board_name,
+      product_name}, missing}).
+    - C(missing) names each attribute that was absent or unreadable (its value is null); nothing is guessed.
   returned: success
   type: dict
 net:

@@ -16,6 +16,7 @@ from inferlab import (
     api,
     compare,
     exit_codes,
+    matrix,
     paths,
     progress,
     query,
@@ -232,6 +233,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """Group the runs by what their ring hosts ran on; Markdown on stdout, CSV and a plot where asked."""
+    given = [resolve_run(run) for run in args.runs] if args.runs else [paths.RUNS]
+    try:
+        table = matrix.build(given)
+    except matrix.MatrixError as exc:
+        raise UsageError(str(exc)) from None
+    print(matrix.render_markdown(table), end="")
+    if args.csv:
+        Path(args.csv).write_text(matrix.render_csv(table))
+    if args.plot:
+        matrix.plot(table, Path(args.plot))
+    return exit_codes.SUCCESS
+
+
 def cmd_reverify(args: argparse.Namespace) -> int:
     """Run each run of B again (its playbook, inventory and extra vars, in a new run directory), then compare A with
     the new runs (require_fresh) and say of each claim whether it held. Exit 0 when every re-run ran and the outcome
@@ -405,6 +421,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--json", action="store_true", help="the outcome as JSON")
     again.set_defaults(func=cmd_reverify)
+
+    grid = sub.add_parser(
+        "matrix",
+        help="group runs by what their ring hosts ran on (the compatibility matrix)",
+        description="One row per combination of what the ring hosts ran on (the Thunderbolt host router's PCI ids, "
+        "generation and NVM version, the peer, the link each way, the kernel, the distribution's driver, the board "
+        "and BIOS; read at verification, through sysfs): the runs behind it, each stage's outcome over them, the "
+        "link test's verdicts, and the candidate driver's aggregate output tok/s against the stock driver's as "
+        "`inferlab compare` reads those runs. Runs without an identity for every host are listed apart.",
+    )
+    grid.add_argument("runs", metavar="RUN", nargs="*",
+                      help="run directories, their names under the runs root, or a runs root (default: runs/)")
+    grid.add_argument("--csv", metavar="FILE", help="also write the matrix as CSV to FILE")
+    grid.add_argument("--plot", metavar="FILE", help="also plot the candidate's difference per combination (PNG)")
+    grid.set_defaults(func=cmd_matrix)
 
     questions = sub.add_parser(
         "query",

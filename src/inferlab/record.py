@@ -73,8 +73,9 @@ def assemble(run_dir: Path, run: dict) -> dict:
             record[section] = by_host
         else:
             record["stages"][stage] = by_host
-    # A host is described by a fragment about that host (its "host" field names it, as host_verify's do); a
-    # serving fragment is about a mode across the ring, and its "layers" are the experiment's, not a host's.
+    # A host is described by a fragment about that host (its "host" field names it, as host_verify's do; the
+    # verification's first, with what the host runs on); a serving fragment is about a mode across the ring, and its
+    # "layers" are the experiment's, not a host's.
     for stage in ["verify", *sorted(stages)]:
         for host, fragment in stages.get(stage, {}).items():
             if host not in record["hosts"] and fragment.get("host") == host and "layers" in fragment:
@@ -82,6 +83,8 @@ def assemble(run_dir: Path, run: dict) -> dict:
                     "kernel_release": fragment.get("kernel_release"),
                     "layers": fragment["layers"],
                 }
+                if fragment.get("identity") is not None:
+                    record["hosts"][host]["identity"] = fragment["identity"]
     return record
 
 

@@ -79,6 +79,20 @@ def test_invalid_fragment_is_refused_with_its_path(tmp_path, mutate, message):
     assert not (tmp_path / "record.json").exists()
 
 
+IDENTITY = {"format": "inferlab.host_identity/1", "host_router": {"pci_id": "8086:7ec2"}, "peer": None,
+            "kernel_release": "6.1.0-57-amd64", "driver": {"loaded": True}, "firmware": {"bios_version": "lab-1"},
+            "missing": ["/lab/a/sysfs/bus/thunderbolt/devices/<xdomain>"]}
+
+
+def test_a_verified_hosts_identity_is_in_hosts_and_a_malformed_one_is_refused(tmp_path):
+    write_fragment(tmp_path, "verify", "lab-a", dict(verify_fragment("lab-a"), identity=IDENTITY))
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+    assert data["hosts"]["lab-a"]["identity"] == IDENTITY
+    write_fragment(tmp_path, "verify", "lab-a", dict(verify_fragment("lab-a"), identity=dict(IDENTITY, format="x")))
+    with pytest.raises(record.RecordError, match="'inferlab.host_identity/1' was expected"):
+        record.write(tmp_path, RUN)
+
+
 def test_malformed_fragment_json_names_the_file(tmp_path):
     target = tmp_path / "fragments" / "verify" / "lab-a.json"
     target.parent.mkdir(parents=True)

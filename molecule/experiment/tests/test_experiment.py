@@ -11,6 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests")
 
 from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary, lab_host  # noqa: E402
 
+from inferlab import matrix  # noqa: E402
+
 testinfra_hosts = RING
 RUN = RUN_DIR / "experiment"
 RECORD = json.loads((RUN / "record.json").read_text())
@@ -65,6 +67,23 @@ def test_the_run_says_it_started_fresh():
     assert set(fresh) == {"lab-a", "lab-b"}
     assert all(entry["verified"] is True and entry["open_entries"] == [] for entry in fresh.values()), fresh
     assert {entry["from"] for entry in fresh.values()} <= {"lab_up", "restore"}
+
+
+def test_the_matrix_groups_the_run_by_what_the_lab_hosts_run_on():
+    """Each ring host's identity, read at verification from the lab's fixture root; `inferlab matrix` over the
+    scenario's runs puts the experiment in a row of its own with those values, and the runs refused before any
+    verification apart."""
+    for name in ("lab-a", "lab-b"):
+        identity = RECORD["hosts"][name]["identity"]
+        assert identity["missing"] == [], identity["missing"]
+        assert (identity["host_router"]["pci_id"], identity["peer"]["id"], identity["firmware"]["product_name"]) == (
+            "8086:7ec2", "1d6b:0004", "inferlab lab host")
+    refused = [RUN_DIR / "experiment-two-layers", RUN_DIR / "experiment-ab-on-kernel"]
+    table = matrix.build([RUN, *refused])
+    [row] = table.rows
+    assert row.runs == [RECORD["run"]["id"]] and row.identity["NVM"] == "36.0"
+    assert row.stages["tp2_nextn_candidate"] == "passed" and row.candidate.runs == 1
+    assert len(table.apart) == len(refused), table.apart
 
 
 def test_the_candidate_was_emulated_and_said_so():

@@ -56,6 +56,13 @@ def test_healthy_host_passes():
     assert state["link"]["ping_to_peer"]["received"] == 3
     assert state["services"][0]["completion_tokens"] == 2
     assert state["storage"]["disk_free_gb"] == 50.0
+    assert state["identity"] is None  # an observation without one (an older host_observe) records none
+
+
+def test_the_identity_is_passed_through_for_the_record():
+    identity = {"format": "inferlab.host_identity/1", "host_router": None, "peer": None, "kernel_release": None,
+                "driver": {}, "firmware": {}, "missing": ["/sys/class/dmi/id/bios_version"]}
+    assert host_verify_state(dict(healthy(), identity=identity), EXPECTED)["identity"] == identity
 
 
 def _set(path, value):

@@ -81,6 +81,8 @@ def test_reads_everything_in_one_call(host, chat_server):
     assert result["net"]["missing"] == [] and result["net"]["interfaces"]["lo"]["operstate"] == "unknown"
     assert "RetransSegs" in result["net"]["tcp"]
     assert result["tbnet"]["peers"][0]["rx_speed_gbps"] == 20.0
+    # what the host runs on, from the same fixture root (the tests of _identity read it whole)
+    assert result["identity"]["host_router"]["pci_id"] == "1b21:2425" and result["identity"]["missing"] == []
     assert result["nvml"]["source"] == "snapshot" and result["nvml"]["gpus"]
     assert result["storage"]["exists"] is True and result["storage"]["disk_free_bytes"] > 0
     [answer] = result["services"]
@@ -173,5 +175,5 @@ def test_argument_spec_matches_documentation():
 
     assert shape(options) == shape(spec)
     yaml.safe_load(host_observe.EXAMPLES)
-    assert set(yaml.safe_load(host_observe.RETURN)) == {"tbnet", "net", "addresses", "nvml", "ping", "storage",
-                                                        "services"}
+    assert set(yaml.safe_load(host_observe.RETURN)) == {"tbnet", "identity", "net", "addresses", "nvml", "ping",
+                                                        "storage", "services"}

@@ -1,0 +1,299 @@
+"""`inferlab matrix`: runs grouped by what their ring hosts ran on, the compatibility matrix.
+
+A run's identity is what each of its hosts ran on (record `hosts.<host>.identity`, read at verification through the
+sysfs seam by plugins/module_utils/_identity.py), each host reduced to FIELDS; runs whose hosts give the same set
+form one row, whatever the hosts are called. Per row: the runs behind it, each stage's outcome over them (the stage
+journal), the link test's verdicts, and the candidate driver against the stock one (the served modes
+`nextn_candidate` against `nextn`) as `inferlab compare` reads the row's runs: one run gives the difference and no
+verdict, repeated whole runs a verdict. A run whose record has no identity for every host (a record from before
+identities were read, a playbook that does not verify) is listed apart, never guessed into a row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inferlab import compare, runs
+
+# What tells two hosts' hardware, firmware and software apart, in the order the matrix shows it: a column name and
+# where it is in an identity. The driver is the one the host runs at verification: the distribution's.
+FIELDS = (
+    ("host router", ("host_router", "pci_id")),
+    ("generation", ("host_router", "generation")),
+    ("NVM", ("host_router", "nvm_version")),
+    ("peer", ("peer", "id")),
+    ("link rx", ("peer", "rx")),
+    ("link tx", ("peer", "tx")),
+    ("kernel", ("kernel_release",)),
+    ("stock driver", ("driver", "srcversion")),
+    ("board", ("firmware", "board")),
+    ("BIOS", ("firmware", "bios_version")),
+)
+STOCK_MODE, CANDIDATE_MODE = "nextn", "nextn_candidate"
+CANDIDATE_FIGURE = "aggregate_output_tok_s"
+# a journal entry's status as the matrix says it; a stage with no entry was not run
+OUTCOMES = {"ok": "passed", "failed": "failed", "running": "stopped"}
+NOT_RUN = "not run"
+
+
+class MatrixError(Exception):
+    """Nothing to aggregate (no run found under what was given)."""
+
+
+@dataclass
+class Candidate:
+    """The candidate's aggregate output tok/s against the stock driver's over a row's runs."""
+
+    runs: int
+    stock: float | None  # median of A (one value per trial, or per run)
+    candidate: float | None
+    difference: float | None  # median of B - median of A
+    interval: tuple[float, float] | None  # the Hodges-Lehmann shift's interval, where one reaches 95 %
+    verdict: str
+    reason: str
+
+
+@dataclass
+class Row:
+    label: str
+    identity: dict[str, str]
+    runs: list[str]
+    stages: dict[str, str]
+    link: str
+    candidate: Candidate | None
+    records: list[dict] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class Matrix:
+    rows: list[Row]
+    stages: list[str]
+    apart: list[tuple[str, str]]  # (run, why it is in no row)
+
+
+def _value(identity: dict, path: tuple[str, ...]):
+    if path == ("peer", "rx") or path == ("peer", "tx"):
+        peer = identity.get("peer") or {}
+        speed, lanes = peer.get(f"{path[1]}_speed_gbps"), peer.get(f"{path[1]}_lanes")
+        return None if speed is None or lanes is None else f"{lanes} x {speed:g} Gb/s"
+    if path == ("firmware", "board"):
+        firmware = identity.get("firmware") or {}
+        return " ".join(v for v in (firmware.get("board_vendor"), firmware.get("board_name")) if v) or None
+    value = identity
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return None if value is None else str(value)
+
+
+def host_key(identity: dict) -> tuple:
+    """A host's identity reduced to FIELDS (None where it was missing)."""
+    return tuple(_value(identity, path) for _name, path in FIELDS)
+
+
+def run_key(record: dict) -> tuple | None:
+    """The run's identity: its hosts' keys, sorted (host names do not count); None unless every host has one."""
+    hosts = record.get("hosts") or {}
+    identities = [h.get("identity") for h in hosts.values() if isinstance(h, dict)]
+    if not identities or not all(isinstance(i, dict) for i in identities):
+        return None
+    return tuple(sorted((host_key(i) for i in identities), key=lambda k: tuple((v is None, v or "") for v in k)))
+
+
+def _cells(key: tuple) -> dict[str, str]:
+    cells = {}
+    for column, (name, _path) in enumerate(FIELDS):
+        values = [host[column] for host in key]
+        shown = [v if v is not None else "missing" for v in values]
+        cells[name] = shown[0] if len(set(shown)) == 1 else " / ".join(shown)
+    return cells
+
+
+def _outcomes(records: list[dict], stages: list[str]) -> dict[str, str]:
+    result = {}
+    for stage in stages:
+        seen = Counter()
+        for record in records:
+            entry = (record.get("journal") or {}).get(stage)
+            status = entry.get("status") if isinstance(entry, dict) else None
+            seen[OUTCOMES.get(status, NOT_RUN if status is None else str(status))] += 1
+        if len(seen) == 1:
+            result[stage] = next(iter(seen))
+        else:
+            order = [*OUTCOMES.values(), NOT_RUN]
+            counted = sorted(seen.items(), key=lambda i: (-i[1], order.index(i[0]) if i[0] in order else len(order)))
+            result[stage] = ", ".join(f"{n} {outcome}" for outcome, n in counted)
+    return result
+
+
+def _link(records: list[dict]) -> str:
+    seen = Counter()
+    for record in records:
+        for test in (record.get("link_tests") or {}).values():
+            verdicts = (test or {}).get("verdicts") or {}
+            text = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(verdicts.items()) if v)
+            if text:
+                seen[text] += 1
+    if not seen:
+        return "no link test"
+    return " | ".join(text if n == len(records) else f"{text} ({n} of {len(records)})" for text, n in seen.items())
+
+
+def _figure_name(record: dict) -> str | None:
+    trials = ((record.get("serving") or {}).get(STOCK_MODE) or {}).get("trials") or {}
+    figure = (trials.get("figures") or {}).get(CANDIDATE_FIGURE) or {}
+    return f"{figure.get('definition', CANDIDATE_FIGURE)} (one value per trial)" if figure else None
+
+
+def candidate_against_stock(records: list[dict]) -> Candidate | None:
+    """The candidate's aggregate output tok/s against the stock driver's, by compare over the runs that served both
+    modes with measured trials; None when no run did."""
+    both = [r for r in records if {STOCK_MODE, CANDIDATE_MODE} <= set(r.get("serving") or {}) and _figure_name(r)]
+    if not both:
+        return None
+    name = _figure_name(both[0])
+    try:
+        stock = [compare.mode_view(r, STOCK_MODE) for r in both]
+        candidate = [compare.mode_view(r, CANDIDATE_MODE) for r in both]
+        result = compare.compare(stock if len(both) > 1 else stock[0], candidate if len(both) > 1 else candidate[0])
+    except compare.CompareError as exc:
+        return Candidate(len(both), None, None, None, None, "not compared", str(exc))
+    row = next((r for r in result.rows if r.name == name and r.section.endswith("measured trials")), None)
+    speed = next(v for v in result.verdicts if v.claim == "B is faster")
+    if row is None:
+        return Candidate(len(both), None, None, None, None, speed.verdict, speed.reason)
+    interval = row.interval
+    bounds = (interval.low, interval.high) if interval and interval.low is not None else None
+    return Candidate(len(both), row.a.median, row.b.median, row.difference, bounds, speed.verdict, speed.reason)
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Run directories: each path given, or each run directory under a path that is a runs root."""
+    found = []
+    for path in paths:
+        if (path / "record.json").is_file() or path.name == "record.json" or runs.is_run_dir(path):
+            found.append(path)
+        elif path.is_dir():
+            found += [r.path for r in runs.list_runs(path)]
+        else:
+            found.append(path)  # reported as unreadable
+    return found
+
+
+def build(paths: list[Path]) -> Matrix:
+    run_dirs = expand(paths)
+    if not run_dirs:
+        raise MatrixError(f"no run directory under {', '.join(str(p) for p in paths)}")
+    groups: dict[tuple, list[dict]] = {}
+    apart = []
+    for path in run_dirs:
+        try:
+            record = compare.load_record(path)
+        except compare.CompareError as exc:
+            apart.append((str(path), f"unreadable: {exc}"))
+            continue
+        key = run_key(record)
+        if key is None:
+            apart.append((record["run"]["id"], "no identity for every host (record.json hosts.<host>.identity)"))
+            continue
+        groups.setdefault(key, []).append(record)
+    stages = sorted({s for rs in groups.values() for r in rs for s in (r.get("journal") or {})},
+                    key=lambda s: min(_index(r, s) for rs in groups.values() for r in rs))
+    rows = []
+    for n, (key, records) in enumerate(sorted(groups.items(), key=lambda kv: (-len(kv[1]), str(kv[0]))), 1):
+        rows.append(Row(f"C{n}", _cells(key), [r["run"]["id"] for r in records], _outcomes(records, stages),
+                        _link(records), candidate_against_stock(records), records))
+    return Matrix(rows, stages, apart)
+
+
+def _index(record: dict, stage: str) -> float:
+    entry = (record.get("journal") or {}).get(stage)
+    index = entry.get("index") if isinstance(entry, dict) else None
+    return index if isinstance(index, (int, float)) else float("inf")
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def candidate_text(candidate: Candidate | None) -> str:
+    if candidate is None:
+        return "not measured (no run served nextn and nextn_candidate with trials)"
+    if candidate.difference is None:
+        return f"{candidate.verdict}: {candidate.reason}"
+    interval = (f", 95 % interval {candidate.interval[0]:+.1f} to {candidate.interval[1]:+.1f}"
+                if candidate.interval else ", no 95 % interval at this n")
+    runs_text = f"{candidate.runs} runs, one value per run" if candidate.runs > 1 else "1 run, its trials"
+    return (f"{_number(candidate.stock)} -> {_number(candidate.candidate)} tok/s ({candidate.difference:+.1f}"
+            f"{interval}; {runs_text}): {candidate.verdict}")
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    return lines + ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
+
+
+def render_markdown(matrix: Matrix) -> str:
+    names = [name for name, _path in FIELDS]
+    lines = ["# Compatibility matrix", "",
+             "One row per combination of what the ring hosts ran on (read at verification, through sysfs); a value "
+             "that differs between the hosts reads `one / other`.", ""]
+    lines += _table(["", "runs", *names], [[r.label, str(len(r.runs)), *(r.identity[n] for n in names)]
+                                         for r in matrix.rows])
+    lines += ["", "## Outcomes", ""]
+    lines += _table(["", "link test", "candidate against stock, aggregate output tok/s"],
+                    [[r.label, r.link, candidate_text(r.candidate)] for r in matrix.rows])
+    if matrix.stages:
+        lines += ["", "## Stages", ""]
+        lines += _table(["", *matrix.stages], [[r.label, *(r.stages[s] for s in matrix.stages)] for r in matrix.rows])
+    lines += ["", "## Runs", ""]
+    lines += [f"- {r.label}: {', '.join(r.runs)}" for r in matrix.rows]
+    if matrix.apart:
+        lines += ["", "## Runs in no row", ""]
+        lines += [f"- {run}: {why}" for run, why in matrix.apart]
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(matrix: Matrix) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    names = [name for name, _path in FIELDS]
+    writer.writerow(["combination", "runs", *names, "link test", "stock tok/s", "candidate tok/s", "difference",
+                     "interval low", "interval high", "verdict", *(f"stage {s}" for s in matrix.stages), "run ids"])
+    for r in matrix.rows:
+        c = r.candidate
+        low, high = c.interval if c and c.interval else (None, None)
+        writer.writerow([r.label, len(r.runs), *(r.identity[n] for n in names), r.link,
+                         *(("" if v is None else v) for v in ((c.stock, c.candidate, c.difference, low, high)
+                                                               if c else (None,) * 5)),
+                         c.verdict if c else "not measured", *(r.stages[s] for s in matrix.stages), " ".join(r.runs)])
+    return out.getvalue()
+
+
+def plot(matrix: Matrix, target: Path) -> Path:
+    """The candidate's difference against stock per combination, with its interval where there is one."""
+    from inferlab import plots  # matplotlib only when drawing
+
+    plt = plots.pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.5 * max(1, len(matrix.rows))))
+    measured = [r for r in matrix.rows if r.candidate and r.candidate.difference is not None]
+    for y, row in enumerate(measured):
+        c = row.candidate
+        if c.interval:
+            ax.plot(c.interval, [y, y], color="0.5", linewidth=2)
+        ax.plot([c.difference], [y], "o", color="C0")
+    ax.axvline(0, color="0.3", linewidth=0.8)
+    ax.invert_yaxis()  # C1, the combination with the most runs, on top
+    ax.set_yticks(range(len(measured)), [f"{r.label} ({r.candidate.runs} run{'s' * (r.candidate.runs > 1)})"
+                                         for r in measured])
+    ax.set_xlabel("candidate - stock, aggregate output tok/s (95 % interval where one reaches it)")
+    if not measured:
+        ax.set_title("no combination has both drivers measured", fontsize=9)
+    return plots.save(fig, target)

@@ -1,0 +1,166 @@
+"""inferlab matrix: runs grouped by their hosts' identities (host names do not count), each stage's outcome with
+conflicts counted, the candidate against stock through compare (one run: no verdict; repeated whole runs: one), and
+runs without an identity listed apart, never guessed."""
+
+import copy
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from inferlab import cli, exit_codes, matrix
+
+FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+ASM4242 = {
+    "format": "inferlab.host_identity/1",
+    "host_router": {"domain": "domain0", "pci_slot": "0000:72:00.0", "pci_vendor": "0x1b21", "pci_device": "0x2425",
+                    "pci_id": "1b21:2425", "generation": 4, "nvm_version": "3.1", "vendor_name": "ASMedia",
+                    "device_name": "ASM4242"},
+    "peer": {"device": "0-1", "vendor_id": "0x1d6b", "device_id": "0x4", "id": "1d6b:0004", "vendor_name": "Linux",
+             "device_name": "peer", "rx_speed_gbps": 20.0, "rx_lanes": 2, "tx_speed_gbps": 20.0, "tx_lanes": 2},
+    "kernel_release": "6.1.0-27-amd64",
+    "driver": {"loaded": True, "srcversion": "6C0E2A5F1B8D94E7A3C1F02", "parameters": {"e2e": "Y"}},
+    "firmware": {"bios_vendor": "AMI", "bios_version": "1.A0", "board_vendor": "MSI", "board_name": "X870",
+                 "product_name": "MS-7E51"},
+    "missing": [],
+}
+
+
+def figure(values, definition):
+    return {"values": values, "definition": definition, "median": None, "min": None, "max": None, "n": 0}
+
+
+def trials(single, aggregate):
+    return {"count": len(single), "passed": True, "problems": [], "trials": [],
+            "figures": {"single_stream_output_tok_s": figure(single, "median output tok/s per request"),
+                        "aggregate_output_tok_s": figure(aggregate, "aggregate output tok/s of the batch")}}
+
+
+def run(root: Path, stamp: str, hosts=("lab-a", "lab-b"), identity=ASM4242, stock=(200, 201, 199),
+        candidate=(240, 238, 242), statuses=None) -> str:
+    """A run directory under `root` whose record served nextn and nextn_candidate with trials; returns its id."""
+    data = json.loads((FIXTURES / "serve_tp2_nextn.json").read_text())
+    run_id = f"{stamp}-experiment"
+    data["run"]["id"] = run_id
+    data["hosts"] = {name: dict(entry, identity=copy.deepcopy(identity) if identity else None)
+                     for name, entry in zip(hosts, data["hosts"].values(), strict=True)}
+    data["hosts"] = {k: {x: y for x, y in v.items() if y is not None} for k, v in data["hosts"].items()}
+    nextn = data["serving"]["nextn"]
+    nextn["layers"]["driver"] = "stock"  # as the experiment's tp2_nextn stage declares it
+    nextn["trials"] = trials([40.0] * len(stock), list(stock))
+    data["serving"]["nextn_candidate"] = dict(copy.deepcopy(nextn), mode="nextn_candidate",
+                                              layers=dict(nextn["layers"], driver="candidate"),
+                                              window="serve_nextn_candidate",
+                                              trials=trials([40.0] * len(candidate), list(candidate)))
+    data["journal"] = {stage: {"index": n, "stage": stage, "status": status}
+                       for n, (stage, status) in enumerate((statuses or {"verify": "ok", "tp2_nextn": "ok",
+                                                                         "tp2_nextn_candidate": "ok"}).items(), 1)}
+    data["link_tests"] = {}
+    path = root / run_id
+    path.mkdir(parents=True)
+    (path / "record.json").write_text(json.dumps(data))
+    return run_id
+
+
+def test_runs_on_the_same_hardware_share_a_row_whatever_the_hosts_are_called(tmp_path):
+    first = run(tmp_path, "20261201T100000Z")
+    second = run(tmp_path, "20261202T100000Z", hosts=("ws-a", "ws-b"))
+    other_bios = dict(ASM4242, firmware=dict(ASM4242["firmware"], bios_version="1.B2"))
+    third = run(tmp_path, "20261203T100000Z", identity=other_bios)
+    table = matrix.build([tmp_path])
+    assert [(r.label, r.runs) for r in table.rows] == [("C1", [first, second]), ("C2", [third])]
+    assert table.rows[0].identity == {
+        "host router": "1b21:2425", "generation": "4", "NVM": "3.1", "peer": "1d6b:0004", "link rx": "2 x 20 Gb/s",
+        "link tx": "2 x 20 Gb/s", "kernel": "6.1.0-27-amd64", "stock driver": "6C0E2A5F1B8D94E7A3C1F02",
+        "board": "MSI X870", "BIOS": "1.A0"}
+    assert table.rows[1].identity["BIOS"] == "1.B2" and table.apart == []
+
+
+def test_hosts_that_differ_show_both_values_and_a_missing_value_says_so(tmp_path):
+    data_dir = tmp_path / "runs"
+    run(data_dir, "20261201T100000Z")
+    record_path = next(data_dir.glob("*/record.json"))
+    data = json.loads(record_path.read_text())
+    data["hosts"]["lab-b"]["identity"]["host_router"]["nvm_version"] = None
+    data["hosts"]["lab-b"]["identity"]["kernel_release"] = "6.12.9-amd64"
+    record_path.write_text(json.dumps(data))
+    [row] = matrix.build([data_dir]).rows
+    assert row.identity["NVM"] == "3.1 / missing"
+    assert row.identity["kernel"] == "6.1.0-27-amd64 / 6.12.9-amd64"
+
+
+def test_a_run_without_an_identity_for_every_host_is_listed_apart(tmp_path):
+    kept = run(tmp_path, "20261201T100000Z")
+    old = run(tmp_path, "20261202T100000Z", identity=None)
+    table = matrix.build([tmp_path])
+    assert [r.runs for r in table.rows] == [[kept]]
+    assert table.apart == [(old, "no identity for every host (record.json hosts.<host>.identity)")]
+    assert f"- {old}: no identity" in matrix.render_markdown(table)
+
+
+def test_conflicting_stage_outcomes_are_counted_and_a_missing_stage_was_not_run(tmp_path):
+    run(tmp_path, "20261201T100000Z")
+    run(tmp_path, "20261202T100000Z", statuses={"verify": "ok", "tp2_nextn": "failed"})
+    run(tmp_path, "20261203T100000Z", statuses={"verify": "ok", "tp2_nextn": "running"})
+    [row] = matrix.build([tmp_path]).rows
+    assert row.stages["verify"] == "passed"
+    assert row.stages["tp2_nextn"] == "1 passed, 1 failed, 1 stopped"
+    assert row.stages["tp2_nextn_candidate"] == "2 not run, 1 passed"
+
+
+def test_one_run_gives_the_candidates_difference_and_no_verdict(tmp_path):
+    run(tmp_path, "20261201T100000Z", stock=(200, 201, 199), candidate=(240, 238, 242))
+    [row] = matrix.build([tmp_path]).rows
+    c = row.candidate
+    assert (c.runs, c.stock, c.candidate, c.difference) == (1, 200, 240, 40)
+    assert c.verdict == "inconclusive" and "one run a side" in c.reason
+    assert matrix.candidate_text(c).startswith("200.0 -> 240.0 tok/s (+40.0")
+
+
+def test_repeated_whole_runs_give_a_verdict(tmp_path):
+    for day in range(1, 6):
+        run(tmp_path, f"202612{day:02d}T100000Z", stock=(200 + day, 201 + day, 199 + day),
+            candidate=(240 + day, 238 + day, 242 + day))
+    [row] = matrix.build([tmp_path]).rows
+    assert row.candidate.runs == 5 and row.candidate.verdict == "supported", row.candidate
+    assert row.candidate.interval is not None and row.candidate.interval[0] > 0
+
+
+def test_markdown_csv_and_plot(tmp_path):
+    run(tmp_path / "runs", "20261201T100000Z")
+    table = matrix.build([tmp_path / "runs"])
+    text = matrix.render_markdown(table)
+    assert "| C1 | 1 | 1b21:2425 | 4 | 3.1 |" in text and "## Stages" in text
+    rows = list(csv.DictReader(io.StringIO(matrix.render_csv(table))))
+    assert rows[0]["combination"] == "C1" and rows[0]["difference"] == "40.0" and rows[0]["stage verify"] == "passed"
+    target = matrix.plot(table, tmp_path / "matrix.png")
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_writes_the_table_and_the_files(tmp_path, capsys):
+    run(tmp_path / "runs", "20261201T100000Z")
+    code = cli.main(["matrix", str(tmp_path / "runs"), "--csv", str(tmp_path / "m.csv"),
+                     "--plot", str(tmp_path / "m.png")])
+    assert code == exit_codes.SUCCESS
+    assert capsys.readouterr().out.startswith("# Compatibility matrix")
+    assert (tmp_path / "m.csv").read_text().startswith("combination,runs,host router")
+    assert (tmp_path / "m.png").stat().st_size > 0
+
+
+def test_nothing_to_aggregate_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["matrix", str(tmp_path / "empty")]) == exit_codes.USAGE
+    assert "no run directory under" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["not json", "[]"])
+def test_an_unreadable_record_is_listed_apart(tmp_path, text):
+    run(tmp_path, "20261201T100000Z")
+    bad = tmp_path / "20261202T100000Z-broken"
+    bad.mkdir()
+    (bad / "record.json").write_text(text)
+    table = matrix.build([tmp_path])
+    assert len(table.rows) == 1 and table.apart[0][0].endswith("20261202T100000Z-broken")
+    assert table.apart[0][1].startswith("unreadable:")
