@@ -830,15 +830,16 @@ def _restore_driver(restores: dict) -> list[str]:
 
 
 def _plots(planned: list[plots.Plot]) -> list[str]:
+    """Each drawn plot shown in place (a Markdown image of its file under plots/, its title as the alt text and
+    caption), then those left out and why."""
     lines = ["## Plots", ""]
     if not planned:
         return [*lines, "No plots: the record has no serving batches, counter windows or link tests.", ""]
     for plot in planned:
         if plot.skipped is None:
-            lines.append(f"- [{plot.name}](plots/{plot.name}): {plot.title}")
-        else:
-            lines.append(f"- {plot.name} not drawn: {plot.skipped}")
-    return [*lines, ""]
+            lines += [f"![{plot.title}](plots/{plot.name})", "", f"*{plot.name}: {plot.title}*", ""]
+    left_out = [f"- {plot.name} not drawn: {plot.skipped}" for plot in planned if plot.skipped is not None]
+    return [*lines, *left_out, *([""] if left_out else [])]
 
 
 # --- what this run shows, and what it does not show ----------------------------------------------------------------

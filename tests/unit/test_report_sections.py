@@ -358,7 +358,7 @@ def test_the_plot_list_says_which_plots_were_left_out_and_why(tmp_path):
             window["samples"].update(path=None, count=0)
     text = report.render(data)
     plot_list = section(text, "## Plots")
-    assert "- [serving_tok_s.png](plots/serving_tok_s.png)" in plot_list
+    assert "![tok/s per mode (layers) and ladder step, spread over the requests](plots/serving_tok_s.png)" in plot_list
     assert ("- timeline_lab-a.png not drawn: the record has no sampler series for lab-a (no window recorded samples)"
             in plot_list)
     assert "No sampler series in the record" in section(text, "## What it does not show")
