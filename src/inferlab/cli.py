@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import tomllib
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -277,8 +278,15 @@ def cmd_reverify(args: argparse.Namespace) -> int:
             raise UsageError(f"the re-runs cannot be compared with A: {exc}") from None
         outcomes = reverify.judge(original, again)
     ids = (specs_a, specs_b, new_specs)
+    document = {**reverify.as_json(*ids, outcomes), "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(compare.split_mode, specs_b)):
+        try:  # the original run's report shows it, kept beside its record
+            reverify.keep(run_dir, document)
+            report.write(run_dir, compare.load_record(run_dir))
+        except (OSError, compare.CompareError, reverify.ReverifyError) as exc:
+            print(f"inferlab: {run_dir}: the outcome could not be kept in the run directory: {exc}", file=sys.stderr)
     if args.json:
-        print(json.dumps(reverify.as_json(*ids, outcomes), indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(reverify.render_text(*ids, outcomes), end="")
     return code

@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from inferlab import plots, record_view, report_collectives, report_prefix
+from inferlab import plots, record_view, report_collectives, report_prefix, reverify
 
 # The receiver-error counters as a column header names them: crc, missed, length, over.
 RX_ERROR_SHORT = ", ".join(n.removeprefix("rx_").removesuffix("_errors") for n in record_view.RX_ERROR_COUNTERS)
@@ -1298,9 +1298,10 @@ def findings(record: dict) -> tuple[list[str], list[str]]:
     return _shows(record, batches, windows, emulated), _limits(record, batches, windows, emulated)
 
 
-def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
+def render(record: dict, planned: list[plots.Plot] | None = None, reverifications: list[dict] | None = None) -> str:
     """report.md of a record. `planned`: the plots drawn and left out (plots.plan); by default the record's own plan,
-    taking the sampler files it names to be present."""
+    taking the sampler files it names to be present. `reverifications`: what `inferlab reverify` found when it ran
+    this run's configuration again (reverify.read_kept), shown before the plots."""
     run = record["run"]
     controller = run.get("controller") or {}
     lines = [
@@ -1410,8 +1411,23 @@ def render(record: dict, planned: list[plots.Plot] | None = None) -> str:
                          f"| {diffs} |")
         lines += _restore_driver(record["restore"])
         lines.append("")
+    if reverifications:
+        lines += _reverifications(reverifications)
     lines += _plots(plots.plan(record) if planned is None else planned)
     return "\n".join(lines)
+
+
+def _reverifications(kept: list[dict]) -> list[str]:
+    lines = ["## Re-verification", "",
+             "`inferlab reverify` ran this run's configuration again, as later runs from a fresh start, and compared "
+             "them with the same control; each time is kept, the latest last, a verdict that did not hold included.",
+             ""]
+    for document in kept:
+        if "unreadable" in document:
+            lines += [f"The kept re-verifications cannot be read: {document['unreadable']}", ""]
+            continue
+        lines += [f"### {document.get('time', 'time not recorded')}", "", *reverify.render_lines(document), ""]
+    return lines
 
 
 def summary(record: dict) -> list[str]:
@@ -1454,5 +1470,9 @@ def write(run_dir: Path, record: dict) -> Path:
     """report.md in the run directory; its plot list checks the sampler files in `run_dir` (plots.render draws
     them first)."""
     target = run_dir / "report.md"
-    target.write_text(render(record, plots.plan(record, run_dir)))
+    try:
+        kept = reverify.read_kept(run_dir)
+    except reverify.ReverifyError as exc:
+        kept = [{"unreadable": str(exc)}]
+    target.write_text(render(record, plots.plan(record, run_dir), kept))
     return target

@@ -13,6 +13,7 @@ reads "did not re-verify"; it is never dropped. Pure functions; the CLI runs the
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from inferlab import compare
 RUNNER_VARS = ("inferlab_run_dir", "inferlab_run_id", "inferlab_controller_pid")
 # The extra var a re-run carries, naming the run it re-verifies (record.json keeps it under run.extravars).
 REVERIFIES_VAR = "inferlab_reverifies"
+
+# Each original run of B keeps what every re-verification of it found, the latest last, never dropped; its report
+# shows them (report.py, "Re-verification").
+KEPT_FILE = "reverifications.json"
 
 HELD = "re-verified"
 NOT_HELD = "did not re-verify"
@@ -105,17 +110,48 @@ def failed_rerun(original: compare.Comparison, run_dir: Path, code: int, meaning
             for v in original.verdicts]
 
 
-def render_text(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> str:
-    lines = ["# inferlab reverify", "",
-             f"- A: {', '.join(a_ids)}",
-             f"- B, the original runs: {', '.join(b_ids)}",
-             f"- B, run again from a fresh start: {', '.join(new_ids) or 'none (a re-run failed)'}",
+def render_lines(document: dict) -> list[str]:
+    """What one re-verification found (``as_json``'s document) as Markdown lines: the runs and a row per claim."""
+    lines = [f"- A: {', '.join(document['a'])}",
+             f"- B, the original runs: {', '.join(document['b'])}",
+             f"- B, run again from a fresh start: {', '.join(document['b_again']) or 'none (a re-run failed)'}",
              "", "| claim | original verdict | again | outcome |", "| --- | --- | --- | --- |"]
-    lines += [f"| {o.claim} | {o.original} | {o.again} | **{o.held}** |" for o in outcomes]
+    outcomes = document["outcomes"]
+    lines += [f"| {o['claim']} | {o['original']} | {o['again']} | **{o['held']}** |" for o in outcomes]
     lines.append("")
-    lines += [f"- {o.claim}: {o.held}: {o.reason}" for o in outcomes]
-    return "\n".join(lines) + "\n"
+    lines += [f"- {o['claim']}: {o['held']}: {o['reason']}" for o in outcomes]
+    return lines
+
+
+def render_text(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> str:
+    return "\n".join(["# inferlab reverify", "", *render_lines(as_json(a_ids, b_ids, new_ids, outcomes))]) + "\n"
 
 
 def as_json(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> dict:
     return {"a": a_ids, "b": b_ids, "b_again": new_ids, "outcomes": [asdict(o) for o in outcomes]}
+
+
+def read_kept(run_dir: Path) -> list[dict]:
+    """The re-verifications kept in ``run_dir`` (KEPT_FILE), oldest first; [] when it has none."""
+    path = Path(run_dir) / KEPT_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise ReverifyError(f"{path}: cannot read it ({exc})") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("outcomes"), list)
+                                             for d in data):
+        raise ReverifyError(f"{path}: expected a JSON list of re-verifications, each with its outcomes")
+    return data
+
+
+def keep(run_dir: Path, document: dict) -> Path:
+    """Add ``document`` (as_json's, with its ``time``) to the re-verifications kept in ``run_dir``: the file is
+    written whole beside the old one, then renamed over it, so a crash leaves the old list."""
+    target = Path(run_dir) / KEPT_FILE
+    kept = [*read_kept(run_dir), document]
+    partial = target.with_name(f".{KEPT_FILE}.partial")
+    partial.write_text(json.dumps(kept, indent=2) + "\n")
+    os.replace(partial, target)
+    return target

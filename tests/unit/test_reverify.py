@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from inferlab import cli, compare, exit_codes, reverify, runner
+from inferlab import cli, compare, exit_codes, report, reverify, runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"
 NOW = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -151,6 +151,36 @@ def test_a_verdict_that_does_not_come_back_did_not_re_verify_and_a_failed_rerun_
     assert len(reruns.calls) == 1  # the first failure ends it
     assert "B, run again from a fresh start: none (a re-run failed)" in text
     assert f"did not re-verify: the re-run {tmp_path / 'new' / 'again-6'} failed: exit 11" in text
+
+
+def test_each_original_run_keeps_every_outcome_and_its_report_shows_them(tmp_path, reruns, capsys):
+    """The held verdict, then one that did not hold: both kept in each original run of B, the latest last, and
+    its report.md re-rendered with them; A's runs are left alone."""
+    a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
+    assert cli.main(["reverify", ",".join(a), ",".join(b)]) == exit_codes.SUCCESS
+    reruns.fixture = "link_lossy.json"
+    assert cli.main(["reverify", ",".join(a), ",".join(b)]) == exit_codes.SUCCESS
+    capsys.readouterr()
+    for run in b:
+        kept = reverify.read_kept(Path(run))
+        assert [[o["held"] for o in k["outcomes"]][0] for k in kept] == [reverify.HELD, reverify.NOT_HELD]
+        assert all(k["time"].endswith("Z") and k["b"] == b for k in kept)
+        text = (Path(run) / "report.md").read_text()
+        section = text[text.index("## Re-verification"):text.index("## Plots")]
+        assert section.count("| B is faster | supported | supported | **re-verified** |") == 1
+        assert section.count("| B is faster | supported | inconclusive | **did not re-verify** |") == 1
+        assert section.index("**re-verified**") < section.index("**did not re-verify**")
+    assert not any((Path(run) / reverify.KEPT_FILE).exists() for run in a)
+
+
+def test_kept_outcomes_that_cannot_be_read_are_said_in_the_report(tmp_path):
+    [run] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    (Path(run) / reverify.KEPT_FILE).write_text('{"not": "a list"}')
+    with pytest.raises(reverify.ReverifyError, match="expected a JSON list of re-verifications"):
+        reverify.read_kept(Path(run))
+    text = report.write(Path(run), compare.load_record(Path(run))).read_text()
+    assert "The kept re-verifications cannot be read:" in text
 
 
 def test_inferlab_reverify_refuses_a_b_it_cannot_run_again(tmp_path, reruns, capsys):
