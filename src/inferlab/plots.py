@@ -339,7 +339,9 @@ def trial_throughput(trials: dict[str, ModeTrials], target: Path) -> Path:
             ax.scatter([x] * len(dots), dots, color="black", s=10, zorder=3)
             ax.annotate(f"n={figure.get('n')}", (x, figure["max"]), textcoords="offset points", xytext=(0, 6),
                         ha="center", fontsize=7)
-        ax.set_xticks(range(len(figures)), [f"{m.mode}\n({m.layers})" for m, _f in figures], fontsize=7)
+        # one layer a line: side by side, three modes' layers overlapped
+        ax.set_xticks(range(len(figures)), [f"{m.mode}\n" + m.layers.replace(", ", "\n") for m, _f in figures],
+                      fontsize=7)
         ax.set_ylabel("tok/s", fontsize=8)
         top = max(f["max"] for _m, f in figures)
         ax.set_ylim(0, top * 1.18 if top > 0 else 1)
