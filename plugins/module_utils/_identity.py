@@ -63,12 +63,18 @@ def _nhi_dir(reader, domain):
     return None if relative.startswith('..') or relative == '.' else relative
 
 
+def _first(reader, kind, placeholder, missing):
+    """The first ``bus/thunderbolt/devices`` entry of ``kind`` (``_tbnet.classify``), or None, named as missing."""
+    found = [n for n in reader.listdir(_tbnet.BUS_DEVICES) if _tbnet.classify(reader, n) == kind]
+    if not found:
+        missing.append(reader.path(_tbnet.BUS_DEVICES, placeholder))
+    return found[0] if found else None
+
+
 def read_host_router(reader, missing):
-    domains = [n for n in reader.listdir(_tbnet.BUS_DEVICES) if _tbnet.classify(reader, n) == 'domain']
-    if not domains:
-        missing.append(reader.path(_tbnet.BUS_DEVICES, 'domain*'))
+    domain = _first(reader, 'domain', 'domain*', missing)
+    if domain is None:
         return None
-    domain = domains[0]
     router = f'{domain[len("domain"):]}-0'
     nhi = _nhi_dir(reader, domain)
     if nhi is None:
@@ -101,11 +107,9 @@ def read_host_router(reader, missing):
 
 
 def read_peer(reader, missing):
-    peers = [n for n in reader.listdir(_tbnet.BUS_DEVICES) if _tbnet.classify(reader, n) == 'xdomain']
-    if not peers:
-        missing.append(reader.path(_tbnet.BUS_DEVICES, '<xdomain>'))
+    name = _first(reader, 'xdomain', '<xdomain>', missing)
+    if name is None:
         return None
-    name = peers[0]
     vendor = _hex_id(reader, (_tbnet.BUS_DEVICES, name, 'vendor'), missing)
     device = _hex_id(reader, (_tbnet.BUS_DEVICES, name, 'device'), missing)
     peer = {'device': name, 'vendor_id': vendor, 'device_id': device,
