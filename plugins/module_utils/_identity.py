@@ -145,4 +145,3 @@ def read_identity(sysfs_root='/sys', procfs_root='/proc'):
         'firmware': firmware,
         'missing': missing,
     }
-

@@ -236,7 +236,7 @@ def _escape(text: str) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _column in header) + "|"]
     return lines + ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
 
 
@@ -245,8 +245,8 @@ def render_markdown(matrix: Matrix) -> str:
     lines = ["# Compatibility matrix", "",
              "One row per combination of what the ring hosts ran on (read at verification, through sysfs); a value "
              "that differs between the hosts reads `one / other`.", ""]
-    lines += _table(["", "runs", *names], [[r.label, str(len(r.runs)), *(r.identity[n] for n in names)]
-                                         for r in matrix.rows])
+    identities = [[r.label, str(len(r.runs)), *(r.identity[n] for n in names)] for r in matrix.rows]
+    lines += _table(["", "runs", *names], identities)
     lines += ["", "## Outcomes", ""]
     lines += _table(["", "link test", "candidate against stock, aggregate output tok/s"],
                     [[r.label, r.link, candidate_text(r.candidate)] for r in matrix.rows])
@@ -270,10 +270,10 @@ def render_csv(matrix: Matrix) -> str:
     for r in matrix.rows:
         c = r.candidate
         low, high = c.interval if c and c.interval else (None, None)
+        figures = (c.stock, c.candidate, c.difference, low, high) if c else (None,) * 5
         writer.writerow([r.label, len(r.runs), *(r.identity[n] for n in names), r.link,
-                         *(("" if v is None else v) for v in ((c.stock, c.candidate, c.difference, low, high)
-                                                               if c else (None,) * 5)),
-                         c.verdict if c else "not measured", *(r.stages[s] for s in matrix.stages), " ".join(r.runs)])
+                         *("" if v is None else v for v in figures), c.verdict if c else "not measured",
+                         *(r.stages[s] for s in matrix.stages), " ".join(r.runs)])
     return out.getvalue()
 
 

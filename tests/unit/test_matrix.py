@@ -38,9 +38,11 @@ def trials(single, aggregate):
                         "aggregate_output_tok_s": figure(aggregate, "aggregate output tok/s of the batch")}}
 
 
-def run(root: Path, stamp: str, hosts=("lab-a", "lab-b"), identity=ASM4242, stock=(200, 201, 199),
+def run(root: Path, stamp: str, hosts=("lab-a", "lab-b"), identity="asm4242", stock=(200, 201, 199),
         candidate=(240, 238, 242), statuses=None) -> str:
-    """A run directory under `root` whose record served nextn and nextn_candidate with trials; returns its id."""
+    """A run directory under `root` whose record served nextn and nextn_candidate with trials; returns its id.
+    `identity`: each host's (the ASM4242 host by default, None for none)."""
+    identity = ASM4242 if identity == "asm4242" else identity
     data = json.loads((FIXTURES / "serve_tp2_nextn.json").read_text())
     run_id = f"{stamp}-experiment"
     data["run"]["id"] = run_id

@@ -235,7 +235,7 @@ def recreate_once_deleted(interface, recreate, timeout_s=15):
     """Bring the veth pair back once the emulated unload has deleted it (the lab's link daemon does that)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if subprocess.run([IP, 'link', 'show', interface], capture_output=True, timeout=30).returncode != 0:
+        if subprocess.run([IP, 'link', 'show', interface], capture_output=True, timeout=30, check=False).returncode:
             recreate()
             return
         time.sleep(0.1)
