@@ -6,7 +6,7 @@
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
 after it (plugins/filter/<filter>.yml), as ansible-core does for its own filters; ansible-doc reads those. The logic
-is in plugins/module_utils/_iperf3.py and _link_verdict.py (standard library only); these wrappers turn their
+is in plugins/plugin_utils/_iperf3.py and _link_verdict.py (standard library only); these wrappers turn their
 ValueErrors into AnsibleFilterError.
 """
 
@@ -18,7 +18,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _iperf3, _link_verdict
+from ansible_collections.inferlab.distributed.plugins.module_utils import _link_verdict
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _iperf3
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 

@@ -16,7 +16,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance, _prefix_trials
+from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _prefix_trials
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 

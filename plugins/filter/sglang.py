@@ -6,7 +6,7 @@
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
 after it (plugins/filter/<filter>.yml), where ansible-doc finds them. The logic is in
-plugins/module_utils/_sglang_launch.py (standard library only); these wrappers turn its SpecError into
+plugins/plugin_utils/_sglang_launch.py (standard library only); these wrappers turn its SpecError into
 AnsibleFilterError.
 """
 
@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _sglang_launch
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _sglang_launch
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""SGLang 0.5.23 itself judges what plugins/module_utils/_sglang_launch.py builds and checks.
+"""SGLang 0.5.23 itself judges what plugins/plugin_utils/_sglang_launch.py builds and checks.
 
 Runs only in the venv tests/contract/setup_venv.sh builds (see README.md beside this file): sglang 0.5.23 without its
 GPU stack, torch 2.13.0 from the CPU wheel, a triton stub. Elsewhere it skips and says how to run it.
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MODULE = REPO_ROOT / "plugins" / "module_utils" / "_sglang_launch.py"
+MODULE = REPO_ROOT / "plugins" / "plugin_utils" / "_sglang_launch.py"
 TABLE = json.loads((REPO_ROOT / "tests" / "unit" / "fixtures" / "sglang" / "specs.json").read_text())
 CASES = {case["name"]: case for case in TABLE["cases"]}
 SKIP_MARKER = Path(sys.prefix) / "inferlab-contract-skip.txt"

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._iperf3 import iperf3_summary
 from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import ping_summary
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._iperf3 import iperf3_summary
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

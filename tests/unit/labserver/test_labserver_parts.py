@@ -248,7 +248,7 @@ def test_generate_validation_accepts():
 def test_the_lab_server_accepts_exactly_the_choices_the_launch_checks_know():
     """The lab server stays standalone (it runs on the hosts' own Python), so it keeps its own copy of SGLang
     0.5.23's choice lists; the contract test proves _sglang_launch's against SGLang itself, this keeps the two equal."""
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _sglang_launch
+    from ansible_collections.inferlab.distributed.plugins.plugin_utils import _sglang_launch
     from inferlab.labserver import args as labserver_args
 
     assert tuple(labserver_args.QUANTIZATION_CHOICES) == tuple(_sglang_launch.QUANTIZATION_CHOICES)

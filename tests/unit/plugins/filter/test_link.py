@@ -13,7 +13,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.filter import link
-from ansible_collections.inferlab.distributed.plugins.module_utils import _iperf3, _link_verdict
+from ansible_collections.inferlab.distributed.plugins.module_utils import _link_verdict
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _iperf3
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures"

@@ -15,7 +15,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.filter import sglang
-from ansible_collections.inferlab.distributed.plugins.module_utils import _sglang_launch
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _sglang_launch
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 TABLE = json.loads((REPO_ROOT / "tests" / "unit" / "fixtures" / "sglang" / "specs.json").read_text())

@@ -6,7 +6,7 @@
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._acceptance import AcceptanceError
-from ansible_collections.inferlab.distributed.plugins.module_utils._prefix_trials import prefix_trials_summary
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._prefix_trials import prefix_trials_summary
 
 
 def result(pair, label, cached, ttft_s, prompt=8200, decode=60.0, ok=True, flushed=None):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._iperf3 import Iperf3ParseError, iperf3_summary
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._iperf3 import Iperf3ParseError, iperf3_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3"
 

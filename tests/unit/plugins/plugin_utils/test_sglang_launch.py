@@ -5,14 +5,12 @@
 import copy
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from oldpython import require_python
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _sglang_launch as launch
-from ansible_collections.inferlab.distributed.plugins.module_utils._sglang_launch import (
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _sglang_launch as launch
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._sglang_launch import (
     SpecError,
     launch_argv,
     launch_environment,
@@ -21,7 +19,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._sglang_launc
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-MODULE = REPO_ROOT / "plugins" / "module_utils" / "_sglang_launch.py"
+MODULE = REPO_ROOT / "plugins" / "plugin_utils" / "_sglang_launch.py"
 TABLE = json.loads((REPO_ROOT / "tests" / "unit" / "fixtures" / "sglang" / "specs.json").read_text())
 CASES = {case["name"]: case for case in TABLE["cases"]}
 RING = TABLE["ring"]
@@ -494,26 +492,8 @@ def test_malformed_ring(ring, message):
     assert str(caught.value).startswith(message)
 
 
-# --- runs where the module does ------------------------------------------------------------------------------------
+# --- standard library only (the contract test loads the file alone in SGLang's own venv) ----------------------------
 
 def test_module_imports_nothing_but_the_standard_library():
     imports = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", MODULE.read_text(), re.MULTILINE)
     assert set(imports) == {"__future__", "ipaddress", "re"}
-
-
-@pytest.mark.parametrize("version", ["3.8"])
-def test_runs_alone_on_old_python(tmp_path, version):
-    """module_utils run on managed hosts: the file alone, on ansible-core 2.19's oldest target Python."""
-    python = require_python(version)
-    script = (f"import json, sys; sys.path.insert(0, {str(MODULE.parent)!r}); import _sglang_launch as m; "
-              "case = json.load(sys.stdin); "
-              "print(json.dumps([m.launch_argv(case['spec']), m.launch_environment(case['spec']), "
-              "m.spec_problems(dict(case['spec'], tp_size=3), case['ring'])]))")
-    case = dict(CASES["every_option"], ring=dict(RING, host="lab-a"))
-    out = subprocess.run([python, "-I", "-c", script], input=json.dumps(case), capture_output=True, text=True,
-                         timeout=60, check=False)
-    assert out.returncode == 0, out.stderr
-    argv, environment, problems = json.loads(out.stdout)
-    assert argv == case["argv"]
-    assert environment == case["environment"]
-    assert problems == spec_problems(dict(case["spec"], tp_size=3), case["ring"])
