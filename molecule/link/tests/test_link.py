@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import RING, RUN_DIR, assert_records_valid  # noqa: E402
+from labinfo import RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING[:1]  # the suite's results live in the first ring host's fragments
 
@@ -21,6 +21,20 @@ def test_clean_link_is_symmetric(host):
     verdict = suite("clean")["tests"]["asymmetry"]["verdict"]
     assert verdict["verdict"] == "symmetric", verdict["text"]
     assert suite("clean")["verdicts"]["flow_sweep"] == "no weak direction to characterise"
+
+
+def test_the_clean_suites_windows_were_exported_for_node_exporter(host):
+    """counters_prometheus_textfile_dir was set for the clean suite: each closed window is a .prom file there, whole
+    (written under another name, then renamed: nothing else is left), with the window's own deltas."""
+    directory = f"{lab_host(host)['state_dir']}/node_exporter_textfile"
+    files = host.file(directory).listdir()
+    assert "inferlab_window_asymmetry.prom" in files and "inferlab_window_probes.prom" in files, files
+    assert all(name.startswith("inferlab_window_") and name.endswith(".prom") for name in files), files
+    text = host.file(f"{directory}/inferlab_window_asymmetry.prom").content_string
+    assert "# TYPE inferlab_window_counter_delta gauge" in text and text.endswith("\n")
+    retrans = suite("clean")["tests"]["asymmetry"]["host_counters"]["lab-a"]["RetransSegs"]
+    assert (f'inferlab_window_counter_delta{{host="lab-a",interface="",window="asymmetry",counter="RetransSegs"}} '
+            f"{retrans}\n") in text
 
 
 def test_tx_cliff_on_b_names_b_to_a_as_weak(host):
