@@ -438,6 +438,7 @@ class TbnetModule:
                 '--load-timeout', '%g' % load_bound(p['load_timeout_s']), '--json']
         if loader:
             argv += ['--loader-pid', str(loader['pid']), '--loader-start-time', str(loader['start_time'])]
+        watch = None
         try:
             offset = os.path.getsize(log) if os.path.exists(log) else 0
             watch = _ledger_core.record(p['ledger_dir'], p['ledger_host'], 'process',
@@ -448,7 +449,9 @@ class TbnetModule:
             _ledger_core.mark(p['ledger_dir'], p['ledger_host'], watch['id'], 'applied', run_id=p['run_id'],
                               params={'pid': pid, 'start_time': identity.get('start_time', 0)})
         except (_ledger_core.LedgerError, OSError) as exc:
-            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=[entry_id],
+            # a watchdog that started after all is stopped first (its entry is newer), then the pending load closed
+            ids = ([watch['id']] if watch else []) + [entry_id]
+            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
                                        ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']))
             self.fail('Nothing was changed: the link watchdog did not start, so the candidate was not loaded: %s '
                       '(ledger: %s)' % (exc, undone['message']))
