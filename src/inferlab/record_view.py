@@ -211,3 +211,12 @@ def is_emulated(record: dict) -> bool:
     server ran, which exists only in the lab."""
     declared = driver_layers(record)
     return "emulated" in declared or (not declared and lab_server(record))
+
+
+def journal_entries(record: dict) -> list[dict]:
+    """The stage journal's entries, each with its stage name, in the run's order (by index; unnumbered last)."""
+    journal = record.get("journal") or {}
+    entries = [
+        dict(entry, stage=entry.get("stage") or name) for name, entry in journal.items() if isinstance(entry, dict)
+    ]
+    return sorted(entries, key=lambda e: (e["index"] if isinstance(e.get("index"), int) else math.inf, e["stage"]))

@@ -1,7 +1,7 @@
 """Render report.md from a validated record.
 
 Sections, each only when the record has its data: what this run shows and what it does not show (generated from the
-record), the stage journal, a throughput summary with one table per kind of figure, verification, the candidate
+record: report_findings), the stage journal, a throughput summary with one table per kind of figure, verification, the candidate
 driver, link tests, counter deltas per window and host, the serving ladders with their cold/warm prefix trials
 (report_prefix) and NCCL collectives (report_collectives), the link A/B, the fallback route, continuity, the
 restore, and the plots (drawn or left out, and why).
@@ -14,24 +14,13 @@ that claim more.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from inferlab import plots, record_view, report_collectives, report_prefix, reverify
+from inferlab import plots, record_view, report_collectives, report_findings, report_prefix, reverify
+from inferlab import report_text as fmt
 
 # The receiver-error counters as a column header names them: crc, missed, length, over.
 RX_ERROR_SHORT = ", ".join(n.removeprefix("rx_").removesuffix("_errors") for n in record_view.RX_ERROR_COUNTERS)
-
-
-def _value(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        # medians of integer counters and sums of floats: no 13.899000000000001 in a table
-        return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
-    return str(value)
 
 
 def _gpu_holders(state: dict | None) -> str:
@@ -53,21 +42,21 @@ def _verification(host: str, state: dict) -> list[str]:
     lines = [
         f"### {host}: {'passed' if state.get('ok') else 'FAILED'}",
         "",
-        f"- kernel {_value(state.get('kernel_release'))}; layers: "
-        + ", ".join(f"{k}={_value(v)}" for k, v in sorted(state.get("layers", {}).items())),
+        f"- kernel {fmt.value(state.get('kernel_release'))}; layers: "
+        + ", ".join(f"{k}={fmt.value(v)}" for k, v in sorted(state.get("layers", {}).items())),
         f"- link {link.get('interface')} {link.get('address')} -> {link.get('peer_address')}: "
-        f"{_value(link.get('operstate'))}, MTU {_value(link.get('mtu'))}, "
-        f"{_value(link.get('rx_speed_gbps'))}/{_value(link.get('tx_speed_gbps'))} Gb/s per lane (rx/tx), "
-        f"lanes {_value(link.get('rx_lanes'))}/{_value(link.get('tx_lanes'))}",
-        f"- GPUs ({_value(state.get('nvml_source'))}): {_gpu_holders(state)}",
+        f"{fmt.value(link.get('operstate'))}, MTU {fmt.value(link.get('mtu'))}, "
+        f"{fmt.value(link.get('rx_speed_gbps'))}/{fmt.value(link.get('tx_speed_gbps'))} Gb/s per lane (rx/tx), "
+        f"lanes {fmt.value(link.get('rx_lanes'))}/{fmt.value(link.get('tx_lanes'))}",
+        f"- GPUs ({fmt.value(state.get('nvml_source'))}): {_gpu_holders(state)}",
         "",
         "| check | ok | expected | found | variable |",
         "| --- | --- | --- | --- | --- |",
     ]
     for check in state.get("checks", []):
         lines.append(
-            f"| {check['name']} | {'ok' if check['ok'] else '**FAIL**'} | {_value(check['expected'])} "
-            f"| {_value(check['found'])} | `{check['variable']}` |"
+            f"| {check['name']} | {'ok' if check['ok'] else '**FAIL**'} | {fmt.value(check['expected'])} "
+            f"| {fmt.value(check['found'])} | `{check['variable']}` |"
         )
     lines.append("")
     return lines
@@ -75,7 +64,7 @@ def _verification(host: str, state: dict) -> list[str]:
 
 def _stat(batch: dict, metric: str, key: str = "median", scale: float = 1.0) -> str:
     value = (batch.get(metric) or {}).get(key)
-    return _value(None if value is None else value * scale)
+    return fmt.value(None if value is None else value * scale)
 
 
 def _serving(mode: str, result: dict) -> list[str]:
@@ -88,8 +77,8 @@ def _serving(mode: str, result: dict) -> list[str]:
         f"### {mode}: {'accepted' if acceptance['passed'] else 'NOT accepted'} ({layers})",
         "",
         f"- served at {result['url']} by {len(result['ranks'])} ranks ({result['process_manager']}); "
-        f"counter window `{_value(result.get('window'))}`",
-        f"- direct-link traffic during the ladder: {_value(traffic.get('message'))}",
+        f"counter window `{fmt.value(result.get('window'))}`",
+        f"- direct-link traffic during the ladder: {fmt.value(traffic.get('message'))}",
     ]
     lines += [f"- problem: {problem}" for problem in acceptance["problems"]]
     lines += [
@@ -105,8 +94,8 @@ def _serving(mode: str, result: dict) -> list[str]:
             lines.append(f"| {name} | — | — | did not run | — | — | — |")
             continue
         lines.append(
-            f"| {name} | {batch['kind']} | {batch['cache']} | {_value(batch.get('ok'))}/"
-            f"{_value(batch.get('requests'))} | {_stat(batch, 'ttft_s', scale=1000)} "
+            f"| {name} | {batch['kind']} | {batch['cache']} | {fmt.value(batch.get('ok'))}/"
+            f"{fmt.value(batch.get('requests'))} | {_stat(batch, 'ttft_s', scale=1000)} "
             f"| {_stat(batch, 'decode_tok_s')} | {_stat(batch, 'output_tok_s')} |"
         )
     lines += [
@@ -121,9 +110,9 @@ def _serving(mode: str, result: dict) -> list[str]:
         if batch:
             accept = (batch.get("spec_accept_length") or {}).get("value")
             lines.append(
-                f"| {name} | {batch['concurrency']} | {_value(batch.get('wall_s'))} "
-                f"| {_value(batch.get('aggregate_output_tok_s'))} "
-                f"| {_value(batch.get('cached_tokens_total'))} | {_value(accept)} |"
+                f"| {name} | {batch['concurrency']} | {fmt.value(batch.get('wall_s'))} "
+                f"| {fmt.value(batch.get('aggregate_output_tok_s'))} "
+                f"| {fmt.value(batch.get('cached_tokens_total'))} | {fmt.value(accept)} |"
             )
     cached_long = [b for n, b in batches if n == "long_context" and b and (b.get("cached_tokens_total") or 0) > 0]
     if cached_long:
@@ -134,10 +123,6 @@ def _serving(mode: str, result: dict) -> list[str]:
         ]
     lines.append("")
     return lines
-
-
-def _gbps(bps) -> str:
-    return "—" if bps is None else f"{bps / 1e9:.2f}"
 
 
 def _link_tests(host: str, result: dict) -> list[str]:
@@ -164,13 +149,13 @@ def _link_tests(host: str, result: dict) -> list[str]:
     def counters(test: dict) -> tuple[str, str]:
         per_host = test.get("host_counters") or {}
         retrans = " / ".join(
-            f"{_value((per_host.get(h) or {}).get('RetransSegs'))} "
-            f"({_value((per_host.get(h) or {}).get('retrans_pct'))}%)"
+            f"{fmt.value((per_host.get(h) or {}).get('RetransSegs'))} "
+            f"({fmt.value((per_host.get(h) or {}).get('retrans_pct'))}%)"
             for h in (a, b)
         )
         errors = " / ".join(
             ", ".join(
-                _value((per_host.get(h) or {}).get(k))
+                fmt.value((per_host.get(h) or {}).get(k))
                 for k in record_view.RX_ERROR_COUNTERS
             )
             for h in (a, b)
@@ -205,7 +190,7 @@ def _link_tests(host: str, result: dict) -> list[str]:
         rows.append(("load under the probes (bidir)", load["a_to_b_bps"], load["b_to_a_bps"], tests["loaded_probes"]))
     for name, forward, reverse, test in rows:
         retrans, errors = counters(test)
-        lines.append(f"| {name} | {_gbps(forward)} | {_gbps(reverse)} | {retrans} | {errors} |")
+        lines.append(f"| {name} | {fmt.gbps(forward)} | {fmt.gbps(reverse)} | {retrans} | {errors} |")
     probes = [(t, d) for t in ("probes", "loaded_probes") for d in ("a_to_b", "b_to_a") if (tests.get(t) or {}).get(d)]
     if probes:
         lines += [
@@ -218,7 +203,7 @@ def _link_tests(host: str, result: dict) -> list[str]:
             label = f"{a} -> {b}" if direction == "a_to_b" else f"{b} -> {a}"
             lines.append(
                 f"| {'loaded' if test == 'loaded_probes' else 'unloaded'} | {label} | {probe['loss_pct']} "
-                f"| {_value(probe['mean_ms'])} | {_value(probe['p50_ms'])} | {_value(probe['p99_ms'])} |"
+                f"| {fmt.value(probe['mean_ms'])} | {fmt.value(probe['p50_ms'])} | {fmt.value(probe['p99_ms'])} |"
             )
     lines.append("")
     return lines
@@ -255,7 +240,8 @@ def _link_ab(host: str, ab: dict) -> list[str]:
             cells.append(
                 "—"
                 if not stats.get("n")
-                else f"{_value(stats['median'])} ({_value(stats['min'])} to {_value(stats['max'])}, {stats['n']})"
+                else f"{fmt.value(stats['median'])} ({fmt.value(stats['min'])} to {fmt.value(stats['max'])}, "
+                f"{stats['n']})"
             )
         if any(cell != "—" for cell in cells):
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -301,7 +287,7 @@ def _fallback(fallback: dict) -> list[str]:
     if add:
         steps = add.get("steps", [])
         applied = ", ".join(
-            f"{s['instance']} {'drained' if s['drained'] else 'not drained'} {_value(s['seconds'])} s" for s in steps
+            f"{s['instance']} {'drained' if s['drained'] else 'not drained'} {fmt.value(s['seconds'])} s" for s in steps
         )
         lines.append(
             f"- added `fallbacks: [{{{add['public_model']}: [{add['target_model']}]}}]` to `{add['config']}` "
@@ -323,11 +309,6 @@ def _fallback(fallback: dict) -> list[str]:
 # --- helpers for the sections below -------------------------------------------------------------------------------
 
 
-def _cell(value) -> str:
-    """Record text inside a Markdown table cell: a pipe or a line break would end the cell."""
-    return _value(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _bytes(value) -> str:
     number = record_view.number(value)
     if number is None:
@@ -336,11 +317,6 @@ def _bytes(value) -> str:
         if abs(number) >= size:
             return f"{number / size:.3g} {unit}"
     return f"{number:.0f} B"
-
-
-def _count(value) -> str:
-    number = record_view.number(value)
-    return "—" if number is None else f"{number:.0f}"
 
 
 def _duration(start, end) -> str:
@@ -359,21 +335,6 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _join(items: list[str]) -> str:
-    items = list(items)
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _journal_entries(record: dict) -> list[dict]:
-    journal = record.get("journal") or {}
-    entries = [
-        dict(entry, stage=entry.get("stage") or name) for name, entry in journal.items() if isinstance(entry, dict)
-    ]
-    return sorted(entries, key=lambda e: (e["index"] if isinstance(e.get("index"), int) else math.inf, e["stage"]))
-
-
 # --- stage journal ------------------------------------------------------------------------------------------------
 
 
@@ -381,12 +342,8 @@ def _changes(entry: dict) -> str:
     """A journal entry's `changes`: the stage table's text (or a list of them)."""
     changes = entry.get("changes")
     if isinstance(changes, list):
-        return "; ".join(_cell(c) for c in changes) or "—"
-    return _cell(changes or None)
-
-
-def _layer_change(entry: dict) -> str:
-    return _cell(entry.get("layer_change") or entry.get("layer"))
+        return "; ".join(fmt.cell(c) for c in changes) or "—"
+    return fmt.cell(changes or None)
 
 
 def _journal(entries: list[dict]) -> list[str]:
@@ -403,15 +360,15 @@ def _journal(entries: list[dict]) -> list[str]:
         measured = entry.get("measured")
         rows.append(
             [
-                _cell(entry.get("index")),
-                _cell(entry["stage"]),
-                f"**{status}**" if status in ("failed", "running") else _cell(status),
-                (_cell(entry.get("control")) if entry.get("control") else "— (the control)") if measured else "—",
-                _layer_change(entry),
-                _cell(entry.get("started")),
+                fmt.cell(entry.get("index")),
+                fmt.cell(entry["stage"]),
+                f"**{status}**" if status in ("failed", "running") else fmt.cell(status),
+                (fmt.cell(entry.get("control")) if entry.get("control") else "— (the control)") if measured else "—",
+                fmt.layer_change(entry),
+                fmt.cell(entry.get("started")),
                 _duration(entry.get("started"), entry.get("finished")),
                 _changes(entry),
-                _cell(entry.get("note") or None),
+                fmt.cell(entry.get("note") or None),
             ]
         )
     header = ["#", "stage", "status", "measured against", "layer change", "started", "took", "changes", "note"]
@@ -456,14 +413,9 @@ PER_REQUEST_KINDS = (
 )
 
 
-def _cache(batch: dict) -> str:
-    label = _value(batch.get("cache"))
-    return f"{label} (flushed)" if batch.get("cache_flushed") else label
-
-
 def _cached_tokens(batch: dict) -> str:
     value = batch.get("cached_tokens_total")
-    return "not reported" if value is None else _count(value)
+    return "not reported" if value is None else fmt.count(value)
 
 
 def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
@@ -475,7 +427,9 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
         "min, median and max are over the step's OK requests (n).",
         "",
         "Modes: "
-        + "; ".join(f"`{mode}`: {_cell(layers)}" for mode, layers in dict.fromkeys((b.mode, b.layers) for b in batches))
+        + "; ".join(
+            f"`{mode}`: {fmt.cell(layers)}" for mode, layers in dict.fromkeys((b.mode, b.layers) for b in batches)
+        )
         + ".",
         "",
     ]
@@ -486,11 +440,11 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
             stats = record_view.stat(b.batch, metric)
             if stats is None:
                 continue
-            row = [_cell(b.mode), _cell(b.step), _cache(b.batch), _cached_tokens(b.batch)]
+            row = [fmt.cell(b.mode), fmt.cell(b.step), fmt.cache(b.batch), _cached_tokens(b.batch)]
             if which != "single":
-                row.append(_count(b.batch.get("concurrency")))
-            row += [_value(stats.get("n"))] + [
-                _value(None if record_view.number(stats.get(k)) is None else stats[k] * scale)
+                row.append(fmt.count(b.batch.get("concurrency")))
+            row += [fmt.value(stats.get("n"))] + [
+                fmt.value(None if record_view.number(stats.get(k)) is None else stats[k] * scale)
                 for k in ("min", "median", "max")
             ]
             rows.append(row)
@@ -504,15 +458,15 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
     if aggregate:
         rows = [
             [
-                _cell(b.mode),
-                _cell(b.step),
-                _cache(b.batch),
+                fmt.cell(b.mode),
+                fmt.cell(b.step),
+                fmt.cache(b.batch),
                 _cached_tokens(b.batch),
-                _count(b.batch.get("concurrency")),
-                f"{_value(b.batch.get('ok'))}/{_value(b.batch.get('requests'))}",
-                _count(b.batch.get("output_tokens_total")),
-                _value(b.batch.get("wall_s")),
-                _value(b.batch.get("aggregate_output_tok_s")),
+                fmt.count(b.batch.get("concurrency")),
+                f"{fmt.value(b.batch.get('ok'))}/{fmt.value(b.batch.get('requests'))}",
+                fmt.count(b.batch.get("output_tokens_total")),
+                fmt.value(b.batch.get("wall_s")),
+                fmt.value(b.batch.get("aggregate_output_tok_s")),
             ]
             for b in aggregate
         ]
@@ -558,14 +512,15 @@ def _measured_trials(trials: dict[str, record_view.ModeTrials]) -> list[str]:
             if not any(record_view.number(v) is not None for v in values):
                 continue
             rows.append(
-                [_cell(mode), _cell(result.layers), _value(figure.get("n")), ", ".join(_value(v) for v in values)]
-                + [_value(figure.get(k)) for k in ("min", "median", "max")]
+                [fmt.cell(mode), fmt.cell(result.layers), fmt.value(figure.get("n")),
+                 ", ".join(fmt.value(v) for v in values)]
+                + [fmt.value(figure.get(k)) for k in ("min", "median", "max")]
             )
         if rows:
             header = ["mode", "layers", "trials", "per trial", "min", "median", "max"]
             lines += [f"### {definition}", "", *_table(header, rows), ""]
     failed = [(mode, p) for mode, result in trials.items() for p in result.problems]
-    lines += [f"- trial problem, {mode}: {_cell(problem)}" for mode, problem in failed]
+    lines += [f"- trial problem, {mode}: {fmt.cell(problem)}" for mode, problem in failed]
     if failed:
         lines.append("")
     return lines
@@ -578,11 +533,11 @@ def _link_back(back: dict | None) -> str:
     """How the direct link came back after a reload: seconds, carrier, what was re-established."""
     if not back:
         return "not watched"
-    text = f"{_value(back.get('seconds'))} s"
+    text = f"{fmt.value(back.get('seconds'))} s"
     if back.get("carrier_s") is not None:
-        text += f" (carrier at {_value(back.get('carrier_s'))} s)"
+        text += f" (carrier at {fmt.value(back.get('carrier_s'))} s)"
     if back.get("actions"):
-        text += "; " + _cell("; ".join(back["actions"]))
+        text += "; " + fmt.cell("; ".join(back["actions"]))
     return text
 
 
@@ -594,7 +549,7 @@ def _module_facts(module: dict) -> str:
     parameters = module.get("parameters") or {}
     params = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items())) or "no parameters"
     taint = module.get("taint")
-    return f"`{_value(module.get('srcversion'))}` ({params}; module taint {_cell(taint or 'none')})"
+    return f"`{fmt.value(module.get('srcversion'))}` ({params}; module taint {fmt.cell(taint or 'none')})"
 
 
 def _build_lines(entry: dict) -> list[str]:
@@ -602,32 +557,33 @@ def _build_lines(entry: dict) -> list[str]:
     module = build.get("module") or {}
     if build.get("emulated") or entry.get("driver_layer") == "emulated":
         return [
-            f"- emulated driver layer: {_value(build.get('note'))}",
-            f"- stand-in srcversion `{_value(module.get('srcversion'))}`",
+            f"- emulated driver layer: {fmt.value(build.get('note'))}",
+            f"- stand-in srcversion `{fmt.value(module.get('srcversion'))}`",
         ]
     source = build.get("source") or {}
     gates = build.get("gates") or {}
     lines = [
-        f"- built on {_value(entry.get('build_host'))} for {_value(build.get('target_kernel_release'))} from the "
-        f"{_value(source.get('source_kind'))} `{_value(source.get('path'))}`: source version "
-        f"{_value(source.get('source_version'))}, headers {_value(source.get('headers_version'))}, running "
-        f"{_value(source.get('running_version'))}",
-        f"- layout `{_value(source.get('layout'))}`, TX E2E history `{_value(source.get('history'))}`, driver "
-        f"`{_value(source.get('driver'))}`",
+        f"- built on {fmt.value(entry.get('build_host'))} for {fmt.value(build.get('target_kernel_release'))} from the "
+        f"{fmt.value(source.get('source_kind'))} `{fmt.value(source.get('path'))}`: source version "
+        f"{fmt.value(source.get('source_version'))}, headers {fmt.value(source.get('headers_version'))}, running "
+        f"{fmt.value(source.get('running_version'))}",
+        f"- layout `{fmt.value(source.get('layout'))}`, TX E2E history `{fmt.value(source.get('history'))}`, driver "
+        f"`{fmt.value(source.get('driver'))}`",
     ]
     for patch in source.get("patches") or []:
-        lines.append(f"- patch `{Path(str(patch.get('path'))).name}` sha256 `{_value(patch.get('sha256'))}`")
+        lines.append(f"- patch `{Path(str(patch.get('path'))).name}` sha256 `{fmt.value(patch.get('sha256'))}`")
     for gate in gates.get("patches") or []:
         lines.append(
             f"- gates for `{Path(str(gate.get('patch'))).name}`: git apply --check "
-            f"{_value(gate.get('git_apply_check'))}; checkpatch --strict: `{_value(gate.get('checkpatch'))}`"
+            f"{fmt.value(gate.get('git_apply_check'))}; checkpatch --strict: `{fmt.value(gate.get('checkpatch'))}`"
         )
     if gates:
-        lines.append(f"- git diff --check {_value(gates.get('git_diff_check'))}")
+        lines.append(f"- git diff --check {fmt.value(gates.get('git_diff_check'))}")
     lines.append(
-        f"- module `{Path(str(module.get('module_path'))).name}`: sha256 `{_value(module.get('sha256'))}`, srcversion "
-        f"`{_value(module.get('srcversion'))}`, vermagic `{_value(module.get('vermagic'))}`, signed "
-        f"{_value(module.get('signed'))}, compiler warnings {_value(module.get('compiler_warnings'))}"
+        f"- module `{Path(str(module.get('module_path'))).name}`: sha256 `{fmt.value(module.get('sha256'))}`, "
+        "srcversion "
+        f"`{fmt.value(module.get('srcversion'))}`, vermagic `{fmt.value(module.get('vermagic'))}`, signed "
+        f"{fmt.value(module.get('signed'))}, compiler warnings {fmt.value(module.get('compiler_warnings'))}"
     )
     return lines
 
@@ -654,16 +610,17 @@ def _candidate(candidates: dict) -> list[str]:
         watchdog = entry.get("watchdog")
         rows.append(
             [
-                _cell(host),
-                _cell(entry.get("driver_layer")),
-                _cell(entry.get("kernel_release")),
-                _value(entry.get("tx_e2e")),
-                _value(entry.get("peer_e2e")),
-                "**yes**" if entry.get("peer_override") else _value(entry.get("peer_override")),
+                fmt.cell(host),
+                fmt.cell(entry.get("driver_layer")),
+                fmt.cell(entry.get("kernel_release")),
+                fmt.value(entry.get("tx_e2e")),
+                fmt.value(entry.get("peer_e2e")),
+                "**yes**" if entry.get("peer_override") else fmt.value(entry.get("peer_override")),
                 _module_facts(entry.get("module_before") or {}),
                 _module_facts(entry.get("module_after") or {}),
-                f"{_value(taint.get('before'))} -> {_value(taint.get('after'))}",
-                f"pid {_value(watchdog.get('pid'))}, {_value(watchdog.get('deadline_s'))} s" if watchdog else "none",
+                f"{fmt.value(taint.get('before'))} -> {fmt.value(taint.get('after'))}",
+                (f"pid {fmt.value(watchdog.get('pid'))}, {fmt.value(watchdog.get('deadline_s'))} s" if watchdog
+                 else "none"),
                 _link_back(entry.get("link_back")),
             ]
         )
@@ -692,11 +649,11 @@ def _candidate(candidates: dict) -> list[str]:
         builds.setdefault(key, []).append(host)
     by_host = dict(entries)
     for hosts in builds.values():
-        lines += [f"### Build for {_join(hosts)}", "", *_build_lines(by_host[hosts[0]])]
+        lines += [f"### Build for {fmt.join(hosts)}", "", *_build_lines(by_host[hosts[0]])]
         for host in hosts:
             message = by_host[host].get("message")
             if message:
-                lines.append(f"- load on {host}: {_value(message)}")
+                lines.append(f"- load on {host}: {fmt.value(message)}")
             if by_host[host].get("link_profile"):
                 lines.append(f"- link profile standing in on {host}: `{by_host[host]['link_profile']}`")
         lines.append("")
@@ -712,9 +669,9 @@ def _window_notes(window: record_view.Window) -> list[str]:
     if data.get("link_retrained"):
         before, after = data.get("link_before") or {}, data.get("link_after") or {}
         notes.append(
-            f"the link changed during the window: {_value(before.get('rx_speed_gbps'))}/"
-            f"{_value(before.get('tx_speed_gbps'))} Gb/s -> {_value(after.get('rx_speed_gbps'))}/"
-            f"{_value(after.get('tx_speed_gbps'))} Gb/s per lane (rx/tx)"
+            f"the link changed during the window: {fmt.value(before.get('rx_speed_gbps'))}/"
+            f"{fmt.value(before.get('tx_speed_gbps'))} Gb/s -> {fmt.value(after.get('rx_speed_gbps'))}/"
+            f"{fmt.value(after.get('tx_speed_gbps'))} Gb/s per lane (rx/tx)"
         )
     notes += [f"counter reset: {r}" for r in data.get("resets") or []]
     missing = data.get("missing") or []
@@ -743,16 +700,16 @@ def _counter_deltas(windows: list[record_view.Window], emulated: bool) -> list[s
     for w in windows:
         rows.append(
             [
-                _cell(w.name),
-                _cell(w.host),
-                _cell(w.interface),
-                _value(record_view.number(w.data.get("elapsed_s"))),
-                *(_count(w.counter(name)) for name in record_view.RX_ERROR_COUNTERS),
-                _count(w.counter("rx_errors")),
-                _count(w.counter("RetransSegs")),
+                fmt.cell(w.name),
+                fmt.cell(w.host),
+                fmt.cell(w.interface),
+                fmt.value(record_view.number(w.data.get("elapsed_s"))),
+                *(fmt.count(w.counter(name)) for name in record_view.RX_ERROR_COUNTERS),
+                fmt.count(w.counter("rx_errors")),
+                fmt.count(w.counter("RetransSegs")),
                 _bytes(w.counter("rx_bytes")),
                 _bytes(w.counter("tx_bytes")),
-                _count(w.samples.get("count")) if w.samples.get("path") else "none",
+                fmt.count(w.samples.get("count")) if w.samples.get("path") else "none",
             ]
         )
     lines += _table(
@@ -792,14 +749,14 @@ def _restore_driver(restores: dict) -> list[str]:
         taint = persistence.get("taint") or {}
         rows.append(
             [
-                _cell(host),
-                _value(driver.get("compared")),
-                "; ".join(_cell(d) for d in driver.get("differences") or []) or "none",
+                fmt.cell(host),
+                fmt.value(driver.get("compared")),
+                "; ".join(fmt.cell(d) for d in driver.get("differences") or []) or "none",
                 _module_facts(driver.get("module") or {}),
-                "; ".join(_cell(d) for d in persistence.get("differences") or []) or "none",
-                "; ".join(_cell(p) for p in persistence.get("problems") or []) or "none",
-                f"{_value(taint.get('before'))} -> {_value(taint.get('after'))}",
-                ", ".join(f"`{_cell(d)}`" for d in driver.get("private_dirs") or []) or "none",
+                "; ".join(fmt.cell(d) for d in persistence.get("differences") or []) or "none",
+                "; ".join(fmt.cell(p) for p in persistence.get("problems") or []) or "none",
+                f"{fmt.value(taint.get('before'))} -> {fmt.value(taint.get('after'))}",
+                ", ".join(f"`{fmt.cell(d)}`" for d in driver.get("private_dirs") or []) or "none",
             ]
         )
     lines = [
@@ -842,460 +799,7 @@ def _plots(planned: list[plots.Plot]) -> list[str]:
     return [*lines, *left_out, *([""] if left_out else [])]
 
 
-# --- what this run shows, and what it does not show ----------------------------------------------------------------
-
-MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
-
-
-def _representative_step(batches: list[record_view.Batch]) -> str | None:
-    """The single-stream step to quote: the one with the most requests, `repeated` first among equals."""
-    single = [b for b in batches if b.batch.get("concurrency") == 1 and record_view.stat(b.batch, "output_tok_s")]
-    if not single:
-        return None
-    best = max(single, key=lambda b: (record_view.stat(b.batch, "output_tok_s").get("n") or 0, b.step == "repeated"))
-    return best.step
-
-
-def _serving_shows(record: dict, batches: list[record_view.Batch]) -> list[str]:
-    shows = []
-    for mode, result in (record.get("serving") or {}).items():
-        acceptance = result.get("acceptance") or {}
-        steps = acceptance.get("steps") or []
-        passed = sum(1 for s in steps if s.get("passed"))
-        layers = record_view.mode_layers(result)
-        if acceptance.get("passed"):
-            shows.append(
-                f"Mode {mode} ({layers}) served real API requests and was accepted by its ladder ({passed} "
-                f"of {len(steps)} steps)."
-            )
-        else:
-            problems = "; ".join(str(p) for p in acceptance.get("problems") or []) or "see the ladder"
-            shows.append(
-                f"Mode {mode} ({layers}) was NOT accepted ({passed} of {len(steps)} steps passed): {problems}."
-            )
-        traffic = acceptance.get("traffic") or {}
-        if traffic.get("message"):
-            verdict = "went over the direct link" if traffic.get("ok") else "did NOT clearly go over the direct link"
-            shows.append(f"Mode {mode}: its ladder's traffic {verdict}: {traffic['message']}.")
-    for mode, trials in record_view.serving_trials(record).items():
-        figures = trials.figures
-        described = []
-        for key, label in (("single_stream_output_tok_s", "single-stream output tok/s (TTFT included)"),
-                           ("aggregate_output_tok_s", "aggregate output tok/s")):
-            figure = figures.get(key) or {}
-            if record_view.number(figure.get("median")) is not None:
-                described.append(
-                    f"{label} median {_value(figure['median'])} (min {_value(figure.get('min'))}, max "
-                    f"{_value(figure.get('max'))})"
-                )
-        if described:
-            shows.append(
-                f"Mode {mode}: observed over {trials.count} measured trials: {_join(described)}."
-            )
-    step = _representative_step(batches)
-    if step:
-        figures = []
-        for b in batches:
-            stats = record_view.stat(b.batch, "output_tok_s")
-            if b.step == step and stats:
-                figures.append(
-                    f"{b.mode} {_value(stats['median'])} (n={_value(stats.get('n'))}, {_cache(b.batch)} cache)"
-                )
-        shows.append(
-            f"Observed single-stream output tok/s per request (TTFT included), median of the `{step}` step: "
-            f"{_join(figures)}."
-        )
-    for b in batches:
-        accept = (b.batch.get("spec_accept_length") or {}).get("value")
-        if b.step == step and record_view.number(accept) is not None:
-            shows.append(
-                f"Mode {b.mode}: speculative accept length {_value(accept)} observed on the `{step}` step, so "
-                "the speculative path was active."
-            )
-    return shows
-
-
-def _counter_shows(windows: list[record_view.Window], emulated: bool) -> list[str]:
-    shows = []
-    if not windows:
-        return shows
-    damaged = [w for w in windows if (w.rx_errors() or 0) > 0 or (w.counter("rx_errors") or 0) > 0]
-    interfaces = _join(sorted({w.interface for w in windows if w.interface})) or "the link"
-    if damaged:
-        for w in damaged:
-            parts = ", ".join(
-                f"{label} {_count(w.counter(name))}"
-                for name, label in zip(
-                    record_view.RX_ERROR_COUNTERS, ("CRC", "missed", "length", "overrun"), strict=True
-                )
-            )
-            shows.append(
-                f"Receiver errors observed on {w.interface} of {w.host} in window {w.name}: {parts} (total "
-                f"{_count(w.counter('rx_errors'))})."
-            )
-    elif not emulated:
-        shows.append(
-            f"No receiver CRC, missed, length or overrun errors on {interfaces} in any of the "
-            f"{len({w.name for w in windows})} counter windows."
-        )
-    retrans = {}
-    for w in windows:
-        value = w.counter("RetransSegs")
-        if value is not None:
-            retrans.setdefault(w.host, []).append((value, w.name))
-    if retrans:
-        parts = []
-        for host, values in sorted(retrans.items()):
-            top, name = max(values)
-            parts.append(
-                f"{host} {_count(sum(v for v, _n in values))} over {len(values)} window(s) (most in {name}: "
-                f"{_count(top)})"
-            )
-        shows.append(f"TCP retransmitted segments observed (host-wide): {'; '.join(parts)}.")
-    for w in windows:
-        if w.data.get("link_retrained"):
-            shows.append(f"The link changed speed or lanes during window {w.name} on {w.host}.")
-    return shows
-
-
-def _candidate_shows(candidates: dict) -> list[str]:
-    shows = []
-    groups: dict[str, list[str]] = {}
-    for host, entry in sorted(candidates.items()):
-        before, after = entry.get("module_before") or {}, entry.get("module_after") or {}
-        taint = entry.get("kernel_taint") or {}
-        if entry.get("driver_layer") == "emulated":
-            text = (
-                f"the emulated stand-in for the candidate was set (link profile "
-                f"`{_value(entry.get('link_profile'))}`; the fixture root shows srcversion "
-                f"`{_value(after.get('srcversion'))}`)"
-            )
-        else:
-            text = (
-                f"the candidate was loaded (srcversion `{_value(after.get('srcversion'))}` in place of "
-                f"`{_value(before.get('srcversion'))}`; tx_e2e {_value(entry.get('tx_e2e'))}, peer advertises E2E "
-                f"{_value(entry.get('peer_e2e'))}, peer override {_value(entry.get('peer_override'))}; kernel "
-                f"taint {_value(taint.get('before'))} -> {_value(taint.get('after'))})"
-            )
-        groups.setdefault(text, []).append(host)
-    for text, hosts in groups.items():
-        shows.append(f"On {_join(hosts)}: {text}.")
-    return shows
-
-
-def _fallback_shows(fallback: dict) -> list[str]:
-    shows = []
-    negative, prove, remove = fallback.get("negative_proof"), fallback.get("prove"), fallback.get("remove")
-    if negative:
-        verdict = "the gap was reproduced" if negative.get("reproduced") else "the expected gap was NOT reproduced"
-        shows.append(
-            f"Without the fallback and with the primaries paused, {negative.get('failed')} of "
-            f"{negative.get('requests')} public-route requests failed: {verdict}."
-        )
-    if prove:
-        shows.append(
-            f"With the fallback and the primaries paused, {prove.get('ok')} of {prove.get('requests')} "
-            f"public-route requests were served, by "
-            f"{', '.join(f'{b} ({n})' for b, n in sorted((prove.get('served_by') or {}).items())) or 'none'}."
-        )
-    if remove:
-        verdict = "byte-identical to the original" if remove.get("byte_identical") else "NOT the original"
-        shows.append(f"After the fallback was removed the gateway config is {verdict}.")
-    return shows
-
-
-def _restore_shows(restores: dict) -> list[str]:
-    shows = []
-    for host, restore in sorted(restores.items()):
-        against = {"known_good": "its known-good snapshot", "inventory_expectations": "the inventory's expectations"}
-        compared = against.get(restore.get("compared_with"), "its expectations")
-        if restore.get("verified"):
-            shows.append(f"Restore verified on {host} against {compared}: no differences.")
-        else:
-            diffs = "; ".join(str(d) for d in restore.get("differences") or []) or "unverified"
-            shows.append(f"Restore NOT verified on {host} ({diffs}): a person must look.")
-        driver = restore.get("driver") or {}
-        persistence = driver.get("persistence") or {}
-        if driver.get("compared"):
-            left = (driver.get("differences") or []) + (persistence.get("differences") or [])
-            shows.append(
-                f"On {host} the driver after the restore matches the stock snapshot and nothing of the candidate "
-                "persisted."
-                if not left
-                else f"On {host} the driver after the restore differs: {'; '.join(left)}."
-            )
-    return shows
-
-
-def _shows(
-    record: dict, batches: list[record_view.Batch], windows: list[record_view.Window], emulated: bool
-) -> list[str]:
-    shows = []
-    for host, state in sorted((record.get("verification") or {}).items()):
-        checks = state.get("checks") or []
-        failed = [c for c in checks if not c.get("ok")]
-        if failed:
-            named = "; ".join(
-                f"{c.get('name')} (expected {_value(c.get('expected'))}, found {_value(c.get('found'))})"
-                for c in failed
-            )
-            shows.append(f"{host} FAILED verification: {named}.")
-        else:
-            shows.append(
-                f"{host} passed verification ({len(checks)} of {len(checks)} checks, real requests to its "
-                "services included)."
-            )
-    entries = _journal_entries(record)
-    if entries:
-        by_status: dict[str, list[str]] = {}
-        for entry in entries:
-            by_status.setdefault(str(entry.get("status")), []).append(entry["stage"])
-        counts = ", ".join(f"{len(names)} {status}" for status, names in by_status.items())
-        text = f"The stage journal records {len(entries)} stages: {counts}."
-        measured = [
-            f"{e['stage']} against {e['control']} ({_layer_change(e)})"
-            for e in entries
-            if e.get("measured") and e.get("control")
-        ]
-        if measured:
-            text += f" Measured stages, each one declared layer from its control: {'; '.join(measured)}."
-        shows.append(text)
-    shows += _serving_shows(record, batches)
-    shows += report_prefix.shows(record.get("serving") or {})
-    shows += report_collectives.shows(record.get("serving") or {}, emulated)
-    shows += _counter_shows(windows, emulated)
-    for result in (record.get("link_tests") or {}).values():
-        pair = result.get("pair") or {}
-        verdicts = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in (result.get("verdicts") or {}).items() if v)
-        shows.append(f"Link test {pair.get('a')} <-> {pair.get('b')} ({result.get('transport_label')}): {verdicts}.")
-    for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
-        if not isinstance(ab, dict):
-            continue
-        conditions = [row for row in ab.get("table") or [] if isinstance(row, dict)]
-        names = sorted({n for row in conditions for n in row.get("metrics") or {} if n.endswith("_gbps")})
-        for name in names:
-            cells = [
-                f"{row.get('condition')} {_value((row['metrics'].get(name) or {}).get('median'))}"
-                for row in conditions
-                if (row.get("metrics") or {}).get(name)
-            ]
-            shows.append(
-                f"Link A/B from {host} ({ab.get('transport_label')}, {ab.get('repetitions')} interleaved "
-                f"repetitions): median {name} {_join(cells)}."
-            )
-    shows += _candidate_shows(record.get("candidate") or {})
-    shows += _fallback_shows(record.get("fallback") or {})
-    for label, result in sorted((record.get("continuity") or {}).items()):
-        verdict = "within" if result.get("within_budget") else "OVER"
-        shows.append(
-            f"Continuity (prober `{label}`): {result.get('failed')} of {result.get('total')} public-route "
-            f"requests failed (budget {result.get('budget')}: {verdict}); worst gap "
-            f"{_value(result.get('worst_gap_s'))} s."
-        )
-    shows += _restore_shows(record.get("restore") or {})
-    return shows
-
-
-def _speculation_limits(record: dict) -> list[str]:
-    limits = []
-    serving = record.get("serving") or {}
-    by_runtime: dict[str, dict[str, str]] = {}
-    for mode, result in serving.items():
-        layers = result.get("layers") or {}
-        by_runtime.setdefault(str(layers.get("runtime")), {})[mode] = str(layers.get("speculation"))
-    for runtime, modes in sorted(by_runtime.items()):
-        speculative = {m: s for m, s in modes.items() if s != "none"}
-        controls = [m for m, s in modes.items() if s == "none"]
-        if speculative and not controls:
-            names = _join(sorted({s.upper() for s in speculative.values()}))
-            limits.append(
-                f"No control without speculative decoding on the same runtime (runtime={runtime}; served: "
-                f"{_join(sorted(speculative))}): {names}'s share of any speed-up is unknown."
-            )
-        elif speculative and controls:
-            limits.append(
-                f"{_join(controls)} and {_join(sorted(speculative))} ran once each, one after the other in "
-                "this run (not interleaved): their difference is one observation, and `inferlab compare` "
-                "over repeated runs is what gives it a confidence interval."
-            )
-    return limits
-
-
-def _trial_limits(record: dict, batches: list[record_view.Batch], windows: list[record_view.Window]) -> list[str]:
-    limits = []
-    few: dict[str, list[str]] = {}
-    for b in batches:
-        stats = record_view.stat(b.batch, "output_tok_s") or record_view.stat(b.batch, "ttft_s")
-        n = stats.get("n") if stats else None
-        if isinstance(n, int) and n < MIN_TRIALS:
-            few.setdefault(f"{b.step} (n={n})", []).append(b.mode)
-    if few:
-        steps = "; ".join(f"{step} of {_join(modes)}" for step, modes in few.items())
-        limits.append(
-            f"A ladder step with fewer than {MIN_TRIALS} requests is not a statistic: {steps}. Their medians are "
-            "single observations."
-        )
-    for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
-        repetitions = ab.get("repetitions") if isinstance(ab, dict) else None
-        if isinstance(repetitions, int) and repetitions < MIN_TRIALS:
-            limits.append(
-                f"The link A/B from {host} ran {repetitions} repetition(s) per condition: fewer than "
-                f"{MIN_TRIALS} is not a statistic."
-            )
-    trials = record_view.serving_trials(record)
-    few_trials = [f"{mode} ({t.count})" for mode, t in trials.items() if t.count < MIN_TRIALS]
-    if few_trials:
-        limits.append(f"Fewer than {MIN_TRIALS} measured trials is not a statistic: {_join(few_trials)}.")
-    if trials:
-        limits.append(
-            "Each mode's trials ran in one block in one deployment (switching modes restarts the ranks): their "
-            "spread is within that deployment. Deployment-to-deployment spread shows only across whole runs "
-            "(inferlab compare of repeated runs)."
-        )
-    elif record.get("serving"):
-        limits.append(
-            "No measured trials: the serving figures come from single ladder batches, so they have no spread "
-            "across trials (set inferlab_trials)."
-        )
-    names = {w.name for w in windows}
-    if names and not any(name.rsplit("_", 1)[-1].isdigit() for name in names):
-        limits.append("Each counter window ran once: one trial per condition, so its deltas have no spread.")
-    return limits
-
-
-def _limits(
-    record: dict, batches: list[record_view.Batch], windows: list[record_view.Window], emulated: bool
-) -> list[str]:
-    limits = []
-    declared = record_view.driver_layers(record)
-    if emulated:
-        why = (
-            ""
-            if "emulated" in declared
-            else " (inferred: the lab inference server ran and no driver layer is declared)"
-        )
-        limits.append(
-            f"The driver layer was emulated{why}: tc link profiles on a veth stood in for thunderbolt_net. "
-            "No figure here is a driver result; that needs the kernel driver layer on real hosts."
-        )
-        if windows or record.get("link_tests"):
-            limits.append(
-                "Receiver CRC, missed, length and overrun columns are 0 by construction: a veth never counts "
-                "them. The lab's transport damage shows only as qdisc drops and TCP retransmissions."
-            )
-    elif not declared and (windows or batches):
-        limits.append(
-            "The record declares no driver layer (no verify, link test or candidate stage in this run), so "
-            "it does not say whether the receiver-error counters could count at all: a veth never does."
-        )
-    if record_view.lab_server(record):
-        limits.append(
-            "The tokens came from the lab inference server (`inferlab.labserver`), which speaks SGLang's "
-            "API without a model on GPUs: its tok/s measure the lab's transport and scheduling, not a "
-            "model's speed."
-        )
-    reused: dict[str, list[str]] = {}
-    for b in batches:
-        cached = record_view.number(b.batch.get("cached_tokens_total"))
-        if b.step in ("long_context", "repeated_prefix") and (cached or b.batch.get("cache") == "warm"):
-            amount = f"{_count(cached)} cached prompt tokens" if cached else "a warm cache, cached tokens not reported"
-            reused.setdefault(b.step, []).append(f"{b.mode}: {amount}")
-    for step, modes in reused.items():
-        limits.append(
-            f"The {step} step reused a cached prefix ({'; '.join(modes)}), so its TTFT and rates are not a "
-            "cold-prefill result."
-        )
-    limits += _speculation_limits(record)
-    entries = _journal_entries(record)
-    left = [f"{e['stage']} ({e.get('status')})" for e in entries if e.get("status") in ("failed", "skipped")]
-    if left:
-        limits.append(f"Stages that failed or were skipped left no complete result here: {_join(left)}.")
-    unfinished = [e["stage"] for e in entries if e.get("status") == "running"]
-    if unfinished:
-        limits.append(f"Stage {_join(unfinished)} never finished (journaled as running): the run stopped during it.")
-    status = {e["stage"]: e.get("status") for e in entries}
-    for e in entries:
-        control = e.get("control")
-        if e.get("measured") and control and e.get("status") == "ok" and status.get(control) != "ok":
-            why = f"which was {status[control]}" if control in status else "which did not run"
-            limits.append(
-                f"Stage {e['stage']} was measured against {control}, {why}: its change ({_layer_change(e)}) has no "
-                "control in this run."
-            )
-    limits += _trial_limits(record, batches, windows)
-    if any((b.batch.get("concurrency") or 1) > 1 for b in batches):
-        limits.append(
-            "An aggregate tok/s is a concurrent batch's output over its wall time, not any one request's rate."
-        )
-    if batches and not windows:
-        limits.append("No counter window recorded transport counters beside the serving figures.")
-    if windows and not any(w.samples.get("path") for w in windows):
-        limits.append(
-            "No sampler series in the record: the counters are known only at each window's edges, not "
-            "over time within it."
-        )
-    for w in windows:
-        if w.data.get("resets"):
-            limits.append(f"Window {w.name} on {w.host}: a counter went backwards, so that delta is unknown.")
-    damaged = [w for w in windows if (w.rx_errors() or 0) > 0 or (w.counter("RetransSegs") or 0) > 0]
-    if damaged and batches:
-        limits.append(
-            "Receiver errors or retransmissions observed in the same window as the tok/s are a theory for a "
-            "slowdown, not its established cause: a one-layer change that removes them, reproduced from a "
-            "fresh start, would support it."
-        )
-    candidates = record.get("candidate") or {}
-    kernel = sorted(h for h, c in candidates.items() if c.get("driver_layer") == "kernel")
-    if kernel:
-        releases = _join(sorted({str(candidates[h].get("kernel_release")) for h in kernel}))
-        limits.append(
-            f"The candidate ran on one pair of controllers and one kernel ({releases}): nothing here shows "
-            "that tx_e2e is safe on other USB4 controllers or firmware, or as a default."
-        )
-    forced = sorted(h for h, c in candidates.items() if c.get("peer_override"))
-    if forced:
-        limits.append(
-            f"tx_e2e was forced on {_join(forced)} without the peer advertising E2E (peer override): "
-            "outside the opt-in's safe condition."
-        )
-    if candidates and not batches:
-        limits.append("No model workload ran with the candidate in this run: nothing here speaks for tok/s with it.")
-    for host, restore in sorted((record.get("restore") or {}).items()):
-        taint = ((restore.get("driver") or {}).get("persistence") or {}).get("taint") or {}
-        if record_view.number(taint.get("after")):
-            limits.append(
-                f"The kernel on {host} stays tainted ({_value(taint['after'])}) until a reboot: a restore "
-                "cannot clear taint, and later runs on this boot start tainted."
-            )
-        if restore.get("compared_with") == "inventory_expectations":
-            limits.append(
-                f"The restore on {host} was checked against the inventory's expectations, not a known-good "
-                "snapshot taken by verify."
-            )
-    snapshot = sorted(h for h, s in (record.get("verification") or {}).items() if s.get("nvml_source") == "snapshot")
-    snapshot += sorted(
-        {w.host for w in windows if (w.data.get("nvml_after") or {}).get("source") == "snapshot"} - set(snapshot)
-    )
-    if snapshot:
-        limits.append(f"GPU facts on {_join(snapshot)} were replayed from an NVML snapshot, not read from live GPUs.")
-    measured = batches or windows or record.get("link_tests") or record.get("candidate")
-    if not measured and not limits:
-        limits.append("This run measured no throughput, transport counters or driver: it shows no performance result.")
-    if measured:
-        limits.append(
-            "This is one run on one pair of hosts. A difference between configurations needs repeated whole runs "
-            "compared together (`inferlab compare a1,...,a5 b1,...,b5`, one layer apart, exact rank tests); a "
-            "result counts as re-verified only when "
-            "it reproduces in a separate run from a fresh lab or restore (`--require-fresh`)."
-        )
-    return limits
-
-
-def findings(record: dict) -> tuple[list[str], list[str]]:
-    """(what this run shows, what it does not show), generated from the record."""
-    batches, windows = record_view.serving_batches(record), record_view.counter_windows(record)
-    emulated = record_view.is_emulated(record)
-    return _shows(record, batches, windows, emulated), _limits(record, batches, windows, emulated)
+findings = report_findings.findings
 
 
 def render(record: dict, planned: list[plots.Plot] | None = None, reverifications: list[dict] | None = None) -> str:
@@ -1322,7 +826,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         "",
     ]
     lines += ["## What it does not show", "", *(f"- {line}" for line in limits), ""]
-    entries = _journal_entries(record)
+    entries = record_view.journal_entries(record)
     if entries:
         lines += _journal(entries)
     batches = record_view.serving_batches(record)
@@ -1367,7 +871,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         )
         if definitions:
             lines += ["Definitions of the workload figures (llm_workload):", ""]
-            lines += [f"- `{name}`: {_value(text)}" for name, text in sorted(definitions.items())]
+            lines += [f"- `{name}`: {fmt.value(text)}" for name, text in sorted(definitions.items())]
             lines.append("")
         lines += report_prefix.section(record["serving"])
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
@@ -1389,7 +893,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
             verdict = "within" if result["within_budget"] else "**OVER**"
             lines.append(
                 f"| {label} | {result['url']} | {result['model']} | {result['total']} | {result['failed']} "
-                f"| {result['budget']} ({verdict}) | {_value(result['worst_gap_s'])} | {served} |"
+                f"| {result['budget']} ({verdict}) | {fmt.value(result['worst_gap_s'])} | {served} |"
             )
         lines.append("")
     if record.get("restore"):
@@ -1403,11 +907,11 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         checked = (record.get("stages") or {}).get("restore_check") or {}
         for host, restore in sorted(record["restore"].items()):
             undone = len((restore.get("undo") or {}).get("undone", []))
-            diffs = "; ".join(_cell(d) for d in restore["differences"]) or "none"
-            compared = _cell(restore.get("compared_with", "known_good").replace("_", " "))
+            diffs = "; ".join(fmt.cell(d) for d in restore["differences"]) or "none"
+            compared = fmt.cell(restore.get("compared_with", "known_good").replace("_", " "))
             link = _link_back(restore.get("link_back"))
-            gpus = _cell(_gpu_holders(checked.get(host))) if host in checked else "-"
-            lines.append(f"| {host} | {_value(restore['verified'])} | {compared} | {undone} | {link} | {gpus} "
+            gpus = fmt.cell(_gpu_holders(checked.get(host))) if host in checked else "-"
+            lines.append(f"| {host} | {fmt.value(restore['verified'])} | {compared} | {undone} | {link} | {gpus} "
                          f"| {diffs} |")
         lines += _restore_driver(record["restore"])
         lines.append("")

@@ -35,7 +35,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from inferlab import plots, record, record_view, report, report_prefix
+from inferlab import plots, record, record_view, report, report_prefix, report_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 RECORDS = sorted(FIXTURES.glob("*.json"))
@@ -173,8 +173,8 @@ def test_measured_trials_have_a_table_per_figure_with_their_spread():
     assert rows[0] == ["mode", "layers", "trials", "per trial", "min", "median", "max"]
     assert [r[0] for r in rows[1:]] == list(data["serving"])
     figure = data["serving"]["baseline"]["trials"]["figures"]["single_stream_output_tok_s"]
-    assert rows[1][2] == "3" and rows[1][3] == ", ".join(report._value(v) for v in figure["values"])
-    assert rows[1][5] == report._value(figure["median"])
+    assert rows[1][2] == "3" and rows[1][3] == ", ".join(report_text.value(v) for v in figure["values"])
+    assert rows[1][5] == report_text.value(figure["median"])
     for _key, title in record_view.TRIAL_FIGURES:
         assert f"### {title}" in section(text, "## Measured trials")
     shows = section(text, "## What this run shows")

@@ -1,0 +1,51 @@
+"""How the report prints a value: the small text helpers every section of report.md shares (report.py and
+report_findings.py), one place for each."""
+
+from __future__ import annotations
+
+from inferlab import record_view
+
+
+def value(item) -> str:
+    """A value as a table prints it: a dash for none, yes/no, floats without float noise."""
+    if item is None:
+        return "—"
+    if isinstance(item, bool):
+        return "yes" if item else "no"
+    if isinstance(item, float):
+        # medians of integer counters and sums of floats: no 13.899000000000001 in a table
+        return f"{item:.0f}" if abs(item) >= 1000 else f"{item:.4g}"
+    return str(item)
+
+
+def cell(item) -> str:
+    """Record text inside a Markdown table cell: a pipe or a line break would end the cell."""
+    return value(item).replace("|", "\\|").replace("\n", " ")
+
+
+def count(item) -> str:
+    number = record_view.number(item)
+    return "—" if number is None else f"{number:.0f}"
+
+
+def gbps(bps) -> str:
+    return "—" if bps is None else f"{bps / 1e9:.2f}"
+
+
+def join(items: list[str]) -> str:
+    """Items in a sentence: `a`, `a and b`, `a, b and c`."""
+    items = list(items)
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def cache(batch: dict) -> str:
+    """A workload batch's cache label, and whether the cache was flushed first."""
+    label = value(batch.get("cache"))
+    return f"{label} (flushed)" if batch.get("cache_flushed") else label
+
+
+def layer_change(entry: dict) -> str:
+    """The one layer a journal entry's stage changes."""
+    return cell(entry.get("layer_change") or entry.get("layer"))
