@@ -1,10 +1,10 @@
 """Render report.md from a validated record.
 
 Sections, each only when the record has its data: what this run shows and what it does not show (generated from the
-record: report_findings), the stage journal, a throughput summary with one table per kind of figure, verification, the candidate
-driver, link tests, counter deltas per window and host, the serving ladders with their cold/warm prefix trials
-(report_prefix) and NCCL collectives (report_collectives), the link A/B, the fallback route, continuity, the
-restore, and the plots (drawn or left out, and why).
+record: report_findings), the stage journal, a throughput summary with one table per kind of figure, verification,
+the candidate driver, link tests, counter deltas per window and host, the serving ladders with their cold/warm prefix
+trials (report_prefix) and NCCL collectives (report_collectives), the link A/B, the fallback route, continuity, the
+restore, the re-verifications, and the plots (drawn or left out, and why). report_text prints the values.
 
 Wording: observed, theory, supported. A figure is observed; a cause is a theory until a one-layer change that
 reproduces from a fresh start supports it. tests/unit/test_report_sections.py scans every rendered fixture for words
