@@ -171,22 +171,19 @@ def candidate_against_stock(records: list[dict]) -> Candidate | None:
 
 
 def expand(paths: list[Path]) -> list[Path]:
-    """Run directories: each path given, or each run directory under a path that is a runs root."""
+    """Run directories: each path given, or each run directory under a path that is a runs root (a directory without
+    a record.json that holds run directories). A path that is neither is kept, and reported as unreadable."""
     found = []
     for path in paths:
-        if (path / "record.json").is_file() or path.name == "record.json" or runs.is_run_dir(path):
-            found.append(path)
-        elif path.is_dir():
-            found += [r.path for r in runs.list_runs(path)]
-        else:
-            found.append(path)  # reported as unreadable
+        under = [] if (path / "record.json").is_file() or not path.is_dir() else runs.list_runs(path)
+        found += [r.path for r in under] or [path]
     return found
 
 
 def build(paths: list[Path]) -> Matrix:
     run_dirs = expand(paths)
-    if not run_dirs:
-        raise MatrixError(f"no run directory under {', '.join(str(p) for p in paths)}")
+    if not any((path / "record.json").is_file() or path.name == "record.json" for path in run_dirs):
+        raise MatrixError(f"no run with a record.json in or under {', '.join(str(p) for p in paths)}")
     groups: dict[tuple, list[dict]] = {}
     apart = []
     for path in run_dirs:

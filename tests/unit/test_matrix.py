@@ -154,7 +154,15 @@ def test_cli_writes_the_table_and_the_files(tmp_path, capsys):
 def test_nothing_to_aggregate_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert cli.main(["matrix", str(tmp_path / "empty")]) == exit_codes.USAGE
-    assert "no run directory under" in capsys.readouterr().err
+    assert "no run with a record.json in or under" in capsys.readouterr().err
+
+
+def test_a_run_directory_given_without_a_record_is_listed_apart(tmp_path):
+    run(tmp_path / "runs", "20261201T100000Z")
+    (tmp_path / "refused").mkdir()
+    table = matrix.build([tmp_path / "runs", tmp_path / "refused"])
+    assert len(table.rows) == 1 and table.apart[0][0] == str(tmp_path / "refused")
+    assert "cannot read it" in table.apart[0][1]
 
 
 @pytest.mark.parametrize("text", ["not json", "[]"])
