@@ -236,8 +236,9 @@ def load_record(path: Path) -> dict:
 def mode_view(record: dict, mode: str) -> dict:
     """One served mode of a run as a record of its own (``RUN:MODE``), so that two modes of one run compare like two
     runs: the mode's serving result and its own counter windows (``window_<its window>`` and trial windows of it),
-    the run's hosts and verification (their layers hold for every mode), and ``run.id`` ``<id>:<mode>``. The run's
-    link tests, link A/B and other windows are left out: they are the same on both sides, not the mode's.
+    the run's hosts and verification (their layers hold for every mode) and its fresh start (``stages.fresh_start``:
+    the run's, so every mode's; `--require-fresh` and `inferlab reverify` read it), and ``run.id`` ``<id>:<mode>``.
+    The run's link tests, link A/B and other windows are left out: they are the same on both sides, not the mode's.
     Raises RecordInputError when the run did not serve ``mode``."""
     serving = _mapping(record.get("serving"), "serving")
     if mode not in serving:
@@ -248,7 +249,7 @@ def mode_view(record: dict, mode: str) -> dict:
     stages = {
         name: value
         for name, value in _mapping(record.get("stages"), "stages").items()
-        if window and _window_base(name) == f"window_{window}"
+        if (window and _window_base(name) == f"window_{window}") or name == "fresh_start"
     }
     run = {**record["run"], "id": f"{record['run']['id']}:{mode}"}
     return {**record, "run": run, "serving": {mode: serving[mode]}, "stages": stages, "link_tests": {}}

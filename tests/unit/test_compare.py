@@ -355,6 +355,16 @@ def test_a_b_that_is_not_later_than_a_re_verifies_nothing():
         False, "A's end is not recorded (lossy-1), so B cannot be shown to be later")
 
 
+def test_a_mode_of_a_run_keeps_the_runs_fresh_start():
+    """RUN:MODE holds the run's stages.fresh_start (it lost it once, so that no mode comparison could re-verify: found
+    by the lab's re-verification bench, whose later runs started fresh and read "not fresh")."""
+    data = with_trials(load("serve_tp2_nextn.json"), "nextn", [50.0, 51.0, 52.0], [240, 241, 242])
+    data["stages"]["fresh_start"] = copy.deepcopy(load("link_clean_fresh.json")["stages"]["fresh_start"])
+    view = compare.mode_view(data, "nextn")
+    assert view["stages"]["fresh_start"] == data["stages"]["fresh_start"]
+    assert compare.fresh_start(view) == compare.fresh_start(data) and compare.fresh_start(view)[0] is True
+
+
 def test_two_modes_of_one_run_never_re_verify_each_other():
     data = load("link_clean_fresh.json")
     assert compare._not_later([data], [data]).startswith("is not a later run: ")
