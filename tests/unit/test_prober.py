@@ -533,11 +533,13 @@ def test_refuses_a_key_file_others_can_read(tmp_path, gateways):
 
 
 def test_overrun_and_timeout_then_max_seconds(tmp_path, gateways):
-    """Answers slower than the timeout pile up: past MAX_IN_FLIGHT the ticks are skipped as overruns."""
-    gateway = gateways(mode="slow", delay=0.6)
+    """Answers slower than the timeout pile up: past MAX_IN_FLIGHT the ticks are skipped as overruns. The interval
+    is 0.1 s, not less: a loaded CI machine ran a 0.02 s schedule a tick late and skipped every tick as "behind its
+    schedule" before eight requests were ever in flight."""
+    gateway = gateways(mode="slow", delay=2.0)
     output = tmp_path / "continuity.jsonl"
-    out = run_cli("run", "--url", gateway.url, "--model", "large", "--output", output, "--interval", "0.02",
-                  "--timeout", "0.25", "--max-seconds", "0.3")
+    out = run_cli("run", "--url", gateway.url, "--model", "large", "--output", output, "--interval", "0.1",
+                  "--timeout", "1.2", "--max-seconds", "1.5")
     assert out.returncode == 0, out.stderr
     records = read_records(output)
     requests = requests_of(records)
@@ -548,8 +550,8 @@ def test_overrun_and_timeout_then_max_seconds(tmp_path, gateways):
         entry["error"]["message"] for entry in overruns}
     assert {(entry["status"], entry["latency_s"]) for entry in overruns} == {(None, None)}
     timeout = next(entry for entry in requests if entry["error"]["kind"] == "timeout")
-    assert timeout["error"]["message"] == "no complete answer within 0.25 s"
-    assert 0.25 <= timeout["latency_s"] < 2  # an answer (0.6 s) would not be a timeout
+    assert timeout["error"]["message"] == "no complete answer within 1.2 s"
+    assert 1.2 <= timeout["latency_s"] < 2  # an answer (2 s) would not be a timeout
     assert records[-1]["reason"] == "max_seconds" and records[-1]["ticks"] == len(requests)
 
 
