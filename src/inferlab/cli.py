@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 import tomllib
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -277,8 +276,7 @@ def cmd_reverify(args: argparse.Namespace) -> int:
         except compare.CompareError as exc:
             raise UsageError(f"the re-runs cannot be compared with A: {exc}") from None
         outcomes = reverify.judge(original, again)
-    ids = (specs_a, specs_b, new_specs)
-    document = {**reverify.as_json(*ids, outcomes), "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    document = {**reverify.as_json(specs_a, specs_b, new_specs, outcomes), "time": runner.utc_iso()}
     for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(compare.split_mode, specs_b)):
         try:  # the original run's report shows it, kept beside its record
             reverify.keep(run_dir, document)
@@ -288,7 +286,7 @@ def cmd_reverify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=2))
     else:
-        print(reverify.render_text(*ids, outcomes), end="")
+        print(reverify.render_text(document), end="")
     return code
 
 

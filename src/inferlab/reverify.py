@@ -123,8 +123,9 @@ def render_lines(document: dict) -> list[str]:
     return lines
 
 
-def render_text(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> str:
-    return "\n".join(["# inferlab reverify", "", *render_lines(as_json(a_ids, b_ids, new_ids, outcomes))]) + "\n"
+def render_text(document: dict) -> str:
+    """`inferlab reverify`'s output for one re-verification (``as_json``'s document)."""
+    return "\n".join(["# inferlab reverify", "", *render_lines(document)]) + "\n"
 
 
 def as_json(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> dict:
