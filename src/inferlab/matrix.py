@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab import compare, runs
+from inferlab import report_text as fmt
 
 # What tells two hosts' hardware, firmware and software apart, in the order the matrix shows it: a column name and
 # where it is in an identity. The driver is the one the host runs at verification: the distribution's.
@@ -228,13 +229,8 @@ def candidate_text(candidate: Candidate | None) -> str:
             f"{interval}; {runs_text}): {candidate.verdict}")
 
 
-def _escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _column in header) + "|"]
-    return lines + ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
+    return fmt.table(header, [[fmt.cell(c) for c in row] for row in rows])
 
 
 def render_markdown(matrix: Matrix) -> str:

@@ -327,14 +327,6 @@ def _duration(start, end) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(header) + " |",
-        "|" + " --- |" * len(header),
-        *["| " + " | ".join(r) + " |" for r in rows],
-    ]
-
-
 # --- stage journal ------------------------------------------------------------------------------------------------
 
 
@@ -372,7 +364,7 @@ def _journal(entries: list[dict]) -> list[str]:
             ]
         )
     header = ["#", "stage", "status", "measured against", "layer change", "started", "took", "changes", "note"]
-    lines += _table(header, rows)
+    lines += fmt.table(header, rows)
     return [*lines, ""]
 
 
@@ -453,7 +445,7 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
         header = ["mode", "step", "cache", "cached prompt tokens"]
         header += [] if which == "single" else ["concurrency"]
         header += ["n", "min", "median", "max"]
-        lines += [f"### {title}", "", f"Definition: {definition}", "", *_table(header, rows), ""]
+        lines += [f"### {title}", "", f"Definition: {definition}", "", *fmt.table(header, rows), ""]
     aggregate = [b for b in batches if (b.batch.get("concurrency") or 1) > 1]
     if aggregate:
         rows = [
@@ -487,7 +479,7 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
             "Definition: per batch: the output tokens of all OK requests / the batch's wall time (first request sent "
             "to last byte received), at concurrency > 1. It is not any one request's rate.",
             "",
-            *_table(header, rows),
+            *fmt.table(header, rows),
             "",
         ]
     return lines
@@ -518,7 +510,7 @@ def _measured_trials(trials: dict[str, record_view.ModeTrials]) -> list[str]:
             )
         if rows:
             header = ["mode", "layers", "trials", "per trial", "min", "median", "max"]
-            lines += [f"### {definition}", "", *_table(header, rows), ""]
+            lines += [f"### {definition}", "", *fmt.table(header, rows), ""]
     failed = [(mode, p) for mode, result in trials.items() for p in result.problems]
     lines += [f"- trial problem, {mode}: {fmt.cell(problem)}" for mode, problem in failed]
     if failed:
@@ -624,7 +616,7 @@ def _candidate(candidates: dict) -> list[str]:
                 _link_back(entry.get("link_back")),
             ]
         )
-    lines += _table(
+    lines += fmt.table(
         [
             "host",
             "driver layer",
@@ -712,7 +704,7 @@ def _counter_deltas(windows: list[record_view.Window], emulated: bool) -> list[s
                 fmt.count(w.samples.get("count")) if w.samples.get("path") else "none",
             ]
         )
-    lines += _table(
+    lines += fmt.table(
         [
             "window",
             "host",
@@ -764,7 +756,7 @@ def _restore_driver(restores: dict) -> list[str]:
         "The driver after the restore: compared with the candidate's known-good snapshot; persistence: what the "
         "candidate could have left for the next boot (module files, options, initramfs).",
         "",
-        *_table(
+        *fmt.table(
             [
                 "host",
                 "compared",

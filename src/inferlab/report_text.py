@@ -23,6 +23,15 @@ def cell(item) -> str:
     return value(item).replace("|", "\\|").replace("\n", " ")
 
 
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table of cells already printed (``cell`` where a value can hold a pipe or a line break)."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + " --- |" * len(header),
+        *["| " + " | ".join(r) + " |" for r in rows],
+    ]
+
+
 def count(item) -> str:
     number = record_view.number(item)
     return "—" if number is None else f"{number:.0f}"
