@@ -107,22 +107,20 @@ def read_host_router(reader, missing):
 
 
 def read_peer(reader, missing):
+    """The XDomain peer: its ids (read here) and what ``_tbnet.read_peer`` reads of it (names, speed and lanes)."""
     name = _first(reader, 'xdomain', '<xdomain>', missing)
     if name is None:
         return None
     vendor = _hex_id(reader, (_tbnet.BUS_DEVICES, name, 'vendor'), missing)
     device = _hex_id(reader, (_tbnet.BUS_DEVICES, name, 'device'), missing)
+    read = _tbnet.read_peer(reader, name, [])
     peer = {'device': name, 'vendor_id': vendor, 'device_id': device,
-            'id': f'{vendor[2:]:0>4}:{device[2:]:0>4}' if vendor and device else None,
-            'vendor_name': _text(reader, (_tbnet.BUS_DEVICES, name, 'vendor_name'), missing),
-            'device_name': _text(reader, (_tbnet.BUS_DEVICES, name, 'device_name'), missing)}
-    for direction in ('rx', 'tx'):
-        speed = reader.read_gbps(_tbnet.BUS_DEVICES, name, f'{direction}_speed')
-        lanes = reader.read_int(_tbnet.BUS_DEVICES, name, f'{direction}_lanes', minimum=0)
-        for attr, value in ((f'{direction}_speed', speed), (f'{direction}_lanes', lanes)):
-            if value is None:
-                missing.append(reader.path(_tbnet.BUS_DEVICES, name, attr))
-        peer[f'{direction}_speed_gbps'], peer[f'{direction}_lanes'] = speed, lanes
+            'id': f'{vendor[2:]:0>4}:{device[2:]:0>4}' if vendor and device else None}
+    for key, attr in (('vendor_name', 'vendor_name'), ('device_name', 'device_name'), ('rx_speed_gbps', 'rx_speed'),
+                      ('rx_lanes', 'rx_lanes'), ('tx_speed_gbps', 'tx_speed'), ('tx_lanes', 'tx_lanes')):
+        peer[key] = read[key]
+        if read[key] is None:
+            missing.append(reader.path(_tbnet.BUS_DEVICES, name, attr))
     return peer
 
 
