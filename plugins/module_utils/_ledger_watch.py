@@ -262,12 +262,12 @@ def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=Non
         if state == 'undone':
             return {'changed': False, 'link': False, 'loaded': False, 'message': reason}
         return _unload(ledger_dir, host, entry_id, reason, {'loaded': False})
-    entry = core.current_entries(core.read_ledger(ledger_dir, host)[0]).get(entry_id)
-    link = entry['params'].get('link')
+    params = _entry(ledger_dir, host, entry_id)['params']
+    link = params.get('link')
     back = None
     try:
         if link:
-            back = driver.bring_back_link(interface, link, entry['params']['sysfs_root'], {'ping': ping},
+            back = driver.bring_back_link(interface, link, params['sysfs_root'], {'ping': ping},
                                           timeout_s=deadline_s)
             ok, seconds, tries = True, back['seconds'], None
         else:
@@ -289,8 +289,13 @@ def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=Non
                        'while it was loaded'}
 
 
+def _entry(ledger_dir, host, entry_id):
+    """The entry's current view in the ledger, or None."""
+    return core.current_entries(core.read_ledger(ledger_dir, host)[0]).get(entry_id)
+
+
 def _entry_state(ledger_dir, host, entry_id):
-    entry = core.current_entries(core.read_ledger(ledger_dir, host)[0]).get(entry_id)
+    entry = _entry(ledger_dir, host, entry_id)
     return entry['state'] if entry else None
 
 
