@@ -180,13 +180,12 @@ test:
 	exit $$status
 
 bench: bootstrap
+	$(PY) tests/bench/bench_lab.py goals --runs 3 --json .cache/bench-goals.json
 	$(PY) tests/bench/bench_lab.py lab --json .cache/bench-lab.json
-	$(PY) tests/bench/bench_lab.py link --runs 3 --json .cache/bench-link.json
 	$(PY) tests/bench/bench_lab.py sampler --runs 3 --json .cache/bench-sampler.json
 	$(PY) tests/bench/bench_lab.py serve --runs 5 --json .cache/bench-serve.json
 	$(PY) tests/bench/bench_workload.py --runs 5 --json .cache/bench-workload.json
 	$(PY) tests/bench/bench_report.py --runs 5 --json .cache/bench-report.json
-	$(PY) tests/bench/bench_lab.py experiment --runs 3 --json .cache/bench-experiment.json
 	$(PY) tests/bench/bench_lab.py interrupt --runs 1 --json .cache/bench-interrupt.json
 
 clean:

@@ -18,10 +18,14 @@ Not a test: it prints figures (median, min, max of N runs, wall-clock seconds) a
   orchestration;
 - `interrupt`: every stage boundary of the default plan, the middle of the TP2+NEXTN ladder and the dead man's
   switch, each killed and restored by tests/interrupt/interrupt.py: points tried and restored with nothing left,
-  and the restore's wall time from the kill to a verified state.
+  and the restore's wall time from the kill to a verified state;
+- `goals`: the speed goals' figures (docs/PERFORMANCE.md), each run `--runs` times: the staged experiment (the
+  `experiment` suite's figures), the link suite at default durations (its wall
+  time and measurement share), `inferlab run verify`, and the kill in the middle of the TP2 baseline ladder to a
+  verified restore. The fresh-clone `make test` is not here: it is the table `make test` prints.
 
-    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve|fallback|experiment|interrupt] [--runs 5]
-        [--json FILE]
+    .venv/bin/python tests/bench/bench_lab.py [lab|link|sampler|serve|fallback|experiment|interrupt|goals]
+        [--runs 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -88,13 +92,30 @@ def bench_lab(runs_wanted: int) -> dict[str, list[float]]:
 
 
 def bench_link(runs_wanted: int) -> dict[str, list[float]]:
+    """The link suite at its default durations: the wall time, and the share of it inside the tests' counter
+    windows (their measurement)."""
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    samples: dict[str, list[float]] = {"inferlab run link_test (default durations)": []}
+    samples: dict[str, list[float]] = {"inferlab run link_test (default durations)": [],
+                                       "link suite: share inside counter windows (%)": []}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
         for n in range(runs_wanted):
-            samples["inferlab run link_test (default durations)"].append(
-                timed([*INFERLAB, "run", "link_test", "--run-dir", f"{runs}/link-{n}"]))
+            run_dir = Path(runs) / f"link-{n}"
+            wall = timed([*INFERLAB, "run", "link_test", "--run-dir", str(run_dir)])
+            samples["inferlab run link_test (default durations)"].append(wall)
+            samples["link suite: share inside counter windows (%)"].append(
+                round(100 * counter_window_seconds(run_dir) / wall, 1))
+    return samples
+
+
+def bench_verify(runs_wanted: int) -> dict[str, list[float]]:
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    samples: dict[str, list[float]] = {"inferlab run verify (both hosts)": []}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        for n in range(runs_wanted):
+            samples["inferlab run verify (both hosts)"].append(
+                timed([*INFERLAB, "run", "verify", "--run-dir", f"{runs}/verify-{n}"]))
     return samples
 
 
@@ -276,6 +297,33 @@ def bench_interrupt(runs_wanted: int) -> dict[str, list[float]]:
     return samples
 
 
+def bench_kill_to_restore(runs_wanted: int) -> dict[str, list[float]]:
+    """A run killed 2 s into the TP2 baseline ladder (ranks up, originals paused, fallback added: every kind of
+    change in place), then restored: the seconds from the kill to the verified end, as tests/interrupt measures it."""
+    if not lab_is_up():
+        timed([*INFERLAB, "lab", "up"])
+    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    plan = ["verify", "known_good", "control", "prober", "fallback", "pause", "tp2_baseline"]
+    samples: dict[str, list[float]] = {"kill in the TP2 ladder -> verified restore": []}
+    with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
+        for n in range(runs_wanted):
+            out = Path(runs) / f"kill-{n}.json"
+            subprocess.run([sys.executable, str(REPO / "tests" / "interrupt" / "interrupt.py"), "--inventory",
+                            str(inventory), "--out", str(out), "--runs-root", f"{runs}/{n}",
+                            "--stages", ",".join(plan), "tp2_baseline+2"], check=False)
+            (result,) = json.loads(out.read_text())
+            if not result["ok"] or result.get("restore_s") is None:
+                raise SystemExit(f"kill point {n} was not restored with nothing left: {result}")
+            samples["kill in the TP2 ladder -> verified restore"].append(result["restore_s"])
+    return samples
+
+
+def bench_goals(runs_wanted: int) -> dict[str, list[float]]:
+    """The figures of the speed goals, each measured `runs_wanted` times (docs/PERFORMANCE.md, "The speed goals")."""
+    return {**bench_experiment(runs_wanted), **bench_link(runs_wanted),
+            **bench_kill_to_restore(runs_wanted), **bench_verify(runs_wanted)}
+
+
 def cpu_ticks(pid: int) -> int:
     """utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -310,13 +358,14 @@ def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[flo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("suite", nargs="?", default="lab",
-                        choices=["lab", "link", "sampler", "serve", "fallback", "experiment", "interrupt"])
+                        choices=["lab", "link", "sampler", "serve", "fallback", "experiment", "interrupt", "goals"])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
     suites = {"lab": bench_lab, "link": bench_link, "sampler": bench_sampler, "serve": bench_serve,
-              "fallback": bench_fallback, "experiment": bench_experiment, "interrupt": bench_interrupt}
+              "fallback": bench_fallback, "experiment": bench_experiment, "interrupt": bench_interrupt,
+              "goals": bench_goals}
     samples = suites[args.suite](args.runs)
     figures = {"machine": machine(), "results": {name: summary(s) for name, s in samples.items()}}
     print(f"machine: {figures['machine']}")
