@@ -296,7 +296,7 @@ def package_version() -> str:
         return metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:
         pass
-    pyproject = paths.REPO_ROOT / "pyproject.toml"
+    pyproject = (paths.CHECKOUT or paths.PACKAGE_DIR) / "pyproject.toml"
     try:
         return tomllib.loads(pyproject.read_text())["project"]["version"]
     except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:

@@ -86,7 +86,9 @@ def write_private(path: Path, text: str) -> None:
 
 
 def resolve_playbook(name: str) -> Path:
-    """Accept `playbooks/verify.yml`, `verify.yml` or `verify`, relative to the cwd or the checkout."""
+    """Accept `playbooks/verify.yml`, `verify.yml` or `verify`, relative to the cwd or the collection."""
+    if paths.COLLECTION_ROOT is None:
+        raise FileNotFoundError(paths.not_found_message(paths.COLLECTION_LOOKED))
     given = Path(name)
     candidates = [given, paths.REPO_ROOT / given, paths.PLAYBOOKS / given, paths.PLAYBOOKS / f"{given}.yml"]
     for candidate in candidates:
@@ -131,6 +133,9 @@ def run_playbook(
         # ansible-playbook lives beside this interpreter (the venv), which need not be on the caller's PATH.
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **strategy.ansible_env(strategy_name),
+        # an installed collection (paths.py): the packaged ansible.cfg names none
+        **({"ANSIBLE_COLLECTIONS_PATH": str(paths.collections_path(paths.COLLECTION_ROOT))}
+           if paths.COLLECTION_ROOT and paths.COLLECTION_ROOT != paths.CHECKOUT else {}),
     }
     # ansible-runner writes env/envvars on a directory's first run and, on a later run in the same directory (the
     # restore after a cancel), lets that file override the environment passed here: the restore's strategy included.

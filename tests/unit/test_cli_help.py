@@ -113,6 +113,7 @@ def test_version_of_an_installed_collection_is_its_manifests(tmp_path, monkeypat
 
 def test_version_says_what_it_could_not_find(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(paths, "CHECKOUT", tmp_path)
     assert cli.collection_version() == f"unknown (neither {tmp_path}/galaxy.yml nor {tmp_path}/MANIFEST.json)"
 
     def not_installed(name):

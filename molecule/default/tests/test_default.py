@@ -1,6 +1,7 @@
 """The lab hosts after verify.yml: real sshd, direct link, readable counters, services, and the written snapshot."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import jsonschema
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import REPO_ROOT, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
+from labinfo import INVENTORY, REPO_ROOT, RING, RUN_DIR, assert_records_valid, lab_host  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -75,3 +76,13 @@ def test_known_good_snapshot_was_written_and_matches_the_schema(host):
 
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0
+
+
+def test_the_installed_package_and_collection_verify_the_lab_in_check_mode():
+    """The wheel and the galaxy tarball installed into a fresh venv (tests/install/run.sh; make test's `install` gate
+    builds it first, else this does), then `inferlab run verify --check` from that venv against this lab, run from
+    outside the checkout with none of its settings."""
+    done = subprocess.run(["bash", str(REPO_ROOT / "tests" / "install" / "run.sh"), str(REPO_ROOT / ".cache" / "install"),
+                           INVENTORY], capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    assert "install: passed" in done.stdout
