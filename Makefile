@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping ipr
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract molecule molecule-kernel kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract install changelog molecule molecule-kernel kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -79,6 +79,13 @@ lint: bootstrap
 	# Its own ANSIBLE_HOME: molecule installs a copy of the collection under ~/.ansible/collections, and ansible-lint
 	# would resolve modules from that (possibly older) copy instead of this checkout.
 	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-lint-home $(BIN)/ansible-lint --profile production --offline
+	$(MAKE) --no-print-directory changelog
+	git diff --quiet -- CHANGELOG.md || { git diff --stat -- CHANGELOG.md; echo "lint: CHANGELOG.md is generated from changelogs/ (antsibull-changelog): run make changelog and commit it" >&2; exit 1; }
+
+# CHANGELOG.md from changelogs/changelog.yaml (antsibull-changelog; changelogs/config.yaml says how a change adds
+# its fragment): the fragments linted, the file regenerated. Run from the collection's path under .collections.
+changelog: bootstrap
+	cd $(COLLECTION_LINK) && $(CURDIR)/$(BIN)/antsibull-changelog lint && $(CURDIR)/$(BIN)/antsibull-changelog generate
 
 # In UNIT_WORKERS processes (pytest-xdist; 0: in pytest's own process). Most of the unit tests' time is waiting on
 # the real processes and servers they start, not CPU (one process: 168 s wall for 72 CPU-s; three workers: 69 s).
@@ -98,6 +105,13 @@ contract: bootstrap
 
 sanity: bootstrap
 	bash tests/sanity/run.sh
+
+# The package (a wheel, not editable) and the collection (the galaxy tarball) installed into a fresh venv and a
+# collection path of their own, then used from outside the checkout (tests/install/run.sh). Molecule `default`'s
+# verifier then runs `inferlab run verify --check` from that venv against the lab (built here once, or there).
+INSTALL_DIR := .cache/install
+install: bootstrap
+	bash tests/install/run.sh $(INSTALL_DIR)
 
 # Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
@@ -138,13 +152,13 @@ kernel-cache: deb
 # Every gate, each timed (tests/gate.sh); the table of durations is printed at the end, passed or not. After bootstrap,
 # two chains run in the background (tests/background_gates.sh: the lowest CPU priority, the idle I/O class), their
 # output in .cache/gate-<gate>.log: the unit tests and what only reads the code (unit, lint, contract, sanity), in
-# make's session at renice 19, and the kernel guest's downloads (kernel-cache) followed by the kernel scenario
+# make's session at renice 19 (install first: molecule `default`'s verifier uses its venv), and the kernel guest's downloads (kernel-cache) followed by the kernel scenario
 # (molecule-kernel), which waits until the first chain is done, in a session of its own whose autogroup has nice 19
 # (out of the lab daemons' way too). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
 # for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
 # the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
 # processes and servers they start, and bound ratios or generous ceilings, never tight wall times.
-TEST_BACKGROUND_GATES := unit lint contract sanity
+TEST_BACKGROUND_GATES := install unit lint contract sanity
 TEST_KERNEL_GATES := kernel-cache molecule-kernel
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
