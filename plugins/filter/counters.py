@@ -2,14 +2,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Counter filters: counter_delta and prometheus_textfile.
+"""Counter filters: counter_delta, link_events and prometheus_textfile.
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
-after the filter beside it (counter_delta.yml, prometheus_textfile.yml), where ansible-doc finds them.
+after the filter beside it (counter_delta.yml, link_events.yml, prometheus_textfile.yml), where ansible-doc finds them.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -99,7 +100,10 @@ def counter_delta(before, after):
             if not isinstance(iface, Mapping):
                 raise AnsibleFilterError(f"counter_delta: {side} interfaces.{ifname} must be a dict, "
                                          f"got {type(iface).__name__}")
-            stats.append(_mapping(iface, 'statistics', side, f'interfaces.{ifname}.statistics'))
+            # the carrier's transition counters count like statistics (None: the kernel has no such file)
+            carrier = _mapping(iface, 'carrier', side, f'interfaces.{ifname}.carrier')
+            stats.append({**_mapping(iface, 'statistics', side, f'interfaces.{ifname}.statistics'),
+                          **{name: value for name, value in carrier.items() if value is not None}})
         result['interfaces'][ifname] = _delta_section(stats[0], stats[1], f'interfaces.{ifname}', resets, missing)
 
     for section in SECTIONS:
@@ -108,6 +112,70 @@ def counter_delta(before, after):
     result['resets'] = resets
     result['missing'] = missing
     return result
+
+
+# --- link_events (documented in link_events.yml beside this file)
+
+_CARRIER = ('carrier_changes', 'carrier_up_count', 'carrier_down_count')
+
+
+def _sample(item, index):
+    if isinstance(item, str):
+        try:
+            item = json.loads(item)
+        except ValueError as exc:
+            raise AnsibleFilterError(f"link_events: sample {index} is not JSON ({exc}): {item[:80]!r}") from None
+    if not isinstance(item, Mapping) or not isinstance(item.get('interfaces'), Mapping):
+        raise AnsibleFilterError(f"link_events: sample {index} must be an object with an 'interfaces' object "
+                                 "(a line of the counter sampler's output)")
+    wall = item.get('t_wall')
+    if isinstance(wall, bool) or not isinstance(wall, (int, float)):
+        raise AnsibleFilterError(f"link_events: sample {index} t_wall must be a number, got {wall!r}")
+    return item
+
+
+def _iso(wall):
+    return datetime.fromtimestamp(wall, tz=timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def link_events(samples, interface, strict=True):
+    """The direct link's events between consecutive samples of a counter window (see DOCUMENTATION)."""
+    if isinstance(samples, (str, Mapping)) or not isinstance(samples, Sequence):
+        raise AnsibleFilterError(f"link_events: samples must be a list, got {type(samples).__name__}")
+    events, previous = [], None
+    for index, item in enumerate(samples):
+        try:
+            sample = _sample(item, index)
+            if interface not in sample['interfaces']:
+                raise AnsibleFilterError(f"link_events: sample {index} does not name interface {interface}")
+            now = sample['interfaces'][interface]
+            if now is not None and not isinstance(now, Mapping):
+                raise AnsibleFilterError(f"link_events: sample {index} interfaces.{interface} must be an object or "
+                                         "null")
+        except AnsibleFilterError as exc:
+            if strict:
+                raise
+            events.append({'kind': 'unreadable_sample', 'interface': interface, 'index': index,
+                           'message': str(exc)})
+            continue
+        if previous is not None:
+            before, wall = previous['interfaces'][interface], sample['t_wall']
+            event = {'at': _iso(wall), 't_wall': wall, 'since_s': round(wall - previous['t_wall'], 3),
+                     'interface': interface}
+            if before is not None and now is None:
+                events.append({**event, 'kind': 'gone'})
+            elif before is None and now is not None:
+                events.append({**event, 'kind': 'back'})
+            elif before is not None:
+                grown = {name: now[name] - before[name] for name in _CARRIER
+                         if isinstance(now.get(name), int) and isinstance(before.get(name), int)}
+                if any(value < 0 for value in grown.values()):
+                    events.append({**event, 'kind': 'counters_reset'})  # re-created between two samples
+                elif grown.get('carrier_changes', 0) > 0:
+                    events.append({**event, 'kind': 'carrier', 'changes': grown['carrier_changes'],
+                                   'up': grown.get('carrier_up_count'), 'down': grown.get('carrier_down_count')})
+        previous = sample
+    return events
 
 
 # --- prometheus_textfile (documented in prometheus_textfile.yml beside this file)
@@ -228,4 +296,4 @@ class FilterModule:
     """inferlab counter filters."""
 
     def filters(self):
-        return {'counter_delta': counter_delta, 'prometheus_textfile': prometheus_textfile}
+        return {'counter_delta': counter_delta, 'link_events': link_events, 'prometheus_textfile': prometheus_textfile}

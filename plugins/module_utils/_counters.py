@@ -27,6 +27,12 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import
 # shows first. The controller's filters sum and show these (link_test_result, link_ab_metrics).
 RX_ERROR_COUNTERS = ('rx_crc_errors', 'rx_over_errors', 'rx_missed_errors', 'rx_length_errors')
 
+# The interface's carrier transitions (files of /sys/class/net/IF/, not of statistics/): carrier_changes (Linux 3.15+)
+# counts every carrier up and down, the two others (4.16+) each direction. A cable pulled, a hotplug, a suspend, a
+# retrain or a driver that drops the carrier shows here, where the byte counters see nothing. None where the kernel
+# has no such file.
+CARRIER_COUNTERS = ('carrier_changes', 'carrier_up_count', 'carrier_down_count')
+
 # Fields that later stages compute with; a file without them is truncated or not what we think it is.
 REQUIRED_TCP = ('InSegs', 'OutSegs', 'RetransSegs', 'InErrs')
 REQUIRED_TCP_EXT = ('TCPLostRetransmit', 'TCPTimeouts', 'TCPSynRetrans')
@@ -94,8 +100,14 @@ def read_tcp(procfs):
             _section(netstat, 'TcpExt', REQUIRED_TCP_EXT, procfs.path('net/netstat')))
 
 
+def read_carrier(sysfs, ifname):
+    """``{name: int or None}`` for CARRIER_COUNTERS (None: the kernel has no such file)."""
+    return {name: sysfs.read_int('class/net', ifname, name, name=name, minimum=0) for name in CARRIER_COUNTERS}
+
+
 def read_interface(sysfs, ifname):
-    """``{operstate, mtu, statistics: {name: int}}`` for one interface (all files of ``statistics/``)."""
+    """``{operstate, mtu, statistics: {name: int}, carrier: {name: int or None}}`` for one interface (all files of
+    ``statistics/``, and the carrier transition counters)."""
     base = ('class/net', ifname)
     statistics = {name: sysfs.read_int(*base, 'statistics', name) for name in sysfs.listdir(*base, 'statistics')}
     if not statistics:
@@ -104,6 +116,7 @@ def read_interface(sysfs, ifname):
         'operstate': sysfs.read(*base, 'operstate'),
         'mtu': sysfs.read_int(*base, 'mtu'),
         'statistics': statistics,
+        'carrier': read_carrier(sysfs, ifname),
     }
 
 

@@ -655,6 +655,24 @@ def _candidate(candidates: dict) -> list[str]:
 # --- counter deltas -----------------------------------------------------------------------------------------------
 
 
+LINK_EVENT_WORDS = {"carrier": "carrier changed", "gone": "interface gone", "back": "interface back",
+                    "counters_reset": "interface re-created (counters restarted)",
+                    "unreadable_sample": "a sample could not be read"}
+
+
+def link_event_texts(events: list[dict]) -> list[str]:
+    """One phrase per link event of a window (the link_events filter's output): what, and when (UTC)."""
+    texts = []
+    for event in events:
+        kind = str(event.get("kind"))
+        text = LINK_EVENT_WORDS.get(kind, kind)
+        if kind == "carrier":
+            text += f" {fmt.count(event.get('changes'))} time(s)"
+        at = str(event.get("at") or "")
+        texts.append(f"{text} at {at[11:22]}" if at else text)
+    return texts
+
+
 def _window_notes(window: record_view.Window) -> list[str]:
     data = window.data
     notes = [str(n) for n in data.get("notes") or [] if n]
@@ -665,6 +683,9 @@ def _window_notes(window: record_view.Window) -> list[str]:
             f"{fmt.value(before.get('tx_speed_gbps'))} Gb/s -> {fmt.value(after.get('rx_speed_gbps'))}/"
             f"{fmt.value(after.get('tx_speed_gbps'))} Gb/s per lane (rx/tx)"
         )
+    events = link_event_texts(data.get("link_events") or [])
+    if events:
+        notes.append(f"the link's events during the window: {'; '.join(events)}")
     notes += [f"counter reset: {r}" for r in data.get("resets") or []]
     missing = data.get("missing") or []
     if missing:

@@ -318,6 +318,22 @@ def test_window_notes_resets_and_a_retrained_link_are_listed():
     assert "Window serve_nextn on ws-b: a counter went backwards, so that delta is unknown." in text
 
 
+def test_window_notes_list_the_links_flaps_with_their_times():
+    data = load("experiment_kernel")
+    data["stages"]["window_serve_nextn"]["ws-a"]["link_events"] = [
+        {"kind": "carrier", "interface": "thunderbolt0", "at": "2026-12-01T09:20:05.250000Z", "t_wall": 0,
+         "since_s": 1.0, "changes": 2, "up": 1, "down": 1},
+        {"kind": "gone", "interface": "thunderbolt0", "at": "2026-12-01T09:20:07.250000Z", "t_wall": 2, "since_s": 1.0},
+        {"kind": "unreadable_sample", "interface": "thunderbolt0", "index": 9, "message": "not JSON"},
+    ]
+    text = report.render(data)
+    deltas = section(text, "## Counter deltas per window and host")
+    assert ("- serve_nextn on ws-a: the link's events during the window: carrier changed 2 time(s) at 09:20:05.25; "
+            "interface gone at 09:20:07.25; a sample could not be read") in deltas
+    assert ("The link's carrier dropped or the interface went away during window serve_nextn on ws-a: 2 event(s), "
+            "listed under the window's counter deltas.") in text
+
+
 def test_the_restore_shows_the_driver_and_its_persistence_proof():
     text = report.render(load("restore_driver"))
     rows = table(text, "## Restore")

@@ -166,7 +166,8 @@ def test_sample_shape(roots):
     assert (sample['t_wall'], sample['t_mono']) == (1796032800.25, 81234.5)
     stats = sample['interfaces']['thunderbolt0']
     assert list(sample['interfaces']) == ['thunderbolt0']
-    assert tuple(stats) == sampler_script.STATISTICS
+    assert tuple(stats) == sampler_script.STATISTICS + _counters.CARRIER_COUNTERS
+    assert (stats['carrier_changes'], stats['carrier_up_count'], stats['carrier_down_count']) == (4, 2, 2)
     assert (stats['rx_crc_errors'], stats['rx_missed_errors'], stats['rx_length_errors'], stats['rx_over_errors'],
             stats['rx_errors']) == (3, 1, 0, 2, 6)
     tcp, tcp_ext = _counters.read_tcp(_counters.SysfsReader(str(roots[1])))

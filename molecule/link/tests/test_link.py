@@ -89,5 +89,17 @@ def test_ab_table_sets_the_driver_states_side_by_side(host):
     assert stock["b_to_a_gbps"]["median"] < candidate["b_to_a_gbps"]["median"]
 
 
+@pytest.mark.parametrize("ring_host", ["lab-a", "lab-b"])
+def test_a_flap_inside_a_window_shows_in_its_carrier_counters_and_events(host, ring_host):
+    """lab-a's end went down and up (converge.yml): on both ends the window counted the carrier's transitions (the
+    kernel's own counters), and its samples placed them in time."""
+    window = json.loads((RUN_DIR / "fragments" / "window_link_flap" / f"{ring_host}.json").read_text())
+    delta = window["interfaces"]["thunderbolt0"]
+    assert delta["carrier_changes"] >= 2 and delta["carrier_down_count"] >= 1 and delta["carrier_up_count"] >= 1
+    events = [e for e in window["link_events"] if e["kind"] == "carrier"]
+    assert sum(e["changes"] for e in events) == delta["carrier_changes"], window["link_events"]
+    assert all(window["opened_at"] < e["at"] <= window["closed_at"] for e in events)
+
+
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0

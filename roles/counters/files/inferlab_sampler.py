@@ -18,7 +18,8 @@ the ``net_counters`` module uses), and records it in the host's change ledger (k
 ...}`` (``start_time``: field 22 of ``/proc/PID/stat``, for the ledger) and exits 0.
 The sampler writes one JSON object per line to ``--output`` every ``--interval`` seconds::
 
-    {"t_wall": 1796032800.25, "t_mono": 81234.5, "interfaces": {"thunderbolt0": {"rx_bytes": ..., ...}},
+    {"t_wall": 1796032800.25, "t_mono": 81234.5,
+     "interfaces": {"thunderbolt0": {"rx_bytes": ..., ..., "carrier_changes": 4, ...}},
      "tcp": {"RetransSegs": ..., "OutSegs": ..., "InSegs": ..., "InErrs": ...},
      "tcp_ext": {"TCPLostRetransmit": ..., "TCPTimeouts": ...}}
 
@@ -109,6 +110,11 @@ class Sampler:
             except self.counters.SysfsError as err:
                 self.errors.append(str(err))
                 values[name] = None
+        try:  # the carrier's transitions: when the link flapped inside the window (None: no such file)
+            values.update(self.counters.read_carrier(self.sysfs, ifname))
+        except self.counters.SysfsError as err:
+            self.errors.append(str(err))
+            values.update(dict.fromkeys(self.counters.CARRIER_COUNTERS))
         return values
 
     def sample(self):

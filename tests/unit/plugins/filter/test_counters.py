@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shutil
 
@@ -14,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferlab.distributed.plugins.filter.counters import (
     FilterModule,
     counter_delta,
+    link_events,
     prometheus_textfile,
 )
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters
@@ -139,6 +141,95 @@ def test_two_real_samples(tmp_path):
     assert result['interfaces']['thunderbolt0']['rx_crc_errors'] is None
     assert result['resets'] == ['interfaces.thunderbolt0.rx_crc_errors went backwards: 3 -> 0']
     assert set(result['tcp']) == set(before['tcp']) and all(v == 0 for v in result['tcp'].values())
+
+
+def test_a_flap_between_two_real_samples_counts_as_carrier_changes(tmp_path):
+    """The fixture's link has flapped twice before (carrier_changes 4); a flap in the window adds 2, up and down."""
+    sysfs = sysfs_tree('tb_peer', tmp_path / 'sys')
+    proc = tmp_path / 'proc'
+    shutil.copytree(FIXTURES / 'proc', proc)
+    before, _missing = _counters.collect(['thunderbolt0', 'lo'], str(sysfs), str(proc), clock=lambda: (10.0, 0.0))
+    assert before['interfaces']['thunderbolt0']['carrier'] == {'carrier_changes': 4, 'carrier_up_count': 2,
+                                                               'carrier_down_count': 2}
+    # the fixture's lo has no such files (a kernel older than 3.15 for carrier_changes): None, never an error
+    assert before['interfaces']['lo']['carrier'] == dict.fromkeys(_counters.CARRIER_COUNTERS)
+    link = sysfs / 'class/net/thunderbolt0'
+    for name, value in (('carrier_changes', 6), ('carrier_up_count', 3), ('carrier_down_count', 3)):
+        (link / name).write_text(f'{value}\n')
+    after, _missing = _counters.collect(['thunderbolt0', 'lo'], str(sysfs), str(proc), clock=lambda: (12.0, 2.0))
+    result = counter_delta(before, after)
+    assert {k: result['interfaces']['thunderbolt0'][k] for k in _counters.CARRIER_COUNTERS} == {
+        'carrier_changes': 2, 'carrier_up_count': 1, 'carrier_down_count': 1}
+    assert 'carrier_changes' not in result['interfaces']['lo'] and result['missing'] == []
+
+
+def test_a_malformed_carrier_counter_names_its_file(tmp_path):
+    sysfs = sysfs_tree('tb_peer', tmp_path / 'sys')
+    (sysfs / 'class/net/thunderbolt0/carrier_changes').write_text('lots\n')
+    with pytest.raises(_counters.SysfsError) as exc:
+        _counters.read_interface(_counters.SysfsReader(str(sysfs)), 'thunderbolt0')
+    assert 'carrier_changes' in str(exc.value) and "'lots'" in str(exc.value)
+
+
+# --- link_events
+
+def sampler_line(t_wall, changes=4, up=2, down=2, gone=False):
+    """A line of the counter sampler's output, the direct link's carrier counters in it."""
+    link = None if gone else {'rx_bytes': 100, 'carrier_changes': changes, 'carrier_up_count': up,
+                              'carrier_down_count': down}
+    return json.dumps({'t_wall': t_wall, 't_mono': t_wall - 1796032800.0, 'interfaces': {'thunderbolt0': link},
+                       'tcp': {}, 'tcp_ext': {}})
+
+
+def test_link_events_registered_in_filter_module():
+    assert FilterModule().filters()['link_events'] is link_events
+
+
+def test_a_flap_a_disappearance_and_a_re_creation_each_with_its_time():
+    t = 1796032800.0
+    lines = [sampler_line(t), sampler_line(t + 1), sampler_line(t + 2, changes=6, up=3, down=3),
+             sampler_line(t + 3, gone=True), sampler_line(t + 4.5, changes=1, up=1, down=0)]
+    events = link_events(lines, 'thunderbolt0')
+    assert [(e['kind'], e['t_wall'], e['since_s']) for e in events] == [
+        ('carrier', t + 2, 1.0), ('gone', t + 3, 1.0), ('back', t + 4.5, 1.5)]
+    assert events[0] == {'kind': 'carrier', 'interface': 'thunderbolt0', 'at': '2026-11-30T10:00:02.000000Z',
+                              't_wall': t + 2, 'since_s': 1.0, 'changes': 2, 'up': 1, 'down': 1}
+    # the interface re-created between two samples (a reload faster than the sampler): its counters restarted
+    assert [e['kind'] for e in link_events([sampler_line(t), sampler_line(t + 1, changes=1)], 'thunderbolt0')] == [
+        'counters_reset']
+    assert link_events([json.loads(line) for line in lines[:2]], 'thunderbolt0') == []
+    assert link_events([], 'thunderbolt0') == []
+
+
+def test_a_kernel_without_the_up_and_down_counts_still_shows_the_flap():
+    t = 1796032800.0
+    lines = [sampler_line(t, up=None, down=None), sampler_line(t + 1, changes=5, up=None, down=None)]
+    (event,) = link_events(lines, 'thunderbolt0')
+    assert (event['changes'], event['up'], event['down']) == (1, None, None)
+
+
+@pytest.mark.parametrize(('samples', 'message'), [
+    ('{"t_wall": 1}', 'link_events: samples must be a list, got str'),
+    (['{"t_wall": 1, "interfaces": {"thunderbolt0": null}}', '{"t_wall": 2, "interf'],
+     'link_events: sample 1 is not JSON (Unterminated string'),
+    ([{'t_wall': 'now', 'interfaces': {}}], 'link_events: sample 0 t_wall must be a number, got'),
+    ([[1, 2]], "link_events: sample 0 must be an object with an 'interfaces' object"),
+    ([{'t_wall': 1, 'interfaces': {'eth0': None}}], 'link_events: sample 0 does not name interface thunderbolt0'),
+    ([{'t_wall': 1, 'interfaces': {'thunderbolt0': 7}}], 'link_events: sample 0 interfaces.thunderbolt0 must be'),
+])
+def test_link_events_rejects_malformed_samples(samples, message):
+    with pytest.raises(AnsibleFilterError) as exc:
+        link_events(samples, 'thunderbolt0')
+    assert str(exc.value).startswith(message)
+
+
+def test_not_strict_a_cut_short_sample_is_an_event_and_the_others_still_compare():
+    """What the counter window's closing uses: a last line cut short by a full disk must not lose the window."""
+    t = 1796032800.0
+    lines = [sampler_line(t), sampler_line(t + 1, changes=6, up=3, down=3), '{"t_wall": 17960328']
+    events = link_events(lines, 'thunderbolt0', strict=False)
+    assert [e['kind'] for e in events] == ['carrier', 'unreadable_sample']
+    assert events[1]['index'] == 2 and events[1]['message'].startswith('link_events: sample 2 is not JSON')
 
 
 # --- prometheus_textfile
