@@ -82,7 +82,8 @@ def test_the_installed_package_and_collection_verify_the_lab_in_check_mode():
     """The wheel and the galaxy tarball installed into a fresh venv (tests/install/run.sh; make test's `install` gate
     builds it first, else this does), then `inferlab run verify --check` from that venv against this lab, run from
     outside the checkout with none of its settings."""
-    done = subprocess.run(["bash", str(REPO_ROOT / "tests" / "install" / "run.sh"), str(REPO_ROOT / ".cache" / "install"),
-                           INVENTORY], capture_output=True, text=True, timeout=900, check=False)
+    script, venv_dir = REPO_ROOT / "tests" / "install" / "run.sh", REPO_ROOT / ".cache" / "install"
+    done = subprocess.run(["bash", str(script), str(venv_dir), INVENTORY], capture_output=True, text=True, timeout=900,
+                          check=False)
     assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     assert "install: passed" in done.stdout
