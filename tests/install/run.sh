@@ -17,11 +17,13 @@ DIR=$(mkdir -p "$1" && cd "$1" && pwd -P)
 INVENTORY=${2:-}
 VENV=$ROOT/.venv
 
-# As the user's shell would be: no checkout settings, the fresh venv first on PATH, the collection where
-# ansible-galaxy put it.
+# As a user's fresh shell would be: none of the caller's Ansible, molecule or Python settings (a molecule verifier
+# calls this with its own ANSIBLE_* set), the fresh venv first on PATH, the collection where ansible-galaxy put it.
+user_env() {
+  env -i HOME="$HOME" LANG=C.UTF-8 PATH="$DIR/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" "$@"
+}
 installed() {
-  (cd "$DIR" && env -u ANSIBLE_CONFIG -u PYTHONPATH -u ANSIBLE_COLLECTIONS_PATHS \
-      PATH="$DIR/venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$DIR/collections" INFERLAB_RUNS="$DIR/runs" "$@")
+  (cd "$DIR" && user_env ANSIBLE_COLLECTIONS_PATH="$DIR/collections" INFERLAB_RUNS="$DIR/runs" "$@")
 }
 
 build_and_install() {
@@ -68,8 +70,7 @@ EOF
   [[ $(installed inferlab query fixture-experiment run.status --raw) == successful ]]
 
   # without the collection, a run says where it looked and what to set, and changes nothing
-  if out=$(cd "$DIR" && env -u ANSIBLE_CONFIG -u PYTHONPATH PATH="$DIR/venv/bin:$PATH" \
-      ANSIBLE_COLLECTIONS_PATH="$DIR/nowhere" HOME="$DIR" inferlab run verify --check 2>&1); then
+  if out=$(cd "$DIR" && HOME=$DIR user_env ANSIBLE_COLLECTIONS_PATH="$DIR/nowhere" inferlab run verify --check 2>&1); then
     echo "install: inferlab run verify without a collection passed: $out" >&2
     exit 1
   fi
