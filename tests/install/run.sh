@@ -36,7 +36,7 @@ build_and_install() {
 
   # The tarball is the collection: its content, and nothing of the package, the tests or the build files.
   tar -tzf "$tarball" | sed 's|^\./||' > "$DIR/tarball.txt"
-  for wanted in MANIFEST.json FILES.json galaxy.yml meta/runtime.yml playbooks/experiment.yml \
+  for wanted in MANIFEST.json FILES.json meta/runtime.yml playbooks/experiment.yml docs/ARCHITECTURE.md \
       roles/ledger/tasks/install.yml plugins/modules/counter_window.py; do
     grep -qx "$wanted" "$DIR/tarball.txt" || { echo "install: $tarball lacks $wanted" >&2; exit 1; }
   done
