@@ -14,7 +14,7 @@ trap 'echo "install: $0 failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 DIR=$(mkdir -p "$1" && cd "$1" && pwd -P)
-INVENTORY=${2:-}
+INVENTORY=${2:+$(realpath "$2")}  # the commands under test run from DIR
 VENV=$ROOT/.venv
 
 # As a user's fresh shell would be: none of the caller's Ansible, molecule or Python settings (a molecule verifier
