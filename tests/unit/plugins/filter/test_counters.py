@@ -193,7 +193,7 @@ def test_a_flap_a_disappearance_and_a_re_creation_each_with_its_time():
     assert [(e['kind'], e['t_wall'], e['since_s']) for e in events] == [
         ('carrier', t + 2, 1.0), ('gone', t + 3, 1.0), ('back', t + 4.5, 1.5)]
     assert events[0] == {'kind': 'carrier', 'interface': 'thunderbolt0', 'at': '2026-11-30T10:00:02.000000Z',
-                              't_wall': t + 2, 'since_s': 1.0, 'changes': 2, 'up': 1, 'down': 1}
+                         't_wall': t + 2, 'since_s': 1.0, 'changes': 2, 'up': 1, 'down': 1}
     # the interface re-created between two samples (a reload faster than the sampler): its counters restarted
     assert [e['kind'] for e in link_events([sampler_line(t), sampler_line(t + 1, changes=1)], 'thunderbolt0')] == [
         'counters_reset']
