@@ -5,7 +5,8 @@ checkout: its playbooks, its ansible.cfg, its lab inventory and its runs/ direct
 inferlab.distributed collection that ansible-galaxy installed: in INFERLAB_COLLECTION (the collection's own
 directory), else under ANSIBLE_COLLECTIONS_PATH's entries and Ansible's default collection paths; it runs Ansible
 with the ansible.cfg it carries (the checkout's, as package data) and tells Ansible where it found the collection
-(runner.py, ANSIBLE_COLLECTIONS_PATH). Its run directories go to INFERLAB_RUNS, else ./runs.
+(runner.py, ANSIBLE_COLLECTIONS_PATH). Run directories go to INFERLAB_RUNS when it is set, else to the checkout's
+runs/, or to ./runs when installed.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ REPO_ROOT = COLLECTION_ROOT or CHECKOUT or PACKAGE_DIR
 PLAYBOOKS = REPO_ROOT / "playbooks"
 # The checkout's own ansible.cfg; an installed package carries a copy of it.
 ANSIBLE_CFG = CHECKOUT / "ansible.cfg" if CHECKOUT else PACKAGED_ANSIBLE_CFG
-# The lab's inventory (a checkout's); an installed package has no default and wants -i.
+# The lab's inventory (a checkout's); installed, ./inventory/lab/hosts.yml, which a site does not have: it passes -i.
 DEFAULT_INVENTORY = (CHECKOUT or Path.cwd()) / "inventory" / "lab" / "hosts.yml"
 RUNS = Path(os.environ["INFERLAB_RUNS"]).expanduser() if os.environ.get("INFERLAB_RUNS") else (
     CHECKOUT / "runs" if CHECKOUT else Path.cwd() / "runs")

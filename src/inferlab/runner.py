@@ -133,7 +133,8 @@ def run_playbook(
         # ansible-playbook lives beside this interpreter (the venv), which need not be on the caller's PATH.
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **strategy.ansible_env(strategy_name),
-        # an installed collection (paths.py): the packaged ansible.cfg names none
+        # an installed collection (paths.py): the packaged ansible.cfg's collections_path (.collections beside it)
+        # holds none, and this variable overrides it
         **({"ANSIBLE_COLLECTIONS_PATH": str(paths.collections_path(paths.COLLECTION_ROOT))}
            if paths.COLLECTION_ROOT and paths.COLLECTION_ROOT != paths.CHECKOUT else {}),
     }
