@@ -12,8 +12,9 @@ short_description: Sample interface and TCP counters with timestamps
 version_added: 0.1.0
 description:
   - Reads every counter under C(class/net/IF/statistics/) of the given interfaces (receiver CRC, missed, length
-    and overrun errors included), their C(operstate) and C(mtu), every C(Tcp:) field of C(net/snmp) and every
-    C(TcpExt:) field of C(net/netstat).
+    and overrun errors included), their carrier transition counters (C(carrier_changes), C(carrier_up_count),
+    C(carrier_down_count)), their C(operstate) and C(mtu), every C(Tcp:) field of C(net/snmp) and every C(TcpExt:)
+    field of C(net/netstat).
   - Each sample carries a monotonic and a wall-clock time, so two samples taken around a workload give rates over
     the same bounded window. Use the P(inferlab.distributed.counter_delta#filter) filter to subtract them.
   - Counters are read, never reset, so the module changes nothing.
@@ -85,7 +86,10 @@ counters:
       type: dict
       sample: {monotonic: 81234.50123, wall: 1796032800.25}
     interfaces:
-      description: Per interface, C(operstate), C(mtu) and every file of C(statistics/) as an integer.
+      description:
+        - Per interface, C(operstate), C(mtu) and every file of C(statistics/) as an integer.
+        - C(carrier), the interface's carrier transitions (C(class/net/IF/carrier_changes), Linux 3.15+, and
+          C(carrier_up_count) and C(carrier_down_count), 4.16+); V(null) for a file the kernel does not have.
       returned: success
       type: dict
       sample:
@@ -94,6 +98,7 @@ counters:
           mtu: 1500
           statistics: {rx_bytes: 123456, rx_packets: 100, rx_crc_errors: 0, rx_missed_errors: 0,
                        rx_length_errors: 0, rx_over_errors: 0, rx_errors: 0, tx_bytes: 654321, tx_packets: 120}
+          carrier: {carrier_changes: 4, carrier_up_count: 2, carrier_down_count: 2}
     tcp:
       description: Every C(Tcp:) field of C(net/snmp); C(RetransSegs), C(OutSegs), C(InSegs) and C(InErrs) always.
       returned: success
