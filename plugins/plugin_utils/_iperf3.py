@@ -114,8 +114,8 @@ def _intervals(data, bidir, reverse_mode):
 def iperf3_summary(result):
     """Summarise the client's ``iperf3 -J`` report (text or parsed dict); see the module docstring for directions.
 
-    Returns ``{ok, error, bidir, reverse_mode, streams, duration_s, requested_duration_s, version, local_host,
-    remote_host, forward, reverse, intervals}``. A report with an ``error`` key gives ``ok: False``, the error text,
+    Returns ``{ok, error, started_at, bidir, reverse_mode, streams, duration_s, requested_duration_s, version,
+    local_host, remote_host, forward, reverse, intervals}``. A report with an ``error`` key gives ``ok: False``, the error text,
     and no measurements (``forward``/``reverse`` None, ``intervals`` empty): numbers of an aborted run are not
     comparable with a complete one. Raises Iperf3ParseError (a ValueError) for text that is not a complete client
     report: invalid or truncated JSON, no ``end`` section, the server's report, a UDP run.
@@ -125,9 +125,13 @@ def iperf3_summary(result):
     test_start = start.get("test_start") if isinstance(start.get("test_start"), dict) else {}
     connected = start.get("connected") if isinstance(start.get("connected"), list) else []
     first = connected[0] if connected and isinstance(connected[0], dict) else {}
+    timestamp = start.get("timestamp") if isinstance(start.get("timestamp"), dict) else {}
+    timesecs = timestamp.get("timesecs")
     summary = {
         "ok": True,
         "error": None,
+        # when the client started, in whole seconds since the epoch (iperf3's start.timestamp), None if absent
+        "started_at": timesecs if isinstance(timesecs, (int, float)) and not isinstance(timesecs, bool) else None,
         "bidir": False,
         "reverse_mode": bool(test_start.get("reverse", 0)),
         "streams": test_start.get("num_streams"),

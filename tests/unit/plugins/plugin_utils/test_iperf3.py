@@ -36,6 +36,7 @@ def test_directions(name, bidir, reverse_mode, streams, forward_rx, reverse_rx, 
     summary = iperf3_summary(text(name))
     assert summary["ok"] is True
     assert summary["error"] is None
+    assert summary["started_at"] == json.loads(text(name))["start"]["timestamp"]["timesecs"] > 1796037500
     assert summary["bidir"] is bidir
     assert summary["reverse_mode"] is reverse_mode
     assert summary["streams"] == streams
@@ -88,6 +89,7 @@ def test_error_run():
     summary = iperf3_summary(text("error_refused.json"))
     assert summary["ok"] is False
     assert summary["error"] == "unable to connect to server: Connection refused"
+    assert summary["started_at"] is None  # the report of a run that never connected has no start timestamp
     assert summary["forward"] is None
     assert summary["reverse"] is None
     assert summary["intervals"] == []
