@@ -22,8 +22,9 @@ options:
   _input:
     description:
       - "A dict with C(a), C(b), C(interface), C(addresses) (C(a), C(b)), C(driver_layer), C(started), C(finished),
-        C(thresholds) (C(asymmetry), C(flow)), C(results) (per test, per run: iperf3_summary results),
-        C(pings) and C(windows) (per host, per test)."
+        C(thresholds) (C(asymmetry), C(flow)), C(results) (per test, per run: iperf3_summary results; the soak's
+        runs as C(rc), C(stdout) and C(stderr), parsed here one at a time), C(pings) and C(windows) (per host, per
+        test), and for a soak C(soak) (C(duration_s), C(interval_s), C(probe_s))."
     type: dict
     required: true
 """
@@ -48,11 +49,15 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict
     asymmetry_verdict,
     flow_limit,
 )
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._iperf3 import Iperf3ParseError, iperf3_summary
 
 # Counters of each host's window shown beside every test: TCP retransmissions and the receiver-error family.
 TCP_COUNTERS = ("RetransSegs", "OutSegs")
 TCP_EXT_COUNTERS = ("TCPLostRetransmit", "TCPTimeouts")
-LINK_COUNTERS = RX_ERROR_COUNTERS + ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_packets", "tx_packets")
+LINK_COUNTERS = RX_ERROR_COUNTERS + ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_packets", "tx_packets",
+                                     "carrier_changes")
+# The link events (the link_events filter's kinds) that mean the link itself went away for a moment.
+FLAP_EVENTS = ("carrier", "gone", "back", "counters_reset")
 
 
 def _host_counters(window, interface):
@@ -147,6 +152,11 @@ def _assemble(inputs):
             "%s -> %s: %s%% loss, p50 %s ms, p99 %s ms" % (src, dst, p["loss_pct"], p["p50_ms"], p["p99_ms"])
             for src, dst, p in ((a, b, a_probe), (b, a, b_probe)) if p)
 
+    if "soak" in results:
+        tests["soak"] = _soak(results["soak"], inputs.get("soak") or {}, windows, a, b)
+        tests["soak"]["host_counters"] = counters("soak")
+        verdicts["soak"] = tests["soak"]["text"]
+
     driver_layer = inputs.get("driver_layer") or "kernel"
     return {
         "pair": {"a": a, "b": b, "interface": interface,
@@ -158,6 +168,44 @@ def _assemble(inputs):
         "tests": tests,
         "verdicts": verdicts,
     }
+
+
+def _soak_probe(index, name, run):
+    """One soak probe from its command result: rates both ways, or the reason it has none."""
+    probe = {"name": name, "index": index, "started_at": None, "ok": False, "error": None,
+             "a_to_b_bps": None, "b_to_a_bps": None, "retransmits": {"a_to_b": None, "b_to_a": None}}
+    stdout = (run or {}).get("stdout") or ""
+    if not stdout.strip().startswith("{"):
+        probe["error"] = "no iperf3 report (exit %s): %s" % (run.get("rc"), (run.get("stderr") or "").strip())
+        return probe
+    try:
+        summary = iperf3_summary(stdout)
+    except Iperf3ParseError as exc:
+        probe["error"] = "the iperf3 report could not be read (exit %s): %s" % (run.get("rc"), exc)
+        return probe
+    probe.update(started_at=summary.get("started_at"), ok=summary["ok"], error=summary["error"],
+                 a_to_b_bps=_receiver_bps(summary, "forward"), b_to_a_bps=_receiver_bps(summary, "reverse"),
+                 retransmits={"a_to_b": _retransmits(summary, "forward"), "b_to_a": _retransmits(summary, "reverse")})
+    return probe
+
+
+def _soak(runs, settings, windows, a, b):
+    """The soak: its probes in order, each host's link events from the soak's window, and a sentence."""
+    probes = [_soak_probe(index, name, runs[name]) for index, name in enumerate(sorted(runs))]
+    events = dict((host, list((((windows.get(side) or {}).get("soak") or {}).get("link_events")) or []))
+                  for side, host in (("a", a), ("b", b)))
+    flaps = dict((host, sum(1 for e in host_events if e.get("kind") in FLAP_EVENTS))
+                 for host, host_events in events.items())
+    failed = sum(1 for p in probes if not p["ok"])
+    rates = sorted(p[d] for p in probes if p["ok"] for d in ("a_to_b_bps", "b_to_a_bps") if p[d] is not None)
+    text = "%d probe(s) every %s s over %s s, %d failed; link events: %s" % (
+        len(probes), settings.get("interval_s"), settings.get("duration_s"), failed,
+        ", ".join("%d on %s" % (flaps[host], host) for host in (a, b)))
+    if rates:
+        text += "; slowest direction of a probe %.2f Gb/s, fastest %.2f Gb/s" % (rates[0] / 1e9, rates[-1] / 1e9)
+    return {"duration_s": settings.get("duration_s"), "interval_s": settings.get("interval_s"),
+            "probe_s": settings.get("probe_s"), "probes": probes, "failed_probes": failed,
+            "events": events, "link_flaps": flaps, "text": text}
 
 
 class FilterModule(object):

@@ -115,9 +115,9 @@ def iperf3_summary(result):
     """Summarise the client's ``iperf3 -J`` report (text or parsed dict); see the module docstring for directions.
 
     Returns ``{ok, error, started_at, bidir, reverse_mode, streams, duration_s, requested_duration_s, version,
-    local_host, remote_host, forward, reverse, intervals}``. A report with an ``error`` key gives ``ok: False``, the error text,
-    and no measurements (``forward``/``reverse`` None, ``intervals`` empty): numbers of an aborted run are not
-    comparable with a complete one. Raises Iperf3ParseError (a ValueError) for text that is not a complete client
+    local_host, remote_host, forward, reverse, intervals}``. A report with an ``error`` key gives ``ok: False``, the
+    error text, and no measurements (``forward``/``reverse`` None, ``intervals`` empty): numbers of an aborted run are
+    not comparable with a complete one. Raises Iperf3ParseError (a ValueError) for text that is not a complete client
     report: invalid or truncated JSON, no ``end`` section, the server's report, a UDP run.
     """
     data = _load(result)
