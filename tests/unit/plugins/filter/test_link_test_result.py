@@ -1,9 +1,11 @@
 """link_test_result: real iperf3 and ping fixtures in, the record's link test fragment out."""
 
+from pathlib import Path
+
 import jsonschema
 import pytest
 from ansible.errors import AnsibleFilterError
-from linkfixtures import inputs, iperf3, ping
+from linkfixtures import inputs, iperf3, ping, window
 
 from ansible_collections.inferlab.distributed.plugins.filter.link_test_result import link_test_result
 from inferlab import record
@@ -80,3 +82,40 @@ def test_ab_metrics_flatten_a_result_and_keep_unmeasured_as_none():
     assert link_ab_metrics(result)["probes_a_to_b_loss_pct"] is None
     with pytest.raises(AnsibleFilterError, match="expects a link test result"):
         link_ab_metrics({"tests": {}})
+
+
+def soak_inputs():
+    """Three soak probes as the role keeps them (command results): a whole report, a run refused while the link was
+    away, a report cut short by the timeout; the soak window's events on both hosts."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3"
+    runs = {"probe_0000": {"rc": 0, "stdout": (fixtures / "bidir.json").read_text(), "stderr": ""},
+            "probe_0001": {"rc": 1, "stdout": (fixtures / "error_refused.json").read_text(), "stderr": ""},
+            "probe_0002": {"rc": 124, "stdout": (fixtures / "truncated.json").read_text(), "stderr": ""},
+            "probe_0003": {"rc": 124, "stdout": "", "stderr": "iperf3: interrupt - the client has terminated"}}
+    flap = {"kind": "carrier", "interface": "thunderbolt0", "at": "2026-11-30T11:19:20.000000Z", "t_wall": 1796037560.0,
+            "since_s": 1.0, "changes": 2, "up": 1, "down": 1}
+    windows = {"a": {"soak": dict(window(5), link_events=[flap])},
+               "b": {"soak": dict(window(5), link_events=[flap, dict(flap, kind="unreadable_sample")])}}
+    return inputs(results={"soak": runs}, pings={}, windows=windows,
+                  soak={"duration_s": 240.0, "interval_s": 60.0, "probe_s": 5})
+
+
+def test_a_soak_records_every_probe_and_each_hosts_link_events():
+    result = link_test_result(soak_inputs())
+    schema = record.load_schema()
+    jsonschema.validate(result, {"$defs": schema["$defs"], "$ref": "#/$defs/link_test"})
+    soak = result["tests"]["soak"]
+    bidir = iperf3("bidir.json")
+    first, refused, cut, silent = soak["probes"]
+    assert (first["ok"], first["index"], first["started_at"]) == (True, 0, 1796037536)
+    assert (first["a_to_b_bps"], first["b_to_a_bps"]) == (bidir["forward"]["receiver_bps"],
+                                                         bidir["reverse"]["receiver_bps"])
+    assert (refused["ok"], refused["error"]) == (False, "unable to connect to server: Connection refused")
+    assert not cut["ok"] and cut["error"].startswith("the iperf3 report could not be read (exit 124): ")
+    assert silent["error"] == "no iperf3 report (exit 124): iperf3: interrupt - the client has terminated"
+    assert soak["failed_probes"] == 3
+    # an unreadable sample is listed with the events but is not a flap of the link
+    assert soak["link_flaps"] == {"lab-a": 1, "lab-b": 1} and len(soak["events"]["lab-b"]) == 2
+    assert soak["host_counters"]["lab-a"]["RetransSegs"] == 5
+    assert result["verdicts"]["soak"].startswith(
+        "4 probe(s) every 60.0 s over 240.0 s, 3 failed; link events: 1 on lab-a, 1 on lab-b; slowest direction")
