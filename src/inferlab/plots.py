@@ -104,14 +104,24 @@ def _link_plots(record: dict) -> list[Plot]:
     plots = []
     for host, result in sorted((record.get("link_tests") or {}).items()):
         tests = result.get("tests") or {}
-        plots.append(
-            Plot(
-                f"link_throughput_{host}.png",
-                f"link test from {host}: throughput per direction",
-                None,
-                lambda target, r=result: throughput_bars(r, target),
+        if set(tests) - {"soak"}:
+            plots.append(
+                Plot(
+                    f"link_throughput_{host}.png",
+                    f"link test from {host}: throughput per direction",
+                    None,
+                    lambda target, r=result: throughput_bars(r, target),
+                )
             )
-        )
+        if tests.get("soak"):
+            plots.append(
+                Plot(
+                    f"link_soak_{host}.png",
+                    f"link soak from {host}: each probe's throughput both ways, and the link's events",
+                    None,
+                    lambda target, r=result: soak_timeline(r, target),
+                )
+            )
         if (tests.get("asymmetry") or {}).get("intervals"):
             plots.append(
                 Plot(
@@ -534,6 +544,45 @@ def throughput_bars(result: dict, target: Path) -> Path:
     ax.set_ylabel("Gb/s (receiver side)")
     ax.set_title(f"Direct link {result['pair']['interface']}: throughput per direction ({result['transport_label']})")
     ax.legend()
+    return save(fig, target)
+
+
+# the link events that mean the link itself went away for a moment (the link_events filter's kinds)
+SOAK_FLAP_EVENTS = ("carrier", "gone", "back", "counters_reset")
+
+
+def soak_timeline(result: dict, target: Path) -> Path:
+    """The soak as a timeline: each probe's rate both ways (a failed probe as a cross at 0), and each host's link
+    events as vertical lines, in seconds from the first probe (a probe without a start time at its planned place)."""
+    soak = result["tests"]["soak"]
+    probes, interval = soak["probes"], soak.get("interval_s") or 0
+    starts = [p["started_at"] for p in probes if p.get("started_at") is not None]
+    origin = (starts[0] - probes[[p.get("started_at") for p in probes].index(starts[0])]["index"] * interval
+              if starts else 0.0)
+
+    def at(probe: dict) -> float:
+        return (probe["started_at"] - origin) if probe.get("started_at") is not None else probe["index"] * interval
+
+    a_to_b, b_to_a = _directions(result["pair"])
+    fig, ax = pyplot().subplots(figsize=(8, 3.8))
+    done = [p for p in probes if p["ok"]]
+    for key, label in (("a_to_b_bps", a_to_b), ("b_to_a_bps", b_to_a)):
+        ax.plot([at(p) for p in done], [(p[key] or 0) / GBPS for p in done], marker="o", label=label)
+    failed = [p for p in probes if not p["ok"]]
+    if failed:
+        ax.plot([at(p) for p in failed], [0] * len(failed), "x", color="red", markersize=9,
+                label=f"probe failed ({len(failed)})")
+    styles = ("--", ":")
+    for n, (host, events) in enumerate(sorted((soak.get("events") or {}).items())):
+        flaps = [e for e in events if e.get("kind") in SOAK_FLAP_EVENTS and e.get("t_wall") is not None]
+        for m, event in enumerate(flaps):
+            ax.axvline(event["t_wall"] - origin, color="grey", linestyle=styles[n % 2], linewidth=1,
+                       label=f"link event on {host}" if m == 0 else None)
+    ax.set_xlabel("seconds into the soak")
+    ax.set_ylabel("Gb/s (receiver side)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Soak of {result['pair']['interface']}: {soak['text']}", fontsize=7, wrap=True)
+    ax.legend(fontsize=7)
     return save(fig, target)
 
 

@@ -191,6 +191,7 @@ def _link_tests(host: str, result: dict) -> list[str]:
     for name, forward, reverse, test in rows:
         retrans, errors = counters(test)
         lines.append(f"| {name} | {fmt.gbps(forward)} | {fmt.gbps(reverse)} | {retrans} | {errors} |")
+    lines += _soak_lines(tests.get("soak"), a, b)
     probes = [(t, d) for t in ("probes", "loaded_probes") for d in ("a_to_b", "b_to_a") if (tests.get(t) or {}).get(d)]
     if probes:
         lines += [
@@ -207,6 +208,21 @@ def _link_tests(host: str, result: dict) -> list[str]:
             )
     lines.append("")
     return lines
+
+
+def _soak_lines(soak: dict | None, a: str, b: str) -> list[str]:
+    """The soak: its failed probes and each host's link events, with their times (the plot shows the rates)."""
+    if not soak:
+        return []
+    lines = ["", f"Soak, {fmt.count(len(soak['probes']))} probe(s) of {fmt.value(soak.get('probe_s'))} s every "
+             f"{fmt.value(soak.get('interval_s'))} s; failed probes: {fmt.count(soak['failed_probes'])}.", ""]
+    events = [(host, event) for host in (a, b) for event in (soak.get("events") or {}).get(host) or []]
+    failed = [p for p in soak["probes"] if not p["ok"]]
+    rows = [[fmt.cell(event.get("at")), host, fmt.cell(link_event_texts([dict(event, at=None)])[0])]
+            for host, event in events]
+    rows += [[fmt.utc_seconds(probe.get("started_at")), f"{a} -> {b}",
+              f"probe {probe['index']} failed: {fmt.cell(probe.get('error'))}"] for probe in failed]
+    return lines + (fmt.table(["when (UTC)", "host", "what"], rows) if rows else [])
 
 
 def _condition_applied(ab: dict) -> str:

@@ -3,6 +3,8 @@ report_findings.py), one place for each."""
 
 from __future__ import annotations
 
+import datetime
+
 from inferlab import record_view
 
 
@@ -35,6 +37,13 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 def count(item) -> str:
     number = record_view.number(item)
     return "—" if number is None else f"{number:.0f}"
+
+
+def utc_seconds(seconds) -> str:
+    """Seconds since the epoch as a UTC time (a dash for none)."""
+    if record_view.number(seconds) is None:
+        return "—"
+    return datetime.datetime.fromtimestamp(float(seconds), tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def gbps(bps) -> str:

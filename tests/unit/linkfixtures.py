@@ -42,3 +42,19 @@ def inputs(**override):
     }
     data.update(override)
     return data
+
+
+def soak_inputs():
+    """Three soak probes as the role keeps them (command results): a whole report, a run refused while the link was
+    away, a report cut short by the timeout; the soak window's events on both hosts."""
+    fixtures = FIXTURES / "iperf3"
+    runs = {"probe_0000": {"rc": 0, "stdout": (fixtures / "bidir.json").read_text(), "stderr": ""},
+            "probe_0001": {"rc": 1, "stdout": (fixtures / "error_refused.json").read_text(), "stderr": ""},
+            "probe_0002": {"rc": 124, "stdout": (fixtures / "truncated.json").read_text(), "stderr": ""},
+            "probe_0003": {"rc": 124, "stdout": "", "stderr": "iperf3: interrupt - the client has terminated"}}
+    flap = {"kind": "carrier", "interface": "thunderbolt0", "at": "2026-11-30T11:19:20.000000Z", "t_wall": 1796037560.0,
+            "since_s": 1.0, "changes": 2, "up": 1, "down": 1}
+    windows = {"a": {"soak": dict(window(5), link_events=[flap])},
+               "b": {"soak": dict(window(5), link_events=[flap, dict(flap, kind="unreadable_sample")])}}
+    return inputs(results={"soak": runs}, pings={}, windows=windows,
+                  soak={"duration_s": 240.0, "interval_s": 60.0, "probe_s": 5})

@@ -2,7 +2,7 @@
 
 import json
 
-from linkfixtures import inputs
+from linkfixtures import inputs, soak_inputs
 
 from ansible_collections.inferlab.distributed.plugins.filter.link_ab_metrics import link_ab_metrics
 from ansible_collections.inferlab.distributed.plugins.filter.link_test_result import link_test_result
@@ -48,3 +48,21 @@ def test_link_sections_and_plots(tmp_path):
         "link_asymmetry_intervals_lab-a.png", "link_rtt_lab-a.png", "link_throughput_lab-a.png"]
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+def test_a_soak_shows_its_events_failed_probes_and_timeline(tmp_path):
+    """A soak alone (link_test_tests: [soak]): the failed probes and each host's link events in a table with their
+    times, and the soak's timeline plot in place of the suite's throughput bars."""
+    suite = link_test_result(soak_inputs())
+    write_fragment(tmp_path, "link_test", "lab-a", suite)
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+    text = report.render(data)
+    assert "- soak: 4 probe(s) every 60.0 s over 240.0 s, 3 failed; link events: 1 on lab-a, 1 on lab-b" in text
+    assert "Soak, 4 probe(s) of 5 s every 60 s; failed probes: 3." in text
+    assert "| 2026-11-30T11:19:20.000000Z | lab-a | carrier changed 2 time(s) |" in text
+    assert "| 2026-11-30T11:19:20.000000Z | lab-b | a sample could not be read |" in text
+    assert ("| — | lab-a -> lab-b | probe 1 failed: unable to connect to server: Connection refused |") in text
+
+    written = plots.render(tmp_path, data)
+    assert [p.name for p in written] == ["link_soak_lab-a.png"]
+    assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and written[0].stat().st_size > 5000
