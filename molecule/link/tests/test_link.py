@@ -90,15 +90,34 @@ def test_ab_table_sets_the_driver_states_side_by_side(host):
 
 
 @pytest.mark.parametrize("ring_host", ["lab-a", "lab-b"])
-def test_a_flap_inside_a_window_shows_in_its_carrier_counters_and_events(host, ring_host):
-    """lab-a's end went down and up (converge.yml): on both ends the window counted the carrier's transitions (the
-    kernel's own counters), and its samples placed them in time."""
-    window = json.loads((RUN_DIR / "fragments" / "window_link_flap" / f"{ring_host}.json").read_text())
+def test_the_soak_counted_and_placed_the_flap_on_both_hosts(host, ring_host):
+    """lab-a's end went down and up inside the soak (converge.yml): on both ends the soak's window counted the
+    carrier's transitions (the kernel's own counters) and its samples placed them in time."""
+    soak = suite("soak")["tests"]["soak"]
+    window = json.loads((RUN_DIR / "fragments" / "window_soak" / f"{ring_host}.json").read_text())
     delta = window["interfaces"]["thunderbolt0"]
     assert delta["carrier_changes"] >= 2 and delta["carrier_down_count"] >= 1 and delta["carrier_up_count"] >= 1
-    events = [e for e in window["link_events"] if e["kind"] == "carrier"]
-    assert sum(e["changes"] for e in events) == delta["carrier_changes"], window["link_events"]
-    assert all(window["opened_at"] < e["at"] <= window["closed_at"] for e in events)
+    carrier = [e for e in soak["events"][ring_host] if e["kind"] == "carrier"]
+    assert sum(e["changes"] for e in carrier) == delta["carrier_changes"], soak["events"]
+    assert all(window["opened_at"] < e["at"] for e in carrier)
+    assert soak["link_flaps"][ring_host] >= 1
+    assert soak["host_counters"][ring_host]["carrier_changes"] == delta["carrier_changes"]
+
+
+def test_the_soak_probed_every_interval_and_plots_its_timeline(host, tmp_path):
+    """15 s at a probe every 3 s: five probes, each with its rates or the reason it has none (the one that met
+    the flap may fail), and the timeline plot the report shows."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
+    from inferlab import plots  # pylint: disable=import-outside-toplevel
+
+    result = suite("soak")
+    soak = result["tests"]["soak"]
+    assert [p["index"] for p in soak["probes"]] == [0, 1, 2, 3, 4]
+    assert all(p["ok"] == (p["error"] is None) for p in soak["probes"]), soak["probes"]
+    assert sum(1 for p in soak["probes"] if p["ok"]) >= 3, soak["probes"]
+    assert result["verdicts"]["soak"].startswith("5 probe(s) every 3.0 s over 15.0 s, ")
+    png = plots.soak_timeline(result, tmp_path / "soak.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
 
 def test_every_record_of_the_scenario_is_schema_valid():
