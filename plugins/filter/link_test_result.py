@@ -174,7 +174,8 @@ def _soak_probe(index, name, run):
     """One soak probe from its command result: rates both ways, or the reason it has none."""
     probe = {"name": name, "index": index, "started_at": None, "ok": False, "error": None,
              "a_to_b_bps": None, "b_to_a_bps": None, "retransmits": {"a_to_b": None, "b_to_a": None}}
-    stdout = (run or {}).get("stdout") or ""
+    run = run or {}
+    stdout = run.get("stdout") or ""
     if not stdout.strip().startswith("{"):
         probe["error"] = "no iperf3 report (exit %s): %s" % (run.get("rc"), (run.get("stderr") or "").strip())
         return probe
