@@ -90,8 +90,8 @@ def test_a_soak_records_every_probe_and_each_hosts_link_events():
     bidir = iperf3("bidir.json")
     first, refused, cut, silent = soak["probes"]
     assert (first["ok"], first["index"], first["started_at"]) == (True, 0, 1796037536)
-    assert (first["a_to_b_bps"], first["b_to_a_bps"]) == (bidir["forward"]["receiver_bps"],
-                                                         bidir["reverse"]["receiver_bps"])
+    rates = (bidir["forward"]["receiver_bps"], bidir["reverse"]["receiver_bps"])
+    assert (first["a_to_b_bps"], first["b_to_a_bps"]) == rates
     assert (refused["ok"], refused["error"]) == (False, "unable to connect to server: Connection refused")
     assert not cut["ok"] and cut["error"].startswith("the iperf3 report could not be read (exit 124): ")
     assert silent["error"] == "no iperf3 report (exit 124): iperf3: interrupt - the client has terminated"
