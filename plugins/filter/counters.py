@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferlab.distributed.plugins.module_utils._counters import CARRIER_COUNTERS
+
 SECTIONS = ('tcp', 'tcp_ext')
 
 
@@ -116,8 +118,6 @@ def counter_delta(before, after):
 
 # --- link_events (documented in link_events.yml beside this file)
 
-_CARRIER = ('carrier_changes', 'carrier_up_count', 'carrier_down_count')
-
 
 def _sample(item, index):
     if isinstance(item, str):
@@ -167,7 +167,7 @@ def link_events(samples, interface, strict=True):
             elif before is None and now is not None:
                 events.append({**event, 'kind': 'back'})
             elif before is not None:
-                grown = {name: now[name] - before[name] for name in _CARRIER
+                grown = {name: now[name] - before[name] for name in CARRIER_COUNTERS
                          if isinstance(now.get(name), int) and isinstance(before.get(name), int)}
                 if any(value < 0 for value in grown.values()):
                     events.append({**event, 'kind': 'counters_reset'})  # re-created between two samples
