@@ -27,6 +27,7 @@ from pathlib import Path
 
 from inferlab import plots_prefix_collectives
 from inferlab.record_view import (
+    LINK_FLAP_EVENTS,
     TRIAL_FIGURES,
     Batch,
     ModeTrials,
@@ -547,10 +548,6 @@ def throughput_bars(result: dict, target: Path) -> Path:
     return save(fig, target)
 
 
-# the link events that mean the link itself went away for a moment (the link_events filter's kinds)
-SOAK_FLAP_EVENTS = ("carrier", "gone", "back", "counters_reset")
-
-
 def soak_timeline(result: dict, target: Path) -> Path:
     """The soak as a timeline: each probe's rate both ways (a failed probe as a cross at 0), and each host's link
     events as vertical lines, in seconds from the first probe (a probe without a start time at its planned place)."""
@@ -574,7 +571,7 @@ def soak_timeline(result: dict, target: Path) -> Path:
                 label=f"probe failed ({len(failed)})")
     styles = ("--", ":")
     for n, (host, events) in enumerate(sorted((soak.get("events") or {}).items())):
-        flaps = [e for e in events if e.get("kind") in SOAK_FLAP_EVENTS and e.get("t_wall") is not None]
+        flaps = [e for e in events if e.get("kind") in LINK_FLAP_EVENTS and e.get("t_wall") is not None]
         for m, event in enumerate(flaps):
             ax.axvline(event["t_wall"] - origin, color="grey", linestyle=styles[n % 2], linewidth=1,
                        label=f"link event on {host}" if m == 0 else None)

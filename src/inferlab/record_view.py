@@ -14,6 +14,9 @@ from pathlib import Path
 
 # The receiver-error counters, in the order the report's and the plots' columns show them.
 RX_ERROR_COUNTERS = ("rx_crc_errors", "rx_missed_errors", "rx_length_errors", "rx_over_errors")
+# The link events (the collection's link_events filter's kinds) that mean the link itself went away for a moment:
+# its carrier dropped, or the interface disappeared, came back or was re-created.
+LINK_FLAP_EVENTS = ("carrier", "gone", "back", "counters_reset")
 # The ladder's steps in the order they run.
 STEP_ORDER = ("first_response", "repeated", "concurrent", "repeated_prefix", "long_context")
 # The measured trials' figures (serving.<mode>.trials.figures), with their definitions as titles.

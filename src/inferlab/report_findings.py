@@ -117,7 +117,7 @@ def _counter_shows(windows: list[record_view.Window], emulated: bool) -> list[st
     for w in windows:
         if w.data.get("link_retrained"):
             shows.append(f"The link changed speed or lanes during window {w.name} on {w.host}.")
-        flaps = [e for e in w.data.get("link_events") or [] if e.get("kind") in ("carrier", "gone", "back")]
+        flaps = [e for e in w.data.get("link_events") or [] if e.get("kind") in record_view.LINK_FLAP_EVENTS]
         if flaps:
             shows.append(f"The link's carrier dropped or the interface went away during window {w.name} on {w.host}: "
                          f"{len(flaps)} event(s), listed under the window's counter deltas.")
