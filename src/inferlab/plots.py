@@ -553,9 +553,9 @@ def soak_timeline(result: dict, target: Path) -> Path:
     events as vertical lines, in seconds from the first probe (a probe without a start time at its planned place)."""
     soak = result["tests"]["soak"]
     probes, interval = soak["probes"], soak.get("interval_s") or 0
-    starts = [p["started_at"] for p in probes if p.get("started_at") is not None]
-    origin = (starts[0] - probes[[p.get("started_at") for p in probes].index(starts[0])]["index"] * interval
-              if starts else 0.0)
+    # the soak's start, from the first probe that has a start time, less the intervals before it
+    first = next((p for p in probes if p.get("started_at") is not None), None)
+    origin = first["started_at"] - first["index"] * interval if first else 0.0
 
     def at(probe: dict) -> float:
         return (probe["started_at"] - origin) if probe.get("started_at") is not None else probe["index"] * interval
