@@ -59,7 +59,7 @@ EOF
 
   # --version names both, read from the installed package's metadata and the installed collection's MANIFEST.json
   installed inferlab --version > "$DIR/version.txt"
-  grep -qx "inferlab 0.1.0\|inferlab $(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml")" "$DIR/version.txt"
+  grep -qx "inferlab $(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml")" "$DIR/version.txt"
   grep -qx "inferlab.distributed $(sed -n 's/^version: //p' "$ROOT/galaxy.yml")" "$DIR/version.txt"
   # the package is the installed one, not this checkout's source
   installed python -c 'import inferlab, sys; sys.exit(0 if "/venv/lib/" in inferlab.__file__ else inferlab.__file__)'
