@@ -54,6 +54,8 @@ def test_a_child_that_outlived_its_recorded_group_leader_is_a_leftover(procs, le
     wait_for(lambda: len(_ledger_proc.group_members(leader.pid, "/proc")) == 2)
     entry = recorded(ledger_dir, leader.pid, process_group=True)
     child = [pid for pid in _ledger_proc.group_members(leader.pid, "/proc") if pid != leader.pid][0]
+    # the forked child is a copy of sh until it has exec'd sleep: wait for the exec, not only the fork
+    wait_for(lambda: _ledger_proc.read_proc_cmdline(child) == ["sleep", "302"])
     os.kill(leader.pid, signal.SIGKILL)
     leader.wait()
     found = _ledger_undo.leftovers(ledger_dir, HOST)
