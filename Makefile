@@ -91,9 +91,13 @@ changelog: bootstrap
 # the real processes and servers they start, not CPU (one process: 168 s wall for 72 CPU-s; three workers: 69 s).
 # A test that times something bounds a ratio or a generous ceiling, never a tight wall time: the workers run beside
 # make test's background gates on a 2-CPU machine.
+# The collection's tests (tests/unit/) run under `ansible-test units`, each in its context (modules, module_utils,
+# controller) through Ansible's collection loader; the package's (tests/package/) under pytest. A plain
+# `pytest -n 3` from the checkout runs both (pyproject.toml's testpaths), the quicker loop while working.
 UNIT_WORKERS := 3
 unit: bootstrap
-	$(BIN)/pytest -q -n $(UNIT_WORKERS) tests/unit
+	$(BIN)/pytest -q -n $(UNIT_WORKERS) tests/package
+	bash tests/ansible_test/run.sh units --num-workers $(UNIT_WORKERS)
 
 # SGLang's own argument parser checks the argv that roles/sglang_tp builds, in a venv of its own (sglang --no-deps,
 # the CPU torch wheel found on disk; without that wheel the test skips and says why, and fails under CI=true:
@@ -104,7 +108,7 @@ contract: bootstrap
 	$(CONTRACT_VENV)/bin/pytest -q tests/contract
 
 sanity: bootstrap
-	bash tests/sanity/run.sh
+	bash tests/ansible_test/run.sh sanity
 
 # The package (a wheel, not editable) and the collection (the galaxy tarball) installed into a fresh venv and a
 # collection path of their own, then used from outside the checkout (tests/install/run.sh). Molecule `default`'s

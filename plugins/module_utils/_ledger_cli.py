@@ -45,6 +45,9 @@ import os
 import sys
 import traceback
 
+# No .pyc for the modules below: CPython does not check that a bytecode file was written whole, and one cut short by a
+# full disk or a file-size limit would make every later run of this script, the restore's undo included, fail to import.
+sys.dont_write_bytecode = True
 try:
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core as core
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_heartbeat as heartbeat

@@ -7,7 +7,7 @@ trials (report_prefix) and NCCL collectives (report_collectives), the link A/B, 
 restore, the re-verifications, and the plots (drawn or left out, and why). report_text prints the values.
 
 Wording: observed, theory, supported. A figure is observed; a cause is a theory until a one-layer change that
-reproduces from a fresh start supports it. tests/unit/test_report_sections.py scans every rendered fixture for words
+reproduces from a fresh start supports it. tests/package/test_report_sections.py scans every rendered fixture for words
 that claim more.
 """
 

@@ -1,5 +1,5 @@
 """What this run shows, and what it does not show: the two lists report.md opens with, generated from the record
-alone (tests/unit/test_report_sections.py scans them for words that claim more than was observed)."""
+alone (tests/package/test_report_sections.py scans them for words that claim more than was observed)."""
 
 from __future__ import annotations
 

@@ -3,12 +3,12 @@ controller, as the staged experiment's plan runs them: which conditions the ring
 refused before anything changes, and in a dry run noted with every other problem."""
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,12 +36,11 @@ def run_plan(tmp_path, layer, **extra_vars):
         "gpu-a": {"inferlab_driver_layer": layer}, "gpu-b": {"inferlab_driver_layer": layer}}}}}}))
     playbook = tmp_path / "plan.yml"
     playbook.write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_STRATEGY="linear")
     extra = json.dumps({"inferlab_run_dir": str(tmp_path), **extra_vars})
     return subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "-c", "local", str(playbook),
-         "-e", extra], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+        [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook),
+         "-e", extra], cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True,
+        text=True, timeout=120, check=False)
 
 
 def said(proc):

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (
     _counters,
@@ -32,6 +31,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (
     _ledger_proc,
     _ledger_undo,
 )
+from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

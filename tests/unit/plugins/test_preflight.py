@@ -5,7 +5,6 @@ import json
 import multiprocessing
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from ansible_collections.inferlab.distributed.plugins.plugin_utils._preflight im
     note_problem,
     read_problems,
 )
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -109,12 +109,10 @@ PLAYBOOK = """\
 def run_playbook(tmp_path, *extra):
     playbook = tmp_path / "checks.yml"
     playbook.write_text(PLAYBOOK)
-    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_STRATEGY="linear")
     return subprocess.run(
-        [str(ansible_playbook), "-i", "localhost,", "-c", "local", str(playbook), "-e", "port_free=false", *extra],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+        [ansible_playbook(), "-i", "localhost,", "-c", "local", str(playbook), "-e", "port_free=false", *extra],
+        cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True,
+        timeout=120, check=False)
 
 
 def test_in_a_stage_it_is_assert(tmp_path):

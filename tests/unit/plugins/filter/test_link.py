@@ -3,9 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 import json
-import os
 import subprocess
-import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferlab.distributed.plugins.filter import link
 from ansible_collections.inferlab.distributed.plugins.module_utils import _link_verdict
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _iperf3
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures"
@@ -168,13 +167,8 @@ PLAYBOOK = """
 def test_filters_in_a_real_playbook(tmp_path):
     playbook = tmp_path / "link_filters.yml"
     playbook.write_text(PLAYBOOK)
-    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
-    if not ansible_playbook.exists():
-        pytest.skip(f"ansible-playbook is not installed beside {sys.executable}")
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
     proc = subprocess.run(
-        [str(ansible_playbook), "-i", "localhost,", "-c", "local", str(playbook), "-e", "fixtures=" + str(FIXTURES)],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+        [ansible_playbook(), "-i", "localhost,", "-c", "local", str(playbook), "-e", "fixtures=" + str(FIXTURES)],
+        cwd=REPO_ROOT, env=playbook_env(tmp_path), capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "ok=1" in proc.stdout

@@ -4,9 +4,7 @@
 
 import copy
 import json
-import os
 import subprocess
-import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.filter import sglang
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _sglang_launch
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 TABLE = json.loads((REPO_ROOT / "tests" / "unit" / "fixtures" / "sglang" / "specs.json").read_text())
@@ -161,15 +160,10 @@ PLAYBOOK = """
 
 
 def test_filters_in_a_real_playbook(tmp_path):
-    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
-    if not ansible_playbook.exists():
-        pytest.skip(f"ansible-playbook is not installed beside {sys.executable}")
     (tmp_path / "inventory.yml").write_text(INVENTORY)
     (tmp_path / "play.yml").write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
     proc = subprocess.run(
-        [str(ansible_playbook), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+        [ansible_playbook(), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
+        cwd=REPO_ROOT, env=playbook_env(tmp_path), capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert proc.stdout.count("ok=1") == 2

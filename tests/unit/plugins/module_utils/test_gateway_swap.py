@@ -19,11 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from ledger_host import install_ledger
-from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger
+from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
     FAKE_NGINX,
     Gateway,

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_host import ledger_script
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (
     _ledger_cli,
@@ -21,6 +20,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (
     _ledger_undo,
     _ledger_watch,
 )
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import ledger_script
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 HOST = "lab-a"

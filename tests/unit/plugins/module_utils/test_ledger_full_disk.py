@@ -11,9 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger_host import ledger_script
-
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import ledger_script
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 HOST = "lab-a"

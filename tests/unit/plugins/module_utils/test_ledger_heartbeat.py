@@ -4,8 +4,8 @@
 """The heartbeat of the dead man's switches (``_ledger_heartbeat``): ``renew`` renews on input only and never
 creates the renew file; ``heartbeat``, run as the installed ledger script, renews through real ``renew`` processes
 while a watched process lives, and stops (closing their input) when it dies or on SIGTERM; its restart of a child
-that ended; the renew commands the experiment builds for local, SSH and become hosts; and the lookup that finds the
-playbook process to watch, on a procfs fixture and under a real ansible-playbook run."""
+that ended. The renew commands the experiment builds: plugin_utils/test_heartbeat_children.py; the lookup that finds
+the playbook process to watch: lookup/test_playbook_process.py."""
 
 import io
 import json
@@ -17,13 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.errors import AnsibleLookupError
-from ledger_host import ledger_script
 
-from ansible_collections.inferlab.distributed.plugins.lookup import playbook_process
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_heartbeat as hb
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
-from ansible_collections.inferlab.distributed.plugins.plugin_utils import _heartbeat_children
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import ledger_script
 
 OLD = 1_000_000_000  # an mtime long past
 
@@ -187,68 +184,3 @@ def test_a_renew_process_that_ended_is_started_again_at_the_next_beat(monkeypatc
     assert (result["beats"], result["restarts"], len(started)) == (3, 2, 3)
     assert [h.stdin.written for h in started] == [b"\n", b"\n", b"\n"]
     assert result["reason"] == "the playbook (pid 1) ended"
-
-
-LAB_HOST = {"name": "lab-a", "connection": "ssh", "address": "169.254.78.2", "port": 22, "user": "root",
-            "key_file": "/var/lib/inferlab-lab/imol/ssh/id_ed25519",
-            "ssh_common_args": "-o UserKnownHostsFile=/var/lib/inferlab-lab/imol/ssh/known_hosts "
-                               "-o StrictHostKeyChecking=yes",
-            "ssh_extra_args": "", "become": False, "python": "/usr/bin/python3",
-            "script": "/var/lib/inferlab-lab/imol/hosts/a/state/bin/inferlab_ledger.py",
-            "renew_file": "/var/lib/inferlab-lab/imol/hosts/a/state/run/deadman.renew"}
-
-
-def test_the_renew_commands_reach_each_host_as_ansible_does():
-    [lab_a, local, become] = _heartbeat_children.children([
-        LAB_HOST, {"name": "localhost", "connection": "local", "python": "/venv/bin/python",
-                   "script": "/var/lib/inferlab/bin/inferlab_ledger.py", "renew_file": "/var/lib/inferlab/run/r"},
-        {**LAB_HOST, "name": "gpu-b", "address": None, "user": "ops", "become": True, "port": None,
-         "key_file": None, "ssh_common_args": "", "ssh_extra_args": "-o ProxyJump=bastion",
-         "renew_file": "/var/lib/inferlab/run/deadman renew"}])
-    assert lab_a == {"name": "lab-a", "argv": [
-        "ssh", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3",
-        "-o", "ControlMaster=no", "-o", "ControlPath=none", "-p", "22", "-i", LAB_HOST["key_file"],
-        "-o", "UserKnownHostsFile=/var/lib/inferlab-lab/imol/ssh/known_hosts", "-o", "StrictHostKeyChecking=yes",
-        "-l", "root", "169.254.78.2",
-        f"/usr/bin/python3 {LAB_HOST['script']} renew --renew-file {LAB_HOST['renew_file']}"]}
-    assert local == {"name": "localhost", "argv": ["/venv/bin/python", "/var/lib/inferlab/bin/inferlab_ledger.py",
-                                                   "renew", "--renew-file", "/var/lib/inferlab/run/r"]}
-    assert become["argv"][-6:] == ["-o", "ProxyJump=bastion", "-l", "ops", "gpu-b",
-                                   f"sudo -n /usr/bin/python3 {LAB_HOST['script']} renew --renew-file "
-                                   "'/var/lib/inferlab/run/deadman renew'"]
-
-
-def fake_proc(root, pid, ppid, argv, start_time):
-    folder = root / str(pid)
-    folder.mkdir(parents=True)
-    (folder / "stat").write_text(f"{pid} (python3) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "
-                                 f"{start_time} 0 0\n")
-    (folder / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
-
-
-def test_the_playbook_process_is_the_outermost_ansible_playbook_above_the_worker(tmp_path):
-    playbook = ["/venv/bin/python", "/venv/bin/ansible-playbook", "-i", "hosts", "experiment.yml"]
-    fake_proc(tmp_path, 100, 1, ["/venv/bin/python", "/venv/bin/inferlab", "run", "experiment"], 500)
-    fake_proc(tmp_path, 200, 100, playbook, 600)
-    fake_proc(tmp_path, 300, 200, playbook, 700)  # a worker forked by it: the same command line
-    fake_proc(tmp_path, 400, 300, ["/bin/sh", "-c", "python3 module"], 800)
-    assert playbook_process.playbook_process(400, str(tmp_path)) == {"pid": 200, "start_time": 600}
-    assert playbook_process.playbook_process(200, str(tmp_path)) == {"pid": 200, "start_time": 600}
-    with pytest.raises(AnsibleLookupError, match=r"no ansible-playbook process among the ancestors of pid 100 "
-                                                 r"\(100 <- 1\)"):
-        playbook_process.playbook_process(100, str(tmp_path))
-
-
-def test_the_lookup_under_a_real_ansible_playbook_names_that_process(tmp_path):
-    play = tmp_path / "play.yml"
-    out = tmp_path / "found.json"
-    play.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.copy:\n"
-                    "        content: \"{{ lookup('inferlab.distributed.playbook_process') | to_json }}\"\n"
-                    f"        dest: {out}\n        mode: '0644'\n")
-    env = dict(os.environ, ANSIBLE_STRATEGY="linear")
-    run = subprocess.Popen([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                            "-e", f"ansible_python_interpreter={sys.executable}", str(play)], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log, _err = run.communicate(timeout=120)
-    assert run.returncode == 0, log.decode()[-2000:]
-    assert json.loads(out.read_text())["pid"] == run.pid

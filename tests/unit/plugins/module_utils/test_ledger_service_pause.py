@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_host import install_ledger, ledger_script
-from oldpython import require_python
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger, ledger_script
+from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 HOST = "lab-a"

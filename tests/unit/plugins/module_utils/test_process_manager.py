@@ -386,7 +386,8 @@ def test_a_spawned_process_outlives_its_starter_without_holding_its_pipes(tmp_pa
             "from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm;"
             "print(pm.spawn_detached(['sleep', '30'], {}, sys.argv[2] + '/p.log', sys.argv[2] + '/p.pid'))")
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", code, str(REPO_ROOT / ".collections"), str(tmp_path)],
+    collections_dir = Path(pm.__file__).parents[5]  # above ansible_collections/ (not resolved: .collections is a link)
+    out = subprocess.run([sys.executable, "-c", code, str(collections_dir), str(tmp_path)],
                          capture_output=True, text=True, timeout=20, check=True)
     pid = int(out.stdout)
     try:

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.module_utils import basic
-from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm
 from ansible_collections.inferlab.distributed.plugins.modules import managed_process
+from ansible_collections.inferlab.distributed.tests.unit.module_docs import documented_options
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
 
 HERE = Path(__file__).resolve().parent

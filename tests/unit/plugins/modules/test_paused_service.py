@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import paused_service
+from ansible_collections.inferlab.distributed.tests.unit.module_docs import documented_options
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
 
 HOST = "lab-a"

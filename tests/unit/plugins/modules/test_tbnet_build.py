@@ -13,10 +13,10 @@ import stat
 
 import pytest
 import yaml
-from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_build
+from ansible_collections.inferlab.distributed.tests.unit.module_docs import documented_options
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.test_tbnet_build_logic import (
     RELEASE,
     SCRIPTS,

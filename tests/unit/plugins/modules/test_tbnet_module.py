@@ -15,11 +15,11 @@ import time
 
 import pytest
 import yaml
-from ledger_host import install_ledger
-from module_docs import documented_options
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_module
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger
+from ansible_collections.inferlab.distributed.tests.unit.module_docs import documented_options
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
     FIXTURES,
     run_module,

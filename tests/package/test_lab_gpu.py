@@ -1,17 +1,17 @@
 """The lab's GPU daemon (src/inferlab/lab_gpu.py): the configs it refuses, and one poll's render of a host whose
-server was killed. The claims themselves are tests/unit/labserver/test_labserver_gpu.py's."""
+server was killed. The claims themselves are tests/package/labserver/test_labserver_gpu.py's."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import lab_gpu
 from inferlab.labserver import gpu
 
-DEVICE = Path(__file__).resolve().parent / "fixtures" / "nvml" / "rtx5090.json"
+DEVICE = FIXTURE_ROOT / "nvml" / "rtx5090.json"
 
 
 @pytest.fixture(name="gpu_dir")

@@ -1,7 +1,7 @@
 """Calibration of `inferlab compare`'s speed verdict by simulation (seeded, a few seconds): under no true difference
 the rate of "supported" stays at most the nominal 5 % at 3, 5 and 10 samples a side, for the noise shapes the lab
 shows; under a true difference the power is measured. docs/STATISTICS.md holds the figures this module prints when
-run as a script (`python tests/unit/test_stats_calibration.py`).
+run as a script (`python tests/package/test_stats_calibration.py`).
 
 Each simulated pair is the claim "B is faster" of repeated whole runs: every run gives one sample per metric (its
 median over 3 measured trials), and the claim rests on two metrics as the measured trials' do (single-stream and

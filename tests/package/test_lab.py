@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import lab
 
@@ -689,7 +690,7 @@ def test_lab_dir_from_an_inventory_without_a_lab(tmp_path):
 # --------------------------------------------------------------------------------------------------------------------
 # the link profile in status: read from tc now, classified by the collection's _tc.py
 
-TC_FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "tc"
+TC_FIXTURES = FIXTURE_ROOT / "tc"
 
 
 class TcProbe(FakeProbe):
@@ -757,7 +758,7 @@ def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):
 
 def test_gpu_holders_reads_who_holds_each_gpu_from_the_rendered_snapshot(tmp_path):
     snapshot = tmp_path / "nvml.json"
-    document = json.loads((Path(__file__).parent / "fixtures" / "nvml" / "rtx5090.json").read_text())
+    document = json.loads((FIXTURE_ROOT / "nvml" / "rtx5090.json").read_text())
     document["gpus"][0]["compute_processes"] = [{"pid": 4100, "name": "sglang::schedul",
                                                  "used_memory_bytes": 27656 * 2**20}]
     snapshot.write_text(json.dumps(document))

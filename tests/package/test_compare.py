@@ -5,13 +5,13 @@ A/A pair), and malformed records refused by name."""
 import copy
 import json
 import re
-from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import cli, compare, exit_codes, record, stats
 
-FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+FIXTURES = FIXTURE_ROOT / "compare"
 
 
 def load(name: str) -> dict:
@@ -610,7 +610,7 @@ def test_cli_takes_comma_separated_runs(tmp_path, capsys):
 
 # --- two served modes of one run (RUN:MODE) -----------------------------------------------------------------------
 
-TWO_MODES = Path(__file__).parent / "fixtures" / "report" / "serve_trials.json"
+TWO_MODES = FIXTURE_ROOT / "report" / "serve_trials.json"
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -15,10 +15,11 @@ import zlib
 from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import plots, plots_prefix_collectives, record_view, report
 
-FIXTURES = Path(__file__).parent / "fixtures" / "report"
+FIXTURES = FIXTURE_ROOT / "report"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -19,8 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from oldpython import require_python
 
+from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 from inferlab import prober
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import cli, exit_codes, paths, query
 
-FIXTURES = Path(__file__).parent / "fixtures"
-SERVE_TRIALS = FIXTURES / "report" / "serve_trials.json"  # baseline and nextn, three trials each, no restore
-EXPERIMENT = FIXTURES / "report" / "experiment_kernel.json"  # the staged experiment: a failed stage, restore verified
-RESTORE = FIXTURES / "report" / "restore_driver.json"
+SERVE_TRIALS = FIXTURE_ROOT / "report" / "serve_trials.json"  # baseline and nextn, three trials each, no restore
+EXPERIMENT = FIXTURE_ROOT / "report" / "experiment_kernel.json"  # staged experiment: a failed stage, restore verified
+RESTORE = FIXTURE_ROOT / "report" / "restore_driver.json"
 
 # The examples of docs/EVIDENCE.md, run here against the records they describe.
 NEXTN_MEDIAN_OUTPUT = "serving.nextn.trials.figures.single_stream_output_tok_s.median"
@@ -136,8 +136,8 @@ def test_query_errors_are_one_line_and_exit_13(root, capsys, run, expression, me
 @pytest.mark.parametrize(
     ("fixture", "message"),
     [
-        (FIXTURES / "compare" / "malformed_not_json.json", "record.json is not JSON (Expecting"),
-        (FIXTURES / "compare" / "malformed_list.json", "record.json holds a JSON list, not a record (an object)"),
+        (FIXTURE_ROOT / "compare" / "malformed_not_json.json", "record.json is not JSON (Expecting"),
+        (FIXTURE_ROOT / "compare" / "malformed_list.json", "record.json holds a JSON list, not a record (an object)"),
     ],
 )
 def test_query_refuses_a_malformed_record(root, capsys, fixture, message):
@@ -183,7 +183,7 @@ def test_where_zero_is_true_as_in_jmespath(root, capsys):
 
 
 def test_where_counts_an_unreadable_record_apart(root, capsys):
-    shutil.copy(FIXTURES / "compare" / "malformed_not_json.json", root / SERVE_RUN / "record.json")
+    shutil.copy(FIXTURE_ROOT / "compare" / "malformed_not_json.json", root / SERVE_RUN / "record.json")
     code, out, err = run_cli(["runs", "list", "--json", "--where", "run"], capsys)
     assert code == exit_codes.SUCCESS
     assert [run["name"] for run in json.loads(out)] == [RESTORE_RUN, EXPERIMENT_RUN]

@@ -13,15 +13,14 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab.labserver import gpu
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-PROC = str(FIXTURES / "proc-gpu")
-DEVICE = json.loads((FIXTURES / "nvml" / "rtx5090.json").read_text())
+PROC = str(FIXTURE_ROOT / "proc-gpu")
+DEVICE = json.loads((FIXTURE_ROOT / "nvml" / "rtx5090.json").read_text())
 TOTAL = DEVICE["gpus"][0]["memory_total_bytes"]
 IDLE = DEVICE["gpus"][0]["memory_used_bytes"]
 

@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import cli, exit_codes, matrix
 
-FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+FIXTURES = FIXTURE_ROOT / "compare"
 ASM4242 = {
     "format": "inferlab.host_identity/1",
     "host_router": {"domain": "domain0", "pci_slot": "0000:72:00.0", "pci_vendor": "0x1b21", "pci_device": "0x2425",

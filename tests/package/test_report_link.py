@@ -2,11 +2,13 @@
 
 import json
 
-from linkfixtures import inputs, soak_inputs
+import jsonschema
+import pytest
 
 from ansible_collections.inferlab.distributed.plugins.filter.link_ab_metrics import link_ab_metrics
 from ansible_collections.inferlab.distributed.plugins.filter.link_test_result import link_test_result
 from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import link_condition_table
+from ansible_collections.inferlab.distributed.tests.unit.linkfixtures import inputs, soak_inputs
 from inferlab import plots, record, report
 
 RUN = {
@@ -14,6 +16,12 @@ RUN = {
     "started": "2026-11-30T10:00:00Z", "finished": "2026-11-30T10:03:00Z", "status": "successful",
     "ansible_rc": 0, "exit_code": 0, "exit_meaning": "success", "extravars": {}, "stats": {},
 }
+
+
+@pytest.mark.parametrize("built", [inputs, soak_inputs], ids=["suite", "soak"])
+def test_link_test_fragments_match_the_record_schema(built):
+    schema = record.load_schema()
+    jsonschema.validate(link_test_result(built()), {"$defs": schema["$defs"], "$ref": "#/$defs/link_test"})
 
 
 def write_fragment(run_dir, stage, host, fragment):

@@ -10,10 +10,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import cli, compare, exit_codes, report, reverify, runner
 
-FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+FIXTURES = FIXTURE_ROOT / "compare"
 NOW = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

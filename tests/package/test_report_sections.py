@@ -21,7 +21,7 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
 Each `<name>.json` renders to `<name>.md` beside it. After a deliberate change to the report, regenerate them and
 read the diff:
 
-    INFERLAB_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/unit/test_report_sections.py
+    INFERLAB_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/package/test_report_sections.py
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ import copy
 import json
 import os
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
 from inferlab import plots, record, record_view, report, report_prefix, report_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "report"
+FIXTURES = FIXTURE_ROOT / "report"
 RECORDS = sorted(FIXTURES.glob("*.json"))
 UPDATE = os.environ.get("INFERLAB_UPDATE_GOLDEN") == "1"
 # Claims a report must never make: a fix is not a fix until it re-verifies cold, and elimination yields a theory.

@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# Run `ansible-test sanity` on the collection's working tree, without network access to the
-# Ansible project's file host.
+# Run `ansible-test sanity` or `ansible-test units` on the collection's working tree, without network access to
+# the Ansible project's file host.
 #
-#   bash tests/sanity/run.sh [extra ansible-test sanity options, e.g. --test validate-modules]
+#   bash tests/ansible_test/run.sh sanity [extra ansible-test sanity options, e.g. --test validate-modules]
+#   bash tests/ansible_test/run.sh units [extra ansible-test units options]
+#
+# `units` runs the collection's tests (tests/unit/) the way ansible-test runs them: each in its context (modules,
+# module_utils, controller), through Ansible's collection loader. The package's tests (tests/package/) are not the
+# collection's; `make unit` runs them with pytest.
 #
 # 1. ansible-test only runs from a directory whose path ends in ansible_collections/NS/NAME, and it
 #    resolves symlinks, so the working tree as git sees it (tracked + untracked-not-ignored files,
 #    uncommitted changes included) is copied to
-#    tests/output/.sanity-tree/ansible_collections/NS/NAME. The copy gets its own empty git
+#    tests/output/.ansible-test-tree/ansible_collections/NS/NAME. The copy gets its own empty git
 #    repository: ansible-test lists a collection's files with `git ls-files` from the nearest .git
 #    upwards, and without one it would find this checkout's .git, in which tests/output is ignored.
 # 2. ansible-test bootstraps pip into each test venv with get-pip.py from ci-files.testing.ansible.com
-#    unless ~/.ansible/test/cache/get_pip_<pip version>.py exists. We put tests/sanity/get_pip_offline.py
+#    unless ~/.ansible/test/cache/get_pip_<pip version>.py exists. We put tests/ansible_test/get_pip_offline.py
 #    there (ensurepip's bundled pip + pip install from the configured index). A cached script that is
 #    not ours (no marker line) is left alone.
-# 3. ansible-test sanity --venv --python X.Y runs in the copy; its status is ours.
-#    The log (tests/output/.sanity-tree/sanity.log) and results (the copy's tests/output/) stay until the next run.
+# 3. ansible-test COMMAND --venv --python X.Y runs in the copy; its status is ours.
+#    The log (tests/output/.ansible-test-tree/COMMAND.log) and results (the copy's tests/output/) stay until the next run.
 set -euo pipefail
-trap 'echo "sanity: $0 failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+COMMAND=${1:-}
+case $COMMAND in
+  sanity | units) shift ;;
+  *) echo "ansible-test: expected 'sanity' or 'units' as the first argument, found '$COMMAND'" >&2; exit 2 ;;
+esac
+trap 'echo "$COMMAND: $0 failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 cd "$ROOT"
@@ -26,7 +36,7 @@ if [[ -d $ROOT/.venv/bin ]]; then
   PATH=$ROOT/.venv/bin:$PATH
 fi
 for tool in ansible-test python git tar flock; do
-  command -v "$tool" >/dev/null || { echo "sanity: '$tool' not found (run 'make bootstrap')" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "$COMMAND: '$tool' not found (run 'make bootstrap')" >&2; exit 2; }
 done
 
 # Ansible settings of the checkout (collections_path = .collections, ...) must not leak into the run:
@@ -50,16 +60,16 @@ EOF
 
 # One run at a time: the copy and ansible-test's venv cache (~/.ansible/test/venv) are shared.
 mkdir -p "$HOME/.ansible/test/cache"
-exec 9>"$HOME/.ansible/test/inferlab-sanity.lock"
+exec 9>"$HOME/.ansible/test/inferlab-ansible-test.lock"
 if ! flock -n 9; then
-  echo "sanity: another sanity run holds $HOME/.ansible/test/inferlab-sanity.lock; waiting" >&2
+  echo "$COMMAND: another ansible-test run holds $HOME/.ansible/test/inferlab-ansible-test.lock; waiting" >&2
   flock 9
 fi
 
 start=$SECONDS
 
 # --- 1. copy of the working tree -------------------------------------------------------------------
-TREE=$ROOT/tests/output/.sanity-tree
+TREE=$ROOT/tests/output/.ansible-test-tree
 COPY=$TREE/ansible_collections/$NAMESPACE/$NAME
 mkdir -p "$COPY/tests"
 # Start from an empty copy each time, but keep its git repository and tests/output/: ansible-test
@@ -77,11 +87,11 @@ git -c core.quotePath=false ls-files -z --cached --others --exclude-standard \
   | tar -C "$COPY" -xf -
 [[ -d $COPY/.git ]] || git -C "$COPY" -c init.defaultBranch=main init -q
 printf '/tests/output/\n' >"$COPY/.git/info/exclude"
-echo "sanity: copied $(git -C "$COPY" ls-files -co --exclude-standard | wc -l) files to $COPY"
+echo "$COMMAND: copied $(git -C "$COPY" ls-files -co --exclude-standard | wc -l) files to $COPY"
 
 # --- 2. offline pip bootstrap -----------------------------------------------------------------------
 MARKER='# inferlab-offline-get-pip'
-OURS=$ROOT/tests/sanity/get_pip_offline.py
+OURS=$ROOT/tests/ansible_test/get_pip_offline.py
 CACHED=$HOME/.ansible/test/cache/get_pip_${PIP_VERSION//./_}.py
 first_line=
 if [[ -e $CACHED ]]; then
@@ -90,23 +100,25 @@ fi
 if [[ ! -e $CACHED ]] || { [[ $first_line == "$MARKER"* ]] && ! cmp -s "$OURS" "$CACHED"; }; then
   cp "$OURS" "$CACHED.inferlab.tmp"
   mv -f "$CACHED.inferlab.tmp" "$CACHED"
-  echo "sanity: installed offline pip bootstrap as $CACHED"
+  echo "$COMMAND: installed offline pip bootstrap as $CACHED"
 elif [[ $first_line != "$MARKER"* ]]; then
-  echo "sanity: using the existing pip bootstrap $CACHED (not ours, left alone)"
+  echo "$COMMAND: using the existing pip bootstrap $CACHED (not ours, left alone)"
 fi
 
-# --- 3. ansible-test sanity -------------------------------------------------------------------------
-LOG=$TREE/sanity.log
+# --- 3. ansible-test COMMAND ------------------------------------------------------------------------
+LOG=$TREE/$COMMAND.log
 cd "$COPY"
-echo "sanity: ansible-test sanity --venv --python $PYVER --color no $*"
+echo "$COMMAND: ansible-test $COMMAND --venv --python $PYVER --color no $*"
 rc=0
-ansible-test sanity --venv --python "$PYVER" --color no "$@" 2>&1 | tee "$LOG" || rc=${PIPESTATUS[0]}
+ansible-test "$COMMAND" --venv --python "$PYVER" --color no "$@" 2>&1 | tee "$LOG" || rc=${PIPESTATUS[0]}
 
-ran=$(sed -nE 's/^Running sanity test "([^"]+)".*/\1/p' "$LOG" | tr '\n' ' ')
-echo "sanity: tests run: ${ran:-none}"
-if grep -qE '^WARNING: (Skipping sanity test|Required program)' "$LOG"; then
-  echo "sanity: skipped or incomplete:"
-  grep -E '^WARNING: (Skipping sanity test|Required program)' "$LOG" | sed 's/^/  /'
+if [[ $COMMAND == sanity ]]; then
+  ran=$(sed -nE 's/^Running sanity test "([^"]+)".*/\1/p' "$LOG" | tr '\n' ' ')
+  echo "sanity: tests run: ${ran:-none}"
+  if grep -qE '^WARNING: (Skipping sanity test|Required program)' "$LOG"; then
+    echo "sanity: skipped or incomplete:"
+    grep -E '^WARNING: (Skipping sanity test|Required program)' "$LOG" | sed 's/^/  /'
+  fi
 fi
-echo "sanity: exit status $rc after $((SECONDS - start)) s; log ${LOG#"$ROOT"/}, results ${COPY#"$ROOT"/}/tests/output/"
+echo "$COMMAND: exit status $rc after $((SECONDS - start)) s; log ${LOG#"$ROOT"/}, results ${COPY#"$ROOT"/}/tests/output/"
 exit "$rc"

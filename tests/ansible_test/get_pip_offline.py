@@ -1,9 +1,9 @@
-# inferlab-offline-get-pip: replacement for get-pip.py, installed by tests/sanity/run.sh
+# inferlab-offline-get-pip: replacement for get-pip.py, installed by tests/ansible_test/run.sh
 """Offline stand-in for the pip bootstrap script that ansible-test downloads.
 
 ansible-test bootstraps pip into each empty test virtual environment with a
 ``get-pip.py`` script fetched from the Ansible project's file host. It looks in
-``~/.ansible/test/cache/get_pip_<version>.py`` first, so ``tests/sanity/run.sh``
+``~/.ansible/test/cache/get_pip_<version>.py`` first, so ``tests/ansible_test/run.sh``
 copies this file there on machines that cannot reach that host.
 
 It is called like the real script: ``--no-setuptools`` and ``--no-wheel`` are
