@@ -39,7 +39,7 @@ def test_complete_separation_is_one_split_in_all(m, splits):
     assert test.p_two_sided == pytest.approx(2 / splits)
     assert test.smallest_p == pytest.approx(2 / splits)
     assert test.b_higher and test.exact
-    reversed_test = stats.rank_sum_test(b, a)
+    reversed_test = stats.rank_sum_test(b, a)  # pylint: disable=arguments-out-of-order  # swapped on purpose
     assert reversed_test.p_b_lower == pytest.approx(1 / splits) and not reversed_test.b_higher
 
 
