@@ -9,7 +9,7 @@ handling). Independent of the process manager: callers get an argv list and an e
 
 Rank spec: a dict, one per ring host (the sglang_tp role builds it from inventory variables). Required keys:
   launcher              argv prefix, a non-empty list of strings: ["python3", "-m", "sglang.launch_server"], or
-                        ["python3", "-m", "inferlab.labserver"] for the lab's stand-in server
+                        ["python3", "-m", "inferlab.lab.server"] for the lab's stand-in server
   model_path            str
   tp_size, nnodes, node_rank   int
   host, port            where the HTTP server listens (str, int)

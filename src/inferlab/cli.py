@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    from inferlab import lab  # the lab's own helpers; imported here so `inferlab run` stays light
+    from inferlab.lab import control as lab  # the lab's own helpers; imported here so `inferlab run` stays light
 
     inventory = resolve_inventory(args.inventory)
     if args.action == "status":

@@ -200,11 +200,16 @@ def driver_layers(record: dict) -> set[str]:
     return found & {"kernel", "emulated"}
 
 
+# The lab inference server's module in a rank's argv: its name now, and before 0.2.0 (records of older runs)
+LAB_SERVER_MODULES = ("inferlab.lab.server", "inferlab.labserver")
+
+
 def lab_server(record: dict) -> bool:
     """Whether a served mode ran the lab inference server rather than SGLang."""
     for result in (record.get("serving") or {}).values():
         for rank in (result.get("ranks") or {}).values():
-            if "inferlab.labserver" in " ".join(str(a) for a in rank.get("argv") or []):
+            argv = rank.get("argv") or []
+            if any(str(arg) in LAB_SERVER_MODULES for arg in argv):
                 return True
     return False
 

@@ -9,7 +9,7 @@ ratio is an observation against a theory; its inputs are printed so that a reade
 from __future__ import annotations
 
 # What the lab's ratio means: the lab server sends one all-reduce of a fixed size per step (a batch of 8 sequences,
-# src/inferlab/labserver), not one per layer and token as a model does.
+# src/inferlab/lab/server), not one per layer and token as a model does.
 LAB_NOTE = ("lab: the lab server all-reduces one batch-8-sized payload per step, so its ratio describes the lab, "
             "not a model")
 

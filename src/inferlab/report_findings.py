@@ -357,7 +357,7 @@ def _limits(
         )
     if record_view.lab_server(record):
         limits.append(
-            "The tokens came from the lab inference server (`inferlab.labserver`), which speaks SGLang's "
+            "The tokens came from the lab inference server (`inferlab.lab.server`), which speaks SGLang's "
             "API without a model on GPUs: its tok/s measure the lab's transport and scheduling, not a "
             "model's speed."
         )

@@ -1,7 +1,7 @@
 """Benchmark the llm_workload client against the lab server, for docs/PERFORMANCE.md.
 
 Not a test: it prints figures (median, min, max of N runs) and the machine they were taken on. It starts
-``python -m inferlab.labserver`` (``--lab-step-time 0``: no decode delay, so the client is the bottleneck) on
+``python -m inferlab.lab.server`` (``--lab-step-time 0``: no decode delay, so the client is the bottleneck) on
 127.0.0.1, pins itself (the client) to one core and the server to the others, and measures:
 1. the client ceiling: one ``concurrent`` batch of ``--streams`` streams of ``--tokens`` tokens through the module's
    own code (``run_batch`` of ``_llm_workload``), its ``aggregate_output_tok_s`` (aim: at least 20,000 tok/s on one
@@ -62,7 +62,7 @@ def free_port() -> int:
 def start_server(model_dir: Path, port: int, log: Path, cores: set[int]) -> subprocess.Popen:
     (model_dir / "config.json").write_text(json.dumps(MODEL_CONFIG))
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    argv = [sys.executable, "-m", "inferlab.labserver", "--model-path", str(model_dir), "--served-model-name", MODEL,
+    argv = [sys.executable, "-m", "inferlab.lab.server", "--model-path", str(model_dir), "--served-model-name", MODEL,
             "--lab-step-time", "0", "--enable-metrics", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         server = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -41,11 +41,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from inferlab import lab  # noqa: E402
+from inferlab.lab import control as lab  # noqa: E402
 
 PLAYBOOK = REPO / "playbooks" / "experiment.yml"
 RESTORE = REPO / "playbooks" / "restore.yml"
-# Command-line marks of the processes a run starts on the lab (ranks run inferlab.labserver from a pidfile named
+# Command-line marks of the processes a run starts on the lab (ranks run inferlab.lab.server from a pidfile named
 # sglang-*; the switches and watchdogs run the ledger script).
 RUN_PROCESS_MARKS = ("deadman", "watch-link", "inferlab.prober", "iperf3", "sglang-")
 

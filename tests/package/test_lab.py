@@ -1,4 +1,4 @@
-"""inferlab.lab: addressing, the route-clash check, preflight, pidfile stops, file trees, lab.json and status."""
+"""inferlab.lab.control: addressing, the route-clash check, preflight, pidfile stops, file trees, lab.json, status."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import lab
+from inferlab.lab import control as lab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
-"""The lab's GPU daemon (src/inferlab/lab_gpu.py): the configs it refuses, and one poll's render of a host whose
-server was killed. The claims themselves are tests/package/labserver/test_labserver_gpu.py's."""
+"""The lab's GPU daemon (src/inferlab/lab/gpu_daemon.py): the configs it refuses, and one poll's render of a host whose
+server was killed. The claims themselves are tests/package/lab_server/test_labserver_gpu.py's."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import lab_gpu
-from inferlab.labserver import gpu
+from inferlab.lab import gpu_daemon as lab_gpu
+from inferlab.lab.server import gpu
 
 DEVICE = FIXTURE_ROOT / "nvml" / "rtx5090.json"
 

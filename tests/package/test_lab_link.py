@@ -1,4 +1,4 @@
-"""The lab's direct-link daemon (src/inferlab/lab_link.py): when it brings the link back after a reload, what it reads
+"""The lab's direct-link daemon (inferlab.lab.link_daemon): when it brings the link back after a reload, what it reads
 of each host's fixture root, the configs it refuses, and the driver's link profile on a real veth pair. Its reload
 handling runs for real in the molecule scenarios that reload the driver."""
 
@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from inferlab import lab_link
+from inferlab.lab import link_daemon as lab_link
 
 HOST = {"netns": "ilab-1", "interface": "thunderbolt0", "mtu": 1500, "sysfs_root": "/x/sysfs"}
 

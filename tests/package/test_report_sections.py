@@ -137,7 +137,15 @@ def test_an_emulated_run_says_its_driver_layer_and_receiver_columns_are_not_resu
 def test_the_lab_server_is_named_and_inferred_emulated_when_no_layer_is_declared():
     limits = section(report.render(load("serve")), "## What it does not show")
     assert "(inferred: the lab inference server ran and no driver layer is declared)" in limits
-    assert "`inferlab.labserver`" in limits and "not a model's speed" in limits
+    assert "`inferlab.lab.server`" in limits and "not a model's speed" in limits
+
+
+@pytest.mark.parametrize("module", ["inferlab.lab.server", "inferlab.labserver"])  # its name since 0.2.0, and before
+def test_a_rank_of_the_lab_server_is_found_under_either_name(module):
+    record = {"serving": {"tp2": {"ranks": {"0": {"argv": ["/usr/bin/python3", "-m", module, "--tp-size", "2"]}}}}}
+    assert record_view.lab_server(record)
+    record["serving"]["tp2"]["ranks"]["0"]["argv"] = ["python3", "-m", "sglang.launch_server", "--tp-size", "2"]
+    assert not record_view.lab_server(record)
 
 
 def test_a_cached_long_prompt_is_not_a_cold_prefill_result():

@@ -121,7 +121,8 @@ def test_the_upstream_file_is_the_labs_again_and_the_lab_is_healthy():
     assert drained
     params = drained[-1]["params"]
     assert sha256(params["front"]["upstream_file"]) == params["front_original_sha256"]
-    status = subprocess.run([sys.executable, "-m", "inferlab.lab", "status", "--lab-dir", str(LAB_DIR), "--json"],
+    status = subprocess.run([sys.executable, "-m", "inferlab.lab.control", "status", "--lab-dir", str(LAB_DIR),
+                             "--json"],
                             cwd=REPO_ROOT, env={"PYTHONPATH": str(REPO_ROOT / "src"), "PATH": "/usr/bin:/bin"},
                             capture_output=True, text=True, check=True)
     state = json.loads(status.stdout)

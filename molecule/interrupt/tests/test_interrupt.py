@@ -57,7 +57,7 @@ def test_the_dead_mans_switches_restored_without_a_controller():
 
 
 def test_the_originals_serve_again(host):
-    assert host.run("pgrep -f inferlab.labserver").rc == 0
+    assert host.run("pgrep -f inferlab.lab.server").rc == 0
 
 
 def test_every_record_of_the_scenario_is_schema_valid():

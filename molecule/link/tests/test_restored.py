@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests")
 
 from labinfo import RING  # noqa: E402
 
-from inferlab import lab  # noqa: E402
+from inferlab.lab import control as lab  # noqa: E402
 
 testinfra_hosts = RING
 

@@ -143,7 +143,7 @@ def test_the_collectives_were_counted_in_the_window_and_the_link_carried_them(mo
 
 def test_no_rank_is_left_running(host):
     # the bracket keeps pgrep from matching the shell that runs it
-    assert host.run("pgrep -af '[i]nferlab.labserver.*--node-rank'").stdout.strip() == ""
+    assert host.run("pgrep -af '[i]nferlab.lab.server.*--node-rank'").stdout.strip() == ""
 
 
 def test_every_rank_in_the_ledger_is_undone(host):

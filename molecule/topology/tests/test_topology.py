@@ -89,7 +89,7 @@ def test_no_solo_replica_runs(host):
 
 
 def test_the_originals_serve_again(host):
-    assert host.run("pgrep -f inferlab.labserver").rc == 0
+    assert host.run("pgrep -f inferlab.lab.server").rc == 0
 
 
 def test_every_record_matches_the_schema():

@@ -17,7 +17,7 @@ import time
 import pytest
 from labservers import MODEL, parse_sse
 
-from inferlab.labserver import tokens
+from inferlab.lab.server import tokens
 
 
 def chat(content, **extra):

@@ -26,15 +26,15 @@ import traceback
 from collections import deque
 from queue import SimpleQueue
 
-from inferlab.labserver.args import ALLREDUCE_BATCH
-from inferlab.labserver.tp import KIND_DECODE, KIND_PREFILL, DistBackendError, PeerLeft
+from inferlab.lab.server.args import ALLREDUCE_BATCH
+from inferlab.lab.server.tp import KIND_DECODE, KIND_PREFILL, DistBackendError, PeerLeft
 
 DONE = None
 DECODE_LOG_INTERVAL = 40
 IDLE_POLL_S = 0.2
 PREFILL_EXCHANGE_MAX_STEPS = 4
 
-log = logging.getLogger("inferlab.labserver")
+log = logging.getLogger("inferlab.lab.server")
 
 
 class EngineError(RuntimeError):

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""inferlab.labserver.args: SGLang's flags and defaults, the lab knobs, and what SGLang would refuse."""
+"""inferlab.lab.server.args: SGLang's flags and defaults, the lab knobs, and what SGLang would refuse."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import logging
 import pytest
 
 from inferlab import __version__
-from inferlab.labserver import args as labargs
-from inferlab.labserver.server import main
+from inferlab.lab.server import args as labargs
+from inferlab.lab.server.server import main
 
 
 def parse(model_dir, *flags):
@@ -157,7 +157,7 @@ def test_refusals_exit_1_with_sglang_style_line(model_dir, capsys):
         assert main(["--model-path", str(model_dir), "--speculative-algorithm", "MTP"]) == 1
         assert "ValueError: Unknown speculative algorithm name: MTP" in capsys.readouterr().err
     finally:
-        logging.getLogger("inferlab.labserver").handlers.clear()   # main() logged to this test's captured stderr
+        logging.getLogger("inferlab.lab.server").handlers.clear()   # main() logged to this test's captured stderr
 
 
 @pytest.mark.parametrize("config, expected", [
@@ -177,5 +177,5 @@ def test_allreduce_bytes_flag_wins(model_dir):
 def test_print_versions(capsys):
     assert main(["--print-versions"]) == 0
     expected = {"sglang": "0.5.23-lab", "torch": None, "cuda": None, "nccl": None,
-                "server": f"inferlab.labserver {__version__}"}
+                "server": f"inferlab.lab.server {__version__}"}
     assert json.loads(capsys.readouterr().out) == expected

@@ -1,4 +1,4 @@
-"""What the lab's hardware daemons share (src/inferlab/lab_link.py, src/inferlab/lab_gpu.py): the command line
+"""What the lab's hardware daemons share (link_daemon.py, gpu_daemon.py beside this file): the command line
 ``--config FILE --pidfile FILE``, a config checked before the pidfile is written, SIGTERM removing the pidfile, and
 one event per line on stdout with a UTC timestamp. Each daemon re-reads its config at every poll, so the lab can
 change a running lab's behaviour; a config it can no longer act on stops it (exit 2, said in its log)."""

@@ -15,7 +15,7 @@ import pytest
 from labservers import exchange_steps
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._nccl import parse_inspector_log, summarize
-from inferlab.labserver.inspector import dump_dir
+from inferlab.lab.server.inspector import dump_dir
 
 INSPECTOR_ENV = {"NCCL_PROFILER_PLUGIN": "/usr/lib/libnccl-profiler-inspector.so", "NCCL_INSPECTOR_ENABLE": "1",
                  "NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING": "0"}

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 
-from inferlab.labserver.inspector import NcclInspector
+from inferlab.lab.server.inspector import NcclInspector
 
 SIOCGIFADDR = 0x8915
 SO_BINDTODEVICE = getattr(socket, "SO_BINDTODEVICE", 25)
@@ -301,7 +301,7 @@ class Link:
     def _lost(self, step: int, reason: str, cause: BaseException | None = None) -> PeerLost:
         self.nccl.warn(f"NET/Socket : peer {self.peer} step {step}: {reason}")
         error = PeerLost(
-            f"NCCL error in: inferlab/labserver/tp.py:exchange, remote process exited or there was a network "
+            f"NCCL error in: inferlab/lab/server/tp.py:exchange, remote process exited or there was a network "
             f"error, NCCL version 2.27.3-lab\nncclRemoteError: A call failed possibly due to a network error or a "
             f"remote process exiting prematurely.\nLast error:\nNET/Socket : peer {self.peer}: {reason}")
         error.__cause__ = cause

@@ -1,12 +1,12 @@
 """The lab's GPUs as hardware: each ring host's NVML snapshot kept up to date with the processes that hold its card.
 
-The lab inference servers claim and release their memory themselves (src/inferlab/labserver/gpu.py) and render the
+The lab inference servers claim and release their memory themselves (src/inferlab/lab/server/gpu.py) and render the
 snapshot as they do; this daemon, run by the lab on the controller, renders every host's snapshot each poll, so that
 the memory of a server that was killed (SIGKILL: no release) comes back within a poll, as a real driver frees it.
 
-    python -m inferlab.lab_gpu --config FILE --pidfile FILE
+    python -m inferlab.lab.gpu_daemon --config FILE --pidfile FILE
 
-The config (JSON, re-read every poll; the daemon's shape is src/inferlab/lab_daemon.py's):
+The config (JSON, re-read every poll; the daemon's shape is src/inferlab/lab/daemon.py's):
 ``{"gpu_dirs": ["<lab>/hosts/<id>/gpu", ...], "poll_s"}``. Each change it writes goes to stdout as one line.
 """
 
@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from inferlab import lab_daemon
-from inferlab.lab_daemon import log
-from inferlab.labserver import gpu
+from inferlab.lab import daemon as lab_daemon
+from inferlab.lab.daemon import log
+from inferlab.lab.server import gpu
 
 
 class GpuConfigError(lab_daemon.DaemonConfigError):
@@ -61,7 +61,7 @@ def serve(config_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return lab_daemon.main("inferlab.lab_gpu", __doc__.split("\n\n", maxsplit=1)[0], read_config, serve,
+    return lab_daemon.main("inferlab.lab.gpu_daemon", __doc__.split("\n\n", maxsplit=1)[0], read_config, serve,
                            "rendering the GPUs of", argv)
 
 

@@ -33,7 +33,7 @@ def start_server(tmp_path, model_dir):
         port = port or free_port()
         name = name or f"server{len(procs)}"
         log, pidfile = tmp_path / f"{name}.log", tmp_path / f"{name}.pid"
-        argv = [sys.executable, "-S", "-m", "inferlab.labserver", "--model-path", str(model_dir),
+        argv = [sys.executable, "-S", "-m", "inferlab.lab.server", "--model-path", str(model_dir),
                 "--served-model-name", MODEL, "--host", "127.0.0.1", "--port", str(port),
                 "--lab-pidfile", str(pidfile), *map(str, flags)]
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "GLOO_"))}

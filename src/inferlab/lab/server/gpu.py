@@ -10,7 +10,7 @@ its host's GPU directory when it starts, refused as PyTorch refuses an allocatio
 free, and releases it when it exits. The snapshot (the file ``inferlab_nvml_snapshot`` names, format
 ``inferlab.nvml_snapshot/1``, read by ``nvml_info`` and the counter windows exactly as a recorded real one) is
 rendered from the idle card and the claims of the processes still alive: by the server at each claim and release,
-and by the lab's GPU daemon (src/inferlab/lab_gpu.py) every poll, which drops a killed process's claim as the driver
+and by the lab's GPU daemon (inferlab.lab.gpu_daemon) every poll, which drops a killed process's claim as the driver
 would. Standard library only: the hosts' own Python runs it.
 
 A host's GPU directory: ``device.json`` (the idle card: a snapshot document whose GPUs list no compute process),

@@ -18,10 +18,10 @@ when the daemon starts (the link as it trained at power-on) and whenever the dae
 never in between: a profile the hosts set themselves (a link test's A/B, the link_profile role) stays until the next
 reload, as on real hardware.
 
-    python -m inferlab.lab_link --config FILE --pidfile FILE
+    python -m inferlab.lab.link_daemon --config FILE --pidfile FILE
 
 The config (JSON, re-read every poll, so the lab can change the login behaviour of a running lab; the daemon's
-shape is src/inferlab/lab_daemon.py's):
+shape is src/inferlab/lab/daemon.py's):
 ``{"hosts": [{"netns", "interface", "mtu", "sysfs_root"}, {...}], "login_delay_s", "candidate_login": "ok"|"never",
 "poll_s", "driver_profiles": {"stock": PROFILE, "candidate": PROFILE}}`` (without ``driver_profiles`` no profile is
 applied). Each event goes to stdout as one line with a UTC timestamp.
@@ -36,8 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from inferlab import lab_daemon
-from inferlab.lab_daemon import log
+from inferlab.lab import daemon as lab_daemon
+from inferlab.lab.daemon import log
 
 LOGINS = ("ok", "never")
 DRIVERS = ("stock", "candidate")
@@ -97,7 +97,7 @@ def next_action(link_present: bool, drivers: list[str], ready_since: float | Non
 
 def load_tc():
     """The collection's tc logic (plugins/module_utils/_tc.py), the one the link_profile module uses."""
-    from inferlab.lab import load_tc as load  # noqa: PLC0415 (lab.py is the lab's CLI; only this needs it)
+    from inferlab.lab.control import load_tc as load  # noqa: PLC0415 (control.py is the lab's CLI; only this needs it)
 
     return load()
 
@@ -187,7 +187,7 @@ def serve(config_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return lab_daemon.main("inferlab.lab_link", __doc__.split("\n\n", maxsplit=1)[0], read_config, serve,
+    return lab_daemon.main("inferlab.lab.link_daemon", __doc__.split("\n\n", maxsplit=1)[0], read_config, serve,
                            "serving the direct link of", argv)
 
 

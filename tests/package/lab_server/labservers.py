@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from inferlab.labserver.tp import KIND_DECODE, KIND_PREFILL, Link, NcclLog
+from inferlab.lab.server.tp import KIND_DECODE, KIND_PREFILL, Link, NcclLog
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 MODEL = "lab-qwen-small"

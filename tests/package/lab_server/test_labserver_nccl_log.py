@@ -13,7 +13,7 @@ import pytest
 from labservers import exchange_steps
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._nccl import parse_coll_log
-from inferlab.labserver.tp import NcclLog, nccl_flag_on, nccl_flags
+from inferlab.lab.server.tp import NcclLog, nccl_flag_on, nccl_flags
 
 COLL_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,ENV,COLL", "NCCL_DEBUG_TIMESTAMP_LEVELS": "INFO"}
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from inferlab.labserver import api, tokens
-from inferlab.labserver.cache import PrefixCache
-from inferlab.labserver.metrics import Metrics
-from inferlab.labserver.tp import (
+from inferlab.lab.server import api, tokens
+from inferlab.lab.server.cache import PrefixCache
+from inferlab.lab.server.metrics import Metrics
+from inferlab.lab.server.tp import (
     check_gloo_interface,
     handshake_mismatches,
     ipv4_interfaces,
@@ -249,7 +249,7 @@ def test_the_lab_server_accepts_exactly_the_choices_the_launch_checks_know():
     """The lab server stays standalone (it runs on the hosts' own Python), so it keeps its own copy of SGLang
     0.5.23's choice lists; the contract test proves _sglang_launch's against SGLang itself, this keeps the two equal."""
     from ansible_collections.inferlab.distributed.plugins.plugin_utils import _sglang_launch
-    from inferlab.labserver import args as labserver_args
+    from inferlab.lab.server import args as labserver_args
 
     assert tuple(labserver_args.QUANTIZATION_CHOICES) == tuple(_sglang_launch.QUANTIZATION_CHOICES)
     assert tuple(labserver_args.KV_CACHE_DTYPE_CHOICES) == tuple(_sglang_launch.KV_CACHE_DTYPE_CHOICES)

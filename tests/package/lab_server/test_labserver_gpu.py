@@ -17,7 +17,7 @@ import sys
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab.labserver import gpu
+from inferlab.lab.server import gpu
 
 PROC = str(FIXTURE_ROOT / "proc-gpu")
 DEVICE = json.loads((FIXTURE_ROOT / "nvml" / "rtx5090.json").read_text())

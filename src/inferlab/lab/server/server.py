@@ -24,13 +24,13 @@ from dataclasses import asdict
 from queue import Empty
 
 from inferlab import __version__
-from inferlab.labserver import gpu
-from inferlab.labserver.api import LabHTTPServer, LabService
-from inferlab.labserver.args import SGLANG_VERSION, ConfigError, parse_args, resolve, server_args_dict
-from inferlab.labserver.cache import PrefixCache
-from inferlab.labserver.engine import DONE, Engine, EngineError, kill_if_due
-from inferlab.labserver.metrics import Metrics
-from inferlab.labserver.tp import (
+from inferlab.lab.server import gpu
+from inferlab.lab.server.api import LabHTTPServer, LabService
+from inferlab.lab.server.args import SGLANG_VERSION, ConfigError, parse_args, resolve, server_args_dict
+from inferlab.lab.server.cache import PrefixCache
+from inferlab.lab.server.engine import DONE, Engine, EngineError, kill_if_due
+from inferlab.lab.server.metrics import Metrics
+from inferlab.lab.server.tp import (
     DistBackendError,
     Link,
     NcclLog,
@@ -43,11 +43,11 @@ from inferlab.labserver.tp import (
     select_interface,
 )
 
-SERVER_VERSION = f"inferlab.labserver {__version__}"
+SERVER_VERSION = f"inferlab.lab.server {__version__}"
 FATAL_GRACE_S = 0.5
 PR_SET_NAME = 15  # prctl(2): the calling thread's name, the process's comm for its main thread
 
-log = logging.getLogger("inferlab.labserver")
+log = logging.getLogger("inferlab.lab.server")
 
 
 def versions() -> dict:

@@ -100,7 +100,7 @@ class _DeprecatedStoreTrue(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python3 -m inferlab.labserver", allow_abbrev=False,
+        prog="python3 -m inferlab.lab.server", allow_abbrev=False,
         description="The embedded lab's stand-in for sglang.launch_server (sglang 0.5.23's HTTP API, no GPU).")
     parser.set_defaults(deprecations=[])
     sg = parser.add_argument_group("sglang server arguments (sglang 0.5.23 names, types and defaults)")
@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--lab-rank-timeout", type=_positive_float, default=60.0, metavar="S",
                      help="TP mode: how long the ranks wait for each other at start")
     lab.add_argument("--lab-gpu-dir", metavar="DIR",
-                     help="the host's emulated GPU (inferlab.labserver.gpu): the server holds its memory there while "
+                     help="the host's emulated GPU (inferlab.lab.server.gpu): the server holds its memory there while "
                           "it runs (its static pool, --mem-fraction-static of the card, and its context) and refuses "
                           "to start, as PyTorch does, when the card has not that much free")
     lab.add_argument("--print-versions", action="store_true",

@@ -15,7 +15,7 @@ import pytest
 from labservers import MODEL, free_port, parse_sse
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._nccl import parse_coll_log
-from inferlab.labserver.tp import STEP
+from inferlab.lab.server.tp import STEP
 
 NCCL_LO = {"NCCL_SOCKET_IFNAME": "=lo", "NCCL_DEBUG": "INFO"}
 NCCL_LO_COLL = {**NCCL_LO, "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,ENV,COLL", "NCCL_DEBUG_TIMESTAMP_LEVELS": "INFO"}
@@ -107,7 +107,7 @@ def test_losing_rank1_fails_requests_and_rank0(start_server):
     log = rank0.log_text()
     assert "Scheduler hit an exception: Traceback (most recent call last):" in log
     assert "NCCL WARN NET/Socket : peer 127.0.0.1<" in log
-    assert f"PeerLost: NCCL error in: inferlab/labserver/tp.py:exchange, {PEER_LOST}" in log
+    assert f"PeerLost: NCCL error in: inferlab/lab/server/tp.py:exchange, {PEER_LOST}" in log
     assert not rank0.pidfile.exists()
 
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The lab inference server: SGLang 0.5.23's HTTP API without a GPU, standard library only.
 
-The netns lab cannot run SGLang, so it runs this: ``python3 -m inferlab.labserver [sglang flags] [--lab-* flags]``
+The netns lab cannot run SGLang, so it runs this: ``python3 -m inferlab.lab.server [sglang flags] [--lab-* flags]``
 with ``PYTHONPATH`` pointing at the directory that holds ``inferlab/`` (nothing else of inferlab is imported). It is
 each lab host's "original service" (replica mode) and the TP2 service under test (TP mode). Requests, tokens,
 timing, prefix caching and the TP transport are real; only the model is a deterministic word-level generator

@@ -1,7 +1,7 @@
 """The embedded lab, controller side: preflight checks, status, and the small helpers the `lab` role calls.
 
 The role `inferlab.distributed.lab` builds and removes the lab; this module holds the logic that deserves unit tests
-and is called from the role as ``python -m inferlab.lab SUBCOMMAND`` (JSON on stdout, exit 0 unless the helper
+and is called from the role as ``python -m inferlab.lab.control SUBCOMMAND`` (JSON on stdout, exit 0 unless the helper
 itself broke):
 
 - ``preflight --name N --octet O``: root, required tools, and the route-clash check against ``ip -j -4 route``;
@@ -44,12 +44,12 @@ LAB_JSON_FORMAT = "inferlab.lab/1"
 STATUS_FORMAT = "inferlab.lab_status/1"
 # sglang-router sets its process title (setproctitle), so its /proc/PID/cmdline reads this and nothing else.
 ROUTER_TITLE = "sglang::router"
-# The lab's hardware daemons on the controller (src/inferlab/lab_link.py, src/inferlab/lab_gpu.py), by their key in
+# The lab's hardware daemons on the controller (link_daemon.py, gpu_daemon.py beside this file), by their key in
 # lab.json: (their command line's mark: their module, what it is, what goes wrong without it). Their pidfiles are
 # <lab_dir>/run/<key>.pid.
 HARDWARE_DAEMONS = {
-    "link": ("inferlab.lab_link", "the direct link's daemon", "a driver reload would leave the link down"),
-    "gpu": ("inferlab.lab_gpu", "the GPU daemon", "a killed server's GPU memory would stay held"),
+    "link": ("inferlab.lab.link_daemon", "the direct link's daemon", "a driver reload would leave the link down"),
+    "gpu": ("inferlab.lab.gpu_daemon", "the GPU daemon", "a killed server's GPU memory would stay held"),
 }
 NETNS_DIR = Path("/run/netns")
 
@@ -972,7 +972,8 @@ def _print(obj) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inferlab.lab", description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser = argparse.ArgumentParser(prog="python -m inferlab.lab.control",
+                                     description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("preflight", help="root, tools and route clashes, as JSON")
     p.add_argument("--name", required=True)
@@ -1029,7 +1030,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "kill-lab-scripts":
             _print(kill_lab_scripts(Path(args.lab_dir)))
     except LabError as exc:
-        print(f"inferlab.lab: {exc}", file=sys.stderr)
+        print(f"inferlab.lab.control: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -34,9 +34,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from queue import Empty
 
-from inferlab.labserver import tokens
-from inferlab.labserver.args import SGLANG_VERSION, server_args_dict
-from inferlab.labserver.engine import DONE, EngineError, Request
+from inferlab.lab.server import tokens
+from inferlab.lab.server.args import SGLANG_VERSION, server_args_dict
+from inferlab.lab.server.engine import DONE, EngineError, Request
 
 MAX_BODY = 16 * 1024 * 1024
 GENERATE_DEFAULT_MAX_NEW_TOKENS = 128
@@ -45,7 +45,7 @@ FLUSH_OK = ("Cache flushed.\nPlease check backend logs for more details. (When t
             "requests, the operation will not be performed.)\n")
 FLUSH_FAILED = "Flush cache failed.\n"
 
-log = logging.getLogger("inferlab.labserver")
+log = logging.getLogger("inferlab.lab.server")
 
 
 class RequestError(Exception):
