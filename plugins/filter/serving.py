@@ -3,11 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Serving acceptance filters for the sglang_tp role: ladder verdicts, rank health, consistency, link traffic,
-measured and cold/warm prefix trials.
+measured and cold/warm prefix trials, a concurrency sweep's points.
 
 Several filters live in this file, so each one's documentation is in a sidecar file named after it
-(plugins/filter/<filter>.yml). The logic is in plugins/module_utils/_acceptance.py and _prefix_trials.py
-(standard library only); these wrappers turn their errors into AnsibleFilterError.
+(plugins/filter/<filter>.yml). The logic is in plugins/module_utils/_acceptance.py and plugins/plugin_utils/
+(_prefix_trials.py, _sweep.py), standard library only; these wrappers turn their errors into AnsibleFilterError.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,7 +17,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _acceptance
-from ansible_collections.inferlab.distributed.plugins.plugin_utils import _prefix_trials
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _prefix_trials, _sweep
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 
@@ -45,4 +45,5 @@ class FilterModule(object):
             _acceptance.acceptance_summary,
             _acceptance.public_environment,
             _prefix_trials.prefix_trials_summary,
+            _sweep.sweep_points,
         ))

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab import plots_prefix_collectives
+from inferlab import plots_prefix_collectives, plots_sweep, sweep
 from inferlab.record_view import (
     LINK_FLAP_EVENTS,
     TRIAL_FIGURES,
@@ -54,6 +54,7 @@ SIZES = {
     "serving_collectives": (11.0, 4.8),
     "counter_deltas": (11.0, 8.0),
     "timeline": (12.0, 6.0),
+    "sweep_concurrency": (12.0, 4.8),
 }
 WINDOW_COLOUR, BATCH_COLOUR = "0.85", "tab:orange"
 
@@ -186,6 +187,16 @@ def plan(record: dict, run_dir: Path | None = None) -> list[Plot]:
                 "bytes of NCCL's collectives, the link's bytes sent and the all-reduce theory per mode and host",
                 None,
                 lambda target: plots_prefix_collectives.collective_bytes(collectives, target),
+            )
+        )
+    swept = sweep.build(record)
+    if swept is not None and swept.figures:
+        plots.append(
+            Plot(
+                "sweep_concurrency.png",
+                "aggregate tok/s and TTFT against concurrency, TP2 and the routed replicas, spread over the rounds",
+                None,
+                lambda target: plots_sweep.concurrency_curves(swept, target),
             )
         )
     windows = counter_windows(record)

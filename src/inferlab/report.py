@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inferlab import plots, record_view, report_collectives, report_findings, report_prefix, reverify
+from inferlab import plots, record_view, report_collectives, report_findings, report_prefix, report_sweep, reverify
 from inferlab import report_text as fmt
 
 # The receiver-error counters as a column header names them: crc, missed, length, over.
@@ -904,6 +904,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
             lines.append("")
         lines += report_prefix.section(record["serving"])
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
+    lines += report_sweep.section(record)
     if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):

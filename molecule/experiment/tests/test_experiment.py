@@ -62,6 +62,25 @@ def test_the_control_measured_each_replica_directly_and_the_public_route():
         assert all(b["failed"] == 0 and b["ok"] == b["requests"] for b in route["batches"])
 
 
+def test_the_sweep_measured_both_topologies_at_every_level_and_round():
+    """Three levels, five rounds a side (converge.yml): TP2 in its baseline mode's window, the replicas through the
+    public route (this site has no router); the report has the table, a verdict per level and the plot."""
+    tp2, replicas = RECORD["serving"]["baseline"]["sweep"], RECORD["stages"]["sweep"]["replicas"]
+    assert replicas["route"] == "public" and replicas["not_run"] is None
+    for side in (tp2, replicas):
+        assert [(p["trial"], p["level"]) for p in side["points"]] == [(r, c) for r in range(1, 6) for c in (1, 2, 4)]
+        assert all(p["batch"]["failed"] == 0 and p["batch"]["ok"] == 2 * p["level"] for p in side["points"])
+        assert all(p["batch"]["aggregate_output_tok_s"] > 0 and p["started"] for p in side["points"])
+    assert "sweep" not in RECORD["serving"]["nextn"] or RECORD["serving"]["nextn"]["sweep"] is None
+    report = (RUN / "report.md").read_text()
+    section = report.split("## Concurrency sweep: TP2 against the routed replicas", 1)[1].split("\n## ", 1)[0]
+    verdicts = [line for line in section.splitlines() if line.startswith(("| 1 | ", "| 2 | ", "| 4 | "))
+                and line.rstrip().endswith(("**TP2 faster** |", "**replicas faster** |", "inconclusive |"))]
+    assert len(verdicts) == 3, section
+    assert "replicas (through the public route's gateway)" in section and "- Crossover: " in section
+    assert (RUN / "plots" / "sweep_concurrency.png").stat().st_size > 10_000
+
+
 def test_the_run_says_it_started_fresh():
     fresh = RECORD["stages"]["fresh_start"]
     assert set(fresh) == {"lab-a", "lab-b"}

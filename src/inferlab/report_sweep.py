@@ -1,0 +1,113 @@
+"""The report's concurrency sweep: TP2 against the routed replicas at each level (sweep.py), a table of each side's
+figures, each level's verdict on the aggregate tok/s, the crossover, and what the link carried during TP2's sweep.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from inferlab import compare, record_view, sweep
+from inferlab import report_text as fmt
+from inferlab.report_collectives import text_of
+
+
+def _spread(values: tuple[float, ...]) -> str:
+    if not values:
+        return "—"
+    return f"{text_of(statistics.median(values))} ({text_of(min(values))}–{text_of(max(values))}, n={len(values)})"
+
+
+def _pair(median: float | None, p99: float | None) -> str:
+    return f"{text_of(median)} / {text_of(p99)}"
+
+
+def _shift(row: compare.Row | None) -> str:
+    if row is None or row.interval is None:
+        return "—"
+    interval = row.interval
+    bounds = (f"{interval.confidence_pct:.0f} % interval {text_of(interval.low)} to {text_of(interval.high)}"
+              if interval.low is not None else f"no {compare.CONFIDENCE_PCT} % interval at {row.a.n} vs {row.b.n}")
+    return f"{text_of(interval.estimate)} ({bounds})"
+
+
+def _link_lines(found: sweep.Sweep, record: dict) -> list[str]:
+    """What the link carried in the counter window that holds TP2's sweep (with its ladder and trials)."""
+    if found.tp2 is None:
+        return []
+    window_name = next((result.get("window") for result in (record.get("serving") or {}).values()
+                        if isinstance(result, dict) and result.get("sweep") is found.tp2.sweep), None)
+    window = next((w for w in record_view.counter_windows(record) if w.name == window_name), None)
+    if window is None:
+        return ["- The link's counters: no counter window holds TP2's sweep in this record."]
+    sent = [w.counter("tx_bytes") for w in record_view.counter_windows(record) if w.name == window_name]
+    sent_text = fmt.join([f"{text_of(s / 2**20)} MiB" for s in sent if s is not None]) or "no count"
+    return [f"- The link's counters: TP2's sweep ran last in the counter window `{window.name}`, after the mode's "
+            f"ladder and trials; the ring hosts sent {sent_text} on the link over the whole window. The window does "
+            "not separate the levels: each point's start time is in the record (`serving.<mode>.sweep.points`), to "
+            "be matched against the sampler's series of that window."]
+
+
+def section(record: dict) -> list[str]:
+    """`## Concurrency sweep`: nothing when the record has no sweep."""
+    found = sweep.build(record)
+    if found is None:
+        return []
+    first = found.tp2 or found.replicas
+    rounds = first.sweep.get("trials")
+    lines = [
+        "## Concurrency sweep: TP2 against the routed replicas",
+        "",
+        f"The same request mix on both topologies: at each concurrency level a concurrent batch of level x "
+        f"{first.sweep.get('requests_per_slot')} requests, prompt {first.sweep.get('prompt_tokens')} and output "
+        f"{first.sweep.get('output_tokens')} tokens, {rounds} round(s), each round sending every level once with "
+        "the same prompts on both sides. Each topology's levels ran in one block, not interleaved with the other's: "
+        "switching topologies means pausing the original replicas and starting the TP2 ranks (minutes on real "
+        "hosts); within a block the rounds rotate through the levels, so that a drift reaches every level alike.",
+        "",
+        "Aggregate tok/s is the batch's output tokens over its wall time (the samples the verdict compares, one per "
+        "round); per-request tok/s, TTFT and ITL are the median over the rounds of each batch's own statistic. The "
+        "two kinds of figure are never mixed.",
+        "",
+    ]
+    rows = []
+    for level in found.levels:
+        for side in (found.replicas, found.tp2):
+            figures = found.figures.get((side.topology, level)) if side else None
+            if figures is None:
+                continue
+            rows.append([str(level), fmt.cell(side.label), str(figures.rounds), _spread(figures.aggregate_tok_s),
+                         text_of(figures.per_request_tok_s), _pair(figures.ttft_ms, figures.ttft_p99_ms),
+                         _pair(figures.itl_ms, figures.itl_p99_ms), f"{figures.failed} of {figures.requests}"])
+    if rows:
+        lines += fmt.table(["concurrency", "topology", "rounds", "aggregate output tok/s median (min–max, n)",
+                            "per-request output tok/s", "TTFT ms median / p99", "ITL ms median / p99",
+                            "failed requests"], rows)
+        lines.append("")
+    verdict_rows = [[str(v.level), _shift(v.row),
+                     f"{v.row.test.p_two_sided:.3g}" if v.row and v.row.test else "—", fmt.cell(v.reason),
+                     f"**{v.verdict}**" if v.verdict != sweep.INCONCLUSIVE else v.verdict]
+                    for v in found.verdicts]
+    if verdict_rows:
+        lines += [
+            "Each level's verdict: TP2's aggregate tok/s against the replicas' (exact two-sided rank-sum test, each "
+            f"level read at {100 * compare.ALPHA:.0f} % divided by the levels compared, Bonferroni; the shift is TP2 "
+            "minus the replicas, Hodges-Lehmann).",
+            "",
+            *fmt.table(["concurrency", "TP2 − replicas, aggregate tok/s", "p", "read as", "verdict"], verdict_rows),
+            "",
+        ]
+    lines += [f"- Crossover: {found.crossover}."]
+    lines += [f"- {note}." for note in found.not_run]
+    lines += _link_lines(found, record)
+    lines.append("")
+    return lines
+
+
+def shows(record: dict) -> list[str]:
+    """One line for "What this run shows": each level's verdict."""
+    found = sweep.build(record)
+    if found is None or not found.verdicts:
+        return []
+    said = ", ".join(f"{v.level}: {v.verdict}" for v in found.verdicts)
+    return [f"Concurrency sweep, TP2 against the routed replicas (aggregate tok/s by level): {said}; "
+            f"{found.crossover}."]

@@ -1,0 +1,184 @@
+"""The concurrency sweep of a record: TP2 across the link against the original replicas behind the router, the same
+request mix at each concurrency level, one batch per level and round on each side.
+
+- The sides: `serving.<mode>.sweep` (TP2, swept inside the mode's counter window) and `stages.sweep.replicas` (the
+  replicas through the router, swept in the experiment's control stage, or not run with the reason).
+- Per level and side (`LevelFigures`): the batch aggregate output tok/s of each round (the samples), the median over
+  the rounds of each batch's per-request output tok/s median, of its TTFT and ITL medians and p99s, and the failed
+  requests. Batch aggregates and per-request rates are different figures and are kept apart.
+- Per level (`LevelVerdict`): the aggregate tok/s of TP2 against the replicas' by `compare.compare_metric` (exact
+  rank-sum test, Hodges-Lehmann shift TP2 - replicas with its interval), every level's test read at a Bonferroni
+  level over the levels compared (`compare.with_family_alpha`): "TP2 faster", "replicas faster" or "inconclusive".
+- The crossover: where the side with the higher median aggregate changes from one level to the next. Medians
+  observed, not a verdict: each level's verdict says what the rounds support.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from inferlab import compare
+from inferlab.record_view import mode_layers, number
+
+TP2, REPLICAS = "tp2", "replicas"
+TP2_FASTER, REPLICAS_FASTER, INCONCLUSIVE = "TP2 faster", "replicas faster", "inconclusive"
+# The replicas' route in the report's words (roles/experiment: the router, else the public route's gateway)
+ROUTES = {"router": "the router", "public": "the public route's gateway"}
+
+
+@dataclass(frozen=True)
+class Side:
+    topology: str  # TP2 or REPLICAS
+    label: str  # what the report calls it: "TP2 (baseline: runtime=sglang_tp2, ...)", "replicas (router)"
+    sweep: dict  # the record's sweep object
+
+
+@dataclass(frozen=True)
+class LevelFigures:
+    level: int
+    rounds: int  # batches sent at this level
+    aggregate_tok_s: tuple[float, ...]  # one per round with a figure
+    per_request_tok_s: float | None  # medians over the rounds of each batch's statistic
+    ttft_ms: float | None
+    ttft_p99_ms: float | None
+    itl_ms: float | None
+    itl_p99_ms: float | None
+    failed: int  # failed requests, plus the requests of batches never sent
+    requests: int
+
+
+@dataclass(frozen=True)
+class LevelVerdict:
+    level: int
+    row: compare.Row | None  # None: a side has no figure at this level
+    verdict: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    tp2: Side | None
+    replicas: Side | None
+    levels: tuple[int, ...]
+    figures: dict[tuple[str, int], LevelFigures]  # (topology, level)
+    verdicts: tuple[LevelVerdict, ...]
+    crossover: str
+    not_run: tuple[str, ...]
+
+
+def sides(record: dict) -> tuple[Side | None, Side | None]:
+    """The TP2 side (the first served mode with a sweep) and the replicas' side of the record, each or both None."""
+    tp2 = next(
+        (Side(TP2, f"TP2 ({mode}: {mode_layers(result)})", result["sweep"])
+         for mode, result in (record.get("serving") or {}).items()
+         if isinstance(result, dict) and isinstance(result.get("sweep"), dict)),
+        None,
+    )
+    found = ((record.get("stages") or {}).get("sweep") or {}).get(REPLICAS)
+    route = found.get("route") if isinstance(found, dict) else None
+    replicas = (Side(REPLICAS, f"replicas (through {ROUTES.get(route, route)})" if route else "replicas", found)
+                if isinstance(found, dict) else None)
+    return tp2, replicas
+
+
+def _median(values: list[float | None], scale: float = 1.0) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) * scale if present else None
+
+
+def _statistic(batch: dict, figure: str, key: str) -> float | None:
+    value = batch.get(figure)
+    return number(value.get(key)) if isinstance(value, dict) else None
+
+
+def level_figures(sweep: dict, level: int) -> LevelFigures:
+    points = [p for p in sweep.get("points") or [] if isinstance(p, dict) and p.get("level") == level]
+    batches = [p["batch"] for p in points if isinstance(p.get("batch"), dict)]
+    per_batch = int(level) * int(sweep.get("requests_per_slot") or 1)
+    failed = sum(int(b.get("failed") or 0) for b in batches) + per_batch * (len(points) - len(batches))
+    requests = sum(int(b.get("ok") or 0) + int(b.get("failed") or 0) for b in batches)
+    requests += per_batch * (len(points) - len(batches))
+    return LevelFigures(
+        level=level,
+        rounds=len(points),
+        aggregate_tok_s=tuple(v for v in (number(b.get("aggregate_output_tok_s")) for b in batches) if v is not None),
+        per_request_tok_s=_median([_statistic(b, "output_tok_s", "median") for b in batches]),
+        ttft_ms=_median([_statistic(b, "ttft_s", "median") for b in batches], 1000),
+        ttft_p99_ms=_median([_statistic(b, "ttft_s", "p99") for b in batches], 1000),
+        itl_ms=_median([_statistic(b, "itl_s", "median") for b in batches], 1000),
+        itl_p99_ms=_median([_statistic(b, "itl_s", "p99") for b in batches], 1000),
+        failed=failed,
+        requests=requests,
+    )
+
+
+def _verdict(level: int, row: compare.Row) -> LevelVerdict:
+    seen = row.family_observed or row.observed
+    if seen == compare.B_BETTER:
+        return LevelVerdict(level, row, TP2_FASTER, f"{seen} at p <= {row.family_alpha:.3g}")
+    if seen == compare.B_WORSE:
+        return LevelVerdict(level, row, REPLICAS_FASTER, f"{seen} at p <= {row.family_alpha:.3g}")
+    if row.test is not None and seen == compare.UNATTAINABLE:
+        return LevelVerdict(level, row, INCONCLUSIVE, compare.no_verdict_possible(row.test)
+                            + f" (read at {row.family_alpha:.3g})")
+    reason = {compare.TOO_FEW: f"fewer than {compare.MIN_SAMPLES} rounds with a figure on a side"}.get(seen, seen)
+    return LevelVerdict(level, row, INCONCLUSIVE, reason)
+
+
+def verdicts(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelVerdict, ...]:
+    """Each level's verdict on the aggregate tok/s of TP2 (B) against the replicas (A)."""
+    rows = {}
+    for level in levels:
+        a, b = figures.get((REPLICAS, level)), figures.get((TP2, level))
+        if a and b and a.aggregate_tok_s and b.aggregate_tok_s:
+            metric = f"aggregate output tok/s at concurrency {level}"
+            rows[level] = compare.compare_metric(
+                compare.Metric("sweep", metric, "higher", compare.SPEED, a.aggregate_tok_s),
+                compare.Metric("sweep", metric, "higher", compare.SPEED, b.aggregate_tok_s))
+    read = dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
+    return tuple(
+        _verdict(level, read[level]) if level in read
+        else LevelVerdict(level, None, INCONCLUSIVE, "a topology has no aggregate figure at this level")
+        for level in levels
+    )
+
+
+def crossover(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> str:
+    """Where the topology with the higher median aggregate tok/s changes, in words (observed medians)."""
+    ahead = []
+    for level in levels:
+        a, b = figures.get((REPLICAS, level)), figures.get((TP2, level))
+        if a and b and a.aggregate_tok_s and b.aggregate_tok_s:
+            tp2, replicas = statistics.median(b.aggregate_tok_s), statistics.median(a.aggregate_tok_s)
+            ahead.append((level, TP2 if tp2 > replicas else REPLICAS if replicas > tp2 else None))
+    if not ahead:
+        return "no level has figures on both topologies"
+    changes = [(prev, cur) for prev, cur in zip(ahead, ahead[1:], strict=False) if prev[1] != cur[1]]
+    if not changes:
+        leader = ahead[0][1]
+        return (f"no crossover observed: {'TP2' if leader == TP2 else 'the replicas'} had the higher median at every "
+                f"level compared" if leader else "no crossover observed: the medians were equal at every level")
+    words = [f"from concurrency {prev[0]} to {cur[0]} the higher median goes from "
+             f"{_name(prev[1])} to {_name(cur[1])}" for prev, cur in changes]
+    return "observed crossover: " + "; ".join(words) + " (medians; each level's verdict says what the rounds support)"
+
+
+def _name(topology: str | None) -> str:
+    return {TP2: "TP2", REPLICAS: "the replicas"}.get(topology, "neither (equal)")
+
+
+def build(record: dict) -> Sweep | None:
+    """The record's sweep, or None when neither topology was swept."""
+    tp2, replicas = sides(record)
+    if tp2 is None and replicas is None:
+        return None
+    present = [s for s in (tp2, replicas) if s is not None]
+    levels = sorted({int(level) for s in present for level in s.sweep.get("levels") or []})
+    figures = {(s.topology, level): level_figures(s.sweep, level) for s in present for level in levels
+               if not s.sweep.get("not_run")}
+    not_run = [f"{s.label}: not run, {s.sweep['not_run']}" for s in present if s.sweep.get("not_run")]
+    not_run += [f"{name}: not swept in this run" for name, s in (("TP2", tp2), ("the replicas", replicas))
+                if s is None]
+    return Sweep(tp2, replicas, tuple(levels), figures, verdicts(levels, figures), crossover(levels, figures),
+                 tuple(not_run))

@@ -1,0 +1,115 @@
+"""The concurrency sweep of a record (sweep.py, report_sweep.py, plots_sweep.py): each side's figures by level,
+each level's verdict read at a Bonferroni level over the levels, the crossover of the medians, a side that was not
+run, the report's section and the plot. The records are built from points as sweep_points writes them."""
+
+import jsonschema
+import pytest
+
+from inferlab import plots, record, report, report_sweep, sweep
+
+
+def point(trial, level, tok_s, ttft_s=0.2, failed=0):
+    return {"trial": trial, "level": level, "started": f"2026-12-05T03:00:{trial:02d}Z", "error": None,
+            "batch": {"kind": "concurrent", "cache": "warm", "error": None, "wall_s": 2.0, "ok": 2 * level - failed,
+                      "failed": failed, "aggregate_output_tok_s": tok_s,
+                      "ttft_s": {"n": 2, "mean": ttft_s, "median": ttft_s, "p99": ttft_s * 2, "min": ttft_s,
+                                 "max": ttft_s * 2},
+                      "itl_s": {"n": 9, "mean": 0.01, "median": 0.01, "p99": 0.03, "min": 0.01, "max": 0.03},
+                      "output_tok_s": {"n": 2, "mean": 40.0, "median": 40.0, "p99": 41.0, "min": 39.0, "max": 41.0},
+                      "latency_s": None}}
+
+
+def side(topology, rates, rounds, **extra):
+    """rates: {level: base tok/s}; round r adds r, so the rounds spread."""
+    levels = sorted(rates)
+    return {"topology": topology, "levels": levels, "trials": rounds, "requests_per_slot": 2, "prompt_tokens": 128,
+            "output_tokens": 64, "seed": 3000,
+            "points": [point(r, level, rates[level] + r) for r in range(1, rounds + 1) for level in levels], **extra}
+
+
+def sweep_record(tp2_rates, replica_rates, rounds, replicas_extra=None):
+    return {
+        "serving": {"baseline": {"mode": "baseline", "layers": {"runtime": "sglang_tp2", "speculation": "none"},
+                                 "window": "serving_baseline", "sweep": side("tp2", tp2_rates, rounds)}},
+        "stages": {"sweep": {"replicas": side("replicas", replica_rates, rounds,
+                                              **{"route": "router", **(replicas_extra or {})})}},
+    }
+
+
+RUN = {"id": "20261205T030000Z-experiment", "playbook": "playbooks/experiment.yml", "inventory": "inventory/lab",
+       "started": "2026-12-05T03:00:00Z", "finished": "2026-12-05T03:09:00Z", "status": "successful",
+       "exit_code": 0, "exit_meaning": "success"}
+# TP2 slower than the replicas at concurrency 1, faster at 4 (the link costs at low load, the pooled memory pays)
+TP2 = {1: 50.0, 2: 100.0, 4: 400.0}
+REPLICAS = {1: 90.0, 2: 100.0, 4: 200.0}
+
+
+def test_the_figures_of_each_side_and_level():
+    found = sweep.build(sweep_record(TP2, REPLICAS, 3))
+    assert found.levels == (1, 2, 4)
+    figures = found.figures[("tp2", 4)]
+    assert figures.aggregate_tok_s == (401.0, 402.0, 403.0) and figures.rounds == 3
+    assert (figures.ttft_ms, figures.ttft_p99_ms, figures.itl_p99_ms) == (200.0, 400.0, 30.0)
+    assert (figures.per_request_tok_s, figures.failed, figures.requests) == (40.0, 0, 24)
+
+
+def test_three_rounds_a_side_give_no_verdict_and_say_why():
+    found = sweep.build(sweep_record(TP2, REPLICAS, 3))
+    assert [v.verdict for v in found.verdicts] == ["inconclusive"] * 3
+    assert "no verdict possible at n=3 vs 3: the smallest exact p is 0.1 (read at 0.0167)" in found.verdicts[0].reason
+
+
+def test_five_rounds_a_side_give_each_level_its_verdict_at_the_bonferroni_level():
+    found = sweep.build(sweep_record(TP2, REPLICAS, 5))
+    assert [v.verdict for v in found.verdicts] == ["replicas faster", "inconclusive", "TP2 faster"]
+    assert found.verdicts[0].reason == "B worse at p <= 0.0167"
+    assert found.verdicts[1].reason == "no clear difference"  # the same rates: an equal pool
+    assert found.verdicts[2].row.interval.estimate == 200.0
+    assert found.crossover.startswith("observed crossover: from concurrency 1 to 2 the higher median goes from the "
+                                      "replicas to neither (equal); from concurrency 2 to 4")
+
+
+def test_a_side_that_could_not_be_swept_is_named_with_its_reason():
+    not_run = "no router (inferlab_router_url): the original replicas are not one deployment a load can be sent to"
+    found = sweep.build(sweep_record(TP2, {}, 3, {"points": [], "levels": [1, 2, 4], "not_run": not_run,
+                                                 "route": None}))
+    assert found.not_run == (f"replicas: not run, {not_run}",)
+    assert [v.reason for v in found.verdicts] == ["a topology has no aggregate figure at this level"] * 3
+    assert found.crossover == "no level has figures on both topologies"
+    assert sweep.build({"serving": {"baseline": {"mode": "baseline"}}}) is None
+
+
+def test_failed_and_unsent_batches_count_every_request_they_held():
+    data = sweep_record({2: 100.0}, {2: 90.0}, 2)
+    data["serving"]["baseline"]["sweep"]["points"][0]["batch"].update(ok=3, failed=1)
+    data["serving"]["baseline"]["sweep"]["points"][1] = {"trial": 2, "level": 2, "started": None,
+                                                         "error": "connection refused", "batch": None}
+    figures = sweep.build(data).figures[("tp2", 2)]
+    assert (figures.failed, figures.requests, figures.aggregate_tok_s) == (5, 8, (101.0,))
+
+
+@pytest.mark.parametrize("where", ["tp2", "replicas"])
+def test_the_sweeps_match_the_record_schema(where):
+    data = sweep_record(TP2, REPLICAS, 3)
+    schema = record.load_schema()
+    found = data["serving"]["baseline"]["sweep"] if where == "tp2" else data["stages"]["sweep"]["replicas"]
+    jsonschema.validate(found, {"$defs": schema["$defs"], "$ref": "#/$defs/sweep"})
+    found["points"][0]["level"] = 0
+    with pytest.raises(jsonschema.ValidationError, match="0 is less than the minimum of 1"):
+        jsonschema.validate(found, {"$defs": schema["$defs"], "$ref": "#/$defs/sweep"})
+
+
+def test_the_report_section_and_the_plot(tmp_path):
+    data = sweep_record(TP2, REPLICAS, 5)
+    text = "\n".join(report_sweep.section(data))
+    assert "## Concurrency sweep" in report.render({"run": RUN, "stages": data["stages"]})  # one side, no serving
+    assert "## Concurrency sweep: TP2 against the routed replicas" in text
+    assert "| 4 | TP2 (baseline: runtime=sglang_tp2, speculation=none) | 5 | 403 (401–405, n=5) |" in text
+    assert "| 1 | replicas (through the router) | 5 | 93 (91–95, n=5) |" in text
+    assert "**TP2 faster**" in text and "**replicas faster**" in text
+    assert "no counter window holds TP2's sweep in this record" in text
+    assert report_sweep.shows(data)[0].startswith("Concurrency sweep, TP2 against the routed replicas (aggregate "
+                                                  "tok/s by level): 1: replicas faster, 2: inconclusive, 4: TP2 faster")
+    planned = {p.name: p for p in plots.plan(data, tmp_path)}
+    target = planned["sweep_concurrency.png"].draw(tmp_path / "sweep_concurrency.png")
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
