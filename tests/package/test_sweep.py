@@ -71,8 +71,8 @@ def test_five_rounds_a_side_give_each_level_its_verdict_at_the_bonferroni_level(
 
 def test_a_side_that_could_not_be_swept_is_named_with_its_reason():
     not_run = "no router (inferlab_router_url): the original replicas are not one deployment a load can be sent to"
-    found = sweep.build(sweep_record(TP2, {}, 3, {"points": [], "levels": [1, 2, 4], "not_run": not_run,
-                                                 "route": None}))
+    not_swept = {"points": [], "levels": [1, 2, 4], "not_run": not_run, "route": None}
+    found = sweep.build(sweep_record(TP2, {}, 3, not_swept))
     assert found.not_run == (f"replicas: not run, {not_run}",)
     assert [v.reason for v in found.verdicts] == ["a topology has no aggregate figure at this level"] * 3
     assert found.crossover == "no level has figures on both topologies"
