@@ -45,7 +45,8 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import cli, lab, paths
+from inferlab import cli, paths
+from inferlab.lab import control as lab
 
 REPO = Path(__file__).resolve().parents[2]
 INFERLAB = [sys.executable, "-m", "inferlab.cli"]
