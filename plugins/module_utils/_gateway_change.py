@@ -24,6 +24,21 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _ledge
 KIND = 'gateway_config'
 
 
+def change_argument_spec():
+    """The options of the gateway_change doc fragment, as gateway_fallback and gateway_roles take them (each adds its
+    own, and the ledger's as it requires them)."""
+    return dict(
+        kind=dict(type='str', choices=['litellm'], default='litellm'),
+        content=dict(type='str', no_log=True),
+        instances=dict(type='list', elements='dict'),
+        front=dict(type='dict', default={}),
+        admin_key_file=dict(type='path', no_log=False),
+        ready_timeout_s=dict(type='float', default=90.0),
+        drain_timeout_s=dict(type='float', default=30.0),
+        procfs_root=dict(type='path', default='/proc'),
+    )
+
+
 def check_inputs(instances, front, admin_key_file):
     """The instances and the front, normalised, and the admin key, before anything changes: ``(instances, front,
     key)``. Raises GatewayError when one is malformed, the key cannot be read, the front cannot drain an instance,

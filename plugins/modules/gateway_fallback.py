@@ -309,8 +309,8 @@ class GatewayFallback(change.ConfigChangeModule):
 def build_module():
     return AnsibleModule(
         argument_spec=dict(
+            change.change_argument_spec(),
             state=dict(type='str', required=True, choices=['checked', 'added', 'removed']),
-            kind=dict(type='str', choices=['litellm'], default='litellm'),
             public_url=dict(type='str'),
             public_model=dict(type='str'),
             target_model=dict(type='str'),
@@ -319,16 +319,9 @@ def build_module():
             target_backends=dict(type='list', elements='str', default=[]),
             request_timeout_s=dict(type='float', default=30.0),
             config_path=dict(type='path'),
-            content=dict(type='str', no_log=True),
-            instances=dict(type='list', elements='dict'),
-            front=dict(type='dict', default={}),
-            admin_key_file=dict(type='path', no_log=False),
-            ready_timeout_s=dict(type='float', default=90.0),
-            drain_timeout_s=dict(type='float', default=30.0),
             ledger_dir=dict(type='path'),
             ledger_host=dict(type='str'),
             run_id=dict(type='str'),
-            procfs_root=dict(type='path', default='/proc'),
         ),
         supports_check_mode=True,
     )

@@ -209,21 +209,14 @@ class GatewayRoles(change.ConfigChangeModule):
 def build_module():
     return AnsibleModule(
         argument_spec=dict(
+            change.change_argument_spec(),
             state=dict(type='str', required=True, choices=['added', 'removed']),
-            kind=dict(type='str', choices=['litellm'], default='litellm'),
             config_path=dict(type='path', required=True),
-            content=dict(type='str', no_log=True),
             roles=dict(type='list', elements='str', default=[]),
             public_model=dict(type='str'),
-            instances=dict(type='list', elements='dict'),
-            front=dict(type='dict', default={}),
-            admin_key_file=dict(type='path', no_log=False),
-            ready_timeout_s=dict(type='float', default=90.0),
-            drain_timeout_s=dict(type='float', default=30.0),
             ledger_dir=dict(type='path', required=True),
             ledger_host=dict(type='str', required=True),
             run_id=dict(type='str'),
-            procfs_root=dict(type='path', default='/proc'),
         ),
         supports_check_mode=True,
     )
