@@ -32,7 +32,8 @@ def sweep_record(tp2_rates, replica_rates, rounds, replicas_extra=None):
         "serving": {"baseline": {"mode": "baseline", "layers": {"runtime": "sglang_tp2", "speculation": "none"},
                                  "window": "serving_baseline", "sweep": side("tp2", tp2_rates, rounds)}},
         "stages": {"sweep": {"replicas": side("replicas", replica_rates, rounds,
-                                              **{"route": "router", **(replicas_extra or {})})}},
+                                              **{"route": "router", "layers": {"runtime": "originals"},
+                                                 **(replicas_extra or {})})}},
     }
 
 
