@@ -831,10 +831,12 @@ def _plots(planned: list[plots.Plot]) -> list[str]:
 findings = report_findings.findings
 
 
-def render(record: dict, planned: list[plots.Plot] | None = None, reverifications: list[dict] | None = None) -> str:
+def render(record: dict, planned: list[plots.Plot] | None = None, reverifications: list[dict] | None = None,
+           run_dir: Path | None = None) -> str:
     """report.md of a record. `planned`: the plots drawn and left out (plots.plan); by default the record's own plan,
     taking the sampler files it names to be present. `reverifications`: what `inferlab reverify` found when it ran
-    this run's configuration again (reverify.read_kept), shown before the plots."""
+    this run's configuration again (reverify.read_kept), shown before the plots. `run_dir`: where the sampler series
+    are, for what needs them beyond the record (the link's bytes by level under a concurrency sweep)."""
     run = record["run"]
     controller = run.get("controller") or {}
     lines = [
@@ -904,7 +906,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
             lines.append("")
         lines += report_prefix.section(record["serving"])
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
-    lines += report_sweep.section(record)
+    lines += report_sweep.section(record, run_dir)
     if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):
@@ -1008,5 +1010,5 @@ def write(run_dir: Path, record: dict) -> Path:
         kept = reverify.read_kept(run_dir)
     except reverify.ReverifyError as exc:
         kept = [{"unreadable": str(exc)}]
-    target.write_text(render(record, plots.plan(record, run_dir), kept))
+    target.write_text(render(record, plots.plan(record, run_dir), kept, run_dir))
     return target

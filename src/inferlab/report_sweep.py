@@ -5,8 +5,9 @@ figures, each level's verdict on the aggregate tok/s, the crossover, and what th
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
-from inferlab import compare, record_view, sweep
+from inferlab import compare, sweep
 from inferlab import report_text as fmt
 from inferlab.report_collectives import text_of
 
@@ -30,25 +31,32 @@ def _shift(row: compare.Row | None) -> str:
     return f"{text_of(interval.estimate)} ({bounds})"
 
 
-def _link_lines(found: sweep.Sweep, record: dict) -> list[str]:
-    """What the link carried in the counter window that holds TP2's sweep (with its ladder and trials)."""
+def _link_lines(found: sweep.Sweep, record: dict, run_dir: Path | None) -> list[str]:
+    """What the link carried under TP2's batches, level by level (sweep.link_by_level), from the run directory."""
     if found.tp2 is None:
         return []
-    window_name = next((result.get("window") for result in (record.get("serving") or {}).values()
-                        if isinstance(result, dict) and result.get("sweep") is found.tp2.sweep), None)
-    window = next((w for w in record_view.counter_windows(record) if w.name == window_name), None)
-    if window is None:
-        return ["- The link's counters: no counter window holds TP2's sweep in this record."]
-    sent = [w.counter("tx_bytes") for w in record_view.counter_windows(record) if w.name == window_name]
-    sent_text = fmt.join([f"{text_of(s / 2**20)} MiB" for s in sent if s is not None]) or "no count"
-    return [f"- The link's counters: TP2's sweep ran last in the counter window `{window.name}`, after the mode's "
-            f"ladder and trials; the ring hosts sent {sent_text} on the link over the whole window. The window does "
-            "not separate the levels: each point's start time is in the record (`serving.<mode>.sweep.points`), to "
-            "be matched against the sampler's series of that window."]
+    if run_dir is None:
+        return ["- The link under TP2's sweep: read from the run directory's sampler series, not given here."]
+    levels, reason = sweep.link_by_level(record, found, run_dir)
+    if reason:
+        return [f"- The link under TP2's sweep: not measured by level: {reason}."]
+    rows = [[str(link.level), _spread(tuple(b / 1024 for b in link.bytes_per_token)),
+             "—" if link.implied_gbps is None else f"{link.implied_gbps:.3g}"] for link in levels]
+    return [
+        "",
+        "The link under TP2's sweep (observed): the bytes both ring hosts sent on the link from the sampler sample "
+        "at or before each batch's start to the first at or after its end (the interval encloses the batch by up "
+        "to a sampler period each side), over the batch's output tokens; and that median times the level's median "
+        "aggregate tok/s, the link rate the curve implies. Where the implied rate nears what the link carries, the "
+        "link explains the curve's ceiling; where it stays far below, something else does.",
+        "",
+        *fmt.table(["concurrency", "link KiB sent per output token, median (min–max, n)", "implied link Gb/s"],
+                   rows),
+    ]
 
 
-def section(record: dict) -> list[str]:
-    """`## Concurrency sweep`: nothing when the record has no sweep."""
+def section(record: dict, run_dir: Path | None = None) -> list[str]:
+    """`## Concurrency sweep`: nothing when the record has no sweep. With `run_dir`, the link's bytes by level."""
     found = sweep.build(record)
     if found is None:
         return []
@@ -98,7 +106,7 @@ def section(record: dict) -> list[str]:
         ]
     lines += [f"- Crossover: {found.crossover}."]
     lines += [f"- {note}." for note in found.not_run]
-    lines += _link_lines(found, record)
+    lines += _link_lines(found, record, run_dir)
     lines.append("")
     return lines
 

@@ -11,15 +11,22 @@ request mix at each concurrency level, one batch per level and round on each sid
   level over the levels compared (`compare.with_family_alpha`): "TP2 faster", "replicas faster" or "inconclusive".
 - The crossover: where the side with the higher median aggregate changes from one level to the next. Medians
   observed, not a verdict: each level's verdict says what the rounds support.
+- The link under TP2 (`link_by_level`, with the run directory): TP2's sweep runs in its mode's counter window, whose
+  sampler series has each ring host's link counters about once a second. For each batch, the bytes the ring hosts
+  sent on the link between the last sample at or before its start and the first at or after its end, over the
+  batch's output tokens: link bytes per output token, whose median over the rounds, times the level's aggregate
+  tok/s, is the link rate the curve implies. The interval encloses the batch (up to a sampler period each side), so
+  the bytes include what the link carried just around it.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from inferlab import compare
-from inferlab.record_view import mode_layers, number
+from inferlab.record_view import counter_windows, epoch, mode_layers, number, read_samples, sampler_file
 
 TP2, REPLICAS = "tp2", "replicas"
 TP2_FASTER, REPLICAS_FASTER, INCONCLUSIVE = "TP2 faster", "replicas faster", "inconclusive"
@@ -166,6 +173,54 @@ def crossover(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -
 
 def _name(topology: str | None) -> str:
     return {TP2: "TP2", REPLICAS: "the replicas"}.get(topology, "neither (equal)")
+
+
+@dataclass(frozen=True)
+class LinkAtLevel:
+    level: int
+    bytes_per_token: tuple[float, ...]  # one per batch whose interval the samples enclose
+    implied_gbps: float | None  # median bytes per token x median aggregate tok/s x 8 / 1e9
+
+
+def _enclosed_bytes(samples: list[dict], interface: str, start: float, end: float) -> float | None:
+    """tx bytes on `interface` from the last sample at or before `start` to the first at or after `end`."""
+    before = [s for s in samples if s["t_wall"] <= start]
+    after = [s for s in samples if s["t_wall"] >= end]
+    if not before or not after:
+        return None
+    first = number(((before[-1].get("interfaces") or {}).get(interface) or {}).get("tx_bytes"))
+    last = number(((after[0].get("interfaces") or {}).get(interface) or {}).get("tx_bytes"))
+    return None if first is None or last is None or last < first else last - first
+
+
+def link_by_level(record: dict, found: Sweep, run_dir: Path) -> tuple[tuple[LinkAtLevel, ...], str | None]:
+    """Per level, the link bytes the ring hosts sent per output token of TP2's batches, from the sampler series of
+    the counter window that holds TP2's sweep; () and the reason when that cannot be read."""
+    if found.tp2 is None:
+        return (), None
+    window_name = next((result.get("window") for result in (record.get("serving") or {}).values()
+                        if isinstance(result, dict) and result.get("sweep") is found.tp2.sweep), None)
+    windows = [w for w in counter_windows(record) if w.name == window_name]
+    series = [(w, sampler_file(run_dir, w)) for w in windows]
+    series = [(w, path) for w, path in series if path is not None and path.is_file() and w.interface]
+    if not windows or len(series) != len(windows):
+        return (), f"the sampler series of TP2's window {window_name or '(none)'} are not all in the run directory"
+    hosts = [(w.interface, read_samples(path)) for w, path in series]
+    per_level = {level: [] for level in found.levels}
+    for point in found.tp2.sweep.get("points") or []:
+        batch, start = point.get("batch") or {}, epoch(point.get("started"))
+        wall, rate = number(batch.get("wall_s")), number(batch.get("aggregate_output_tok_s"))
+        if start is None or not wall or not rate or point.get("level") not in per_level:
+            continue
+        sent = [_enclosed_bytes(samples, interface, start, start + wall) for interface, samples in hosts]
+        if None not in sent:
+            per_level[point["level"]].append(sum(sent) / (rate * wall))
+    found_levels = []
+    for level, values in per_level.items():
+        rates = found.figures[(TP2, level)].aggregate_tok_s if (TP2, level) in found.figures else ()
+        implied = (statistics.median(values) * statistics.median(rates) * 8 / 1e9) if values and rates else None
+        found_levels.append(LinkAtLevel(level, tuple(values), implied))
+    return tuple(found_levels), None
 
 
 def build(record: dict) -> Sweep | None:

@@ -2,10 +2,12 @@
 each level's verdict read at a Bonferroni level over the levels, the crossover of the medians, a side that was not
 run, the report's section and the plot. The records are built from points as sweep_points writes them."""
 
+import json
+
 import jsonschema
 import pytest
 
-from inferlab import plots, record, report, report_sweep, sweep
+from inferlab import plots, record, record_view, report, report_sweep, sweep
 
 
 def point(trial, level, tok_s, ttft_s=0.2, failed=0):
@@ -108,9 +110,54 @@ def test_the_report_section_and_the_plot(tmp_path):
     assert "| 4 | TP2 (baseline: runtime=sglang_tp2, speculation=none) | 5 | 403 (401–405, n=5) |" in text
     assert "| 1 | replicas (through the router) | 5 | 93 (91–95, n=5) |" in text
     assert "**TP2 faster**" in text and "**replicas faster**" in text
-    assert "no counter window holds TP2's sweep in this record" in text
+    assert "- The link under TP2's sweep: read from the run directory's sampler series, not given here." in text
     assert report_sweep.shows(data)[0].startswith("Concurrency sweep, TP2 against the routed replicas (aggregate "
                                                   "tok/s by level): 1: replicas faster, 2: inconclusive, 4: TP2 faster")
     planned = {p.name: p for p in plots.plan(data, tmp_path)}
     target = planned["sweep_concurrency.png"].draw(tmp_path / "sweep_concurrency.png")
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def with_sampler_series(tmp_path, data, rate_bytes_per_s=1000.0):
+    """data's TP2 window, with a sampler series per ring host in tmp_path: a sample a second from T0, each host
+    sending rate_bytes_per_s on thunderbolt0."""
+    for host in ("lab-a", "lab-b"):
+        path = tmp_path / "samples" / f"serving_baseline-{host}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("".join(json.dumps({"t_wall": T0 + s, "interfaces": {"thunderbolt0": {
+            "tx_bytes": int(rate_bytes_per_s * s)}}}) + "\n" for s in range(0, 60)) + "{cut short\n")
+        data.setdefault("stages", {}).setdefault("window_serving_baseline", {})[host] = {
+            "opened_at": "2026-12-05T03:00:00Z", "closed_at": "2026-12-05T03:01:00Z",
+            "link_before": {"interface": "thunderbolt0"},
+            "samples": {"path": str(path.relative_to(tmp_path)), "count": 60}}
+    return data
+
+
+T0 = record_view.epoch("2026-12-05T03:00:00Z")
+
+
+def test_the_link_bytes_per_output_token_by_level_from_the_sampler_series(tmp_path):
+    data = sweep_record({1: 100.0, 2: 200.0}, {1: 90.0, 2: 95.0}, 1)
+    points = data["serving"]["baseline"]["sweep"]["points"]
+    for index, found in enumerate(points):  # each batch starts 0.2 s after a sample and lasts 1.5 s
+        found["started"] = f"2026-12-05T03:00:{10 * (index + 1):02d}.200000Z"
+        found["batch"].update(wall_s=1.5, aggregate_output_tok_s=100.0)
+    with_sampler_series(tmp_path, data)
+    found = sweep.build(data)
+    levels, reason = sweep.link_by_level(data, found, tmp_path)
+    assert reason is None
+    # the samples at or before the start and at or after the end are 2 s apart: 2 x 1000 bytes a host, 2 hosts,
+    # over 150 output tokens
+    assert [(link.level, link.bytes_per_token) for link in levels] == [(1, (4000 / 150,)), (2, (4000 / 150,))]
+    assert levels[0].implied_gbps == pytest.approx(4000 / 150 * 100.0 * 8 / 1e9)
+    text = "\n".join(report_sweep.section(data, tmp_path))
+    assert "| 1 | 0.026 (0.026–0.026, n=1) | 2.13e-05 |" in text
+
+
+def test_the_link_by_level_says_why_it_is_missing(tmp_path):
+    data = with_sampler_series(tmp_path, sweep_record(TP2, REPLICAS, 1))
+    (tmp_path / "samples" / "serving_baseline-lab-b.jsonl").unlink()
+    text = "\n".join(report_sweep.section(data, tmp_path))
+    assert ("- The link under TP2's sweep: not measured by level: the sampler series of TP2's window "
+            "serving_baseline are not all in the run directory.") in text
+    assert "not given here" in "\n".join(report_sweep.section(data))

@@ -78,6 +78,9 @@ def test_the_sweep_measured_both_topologies_at_every_level_and_round():
                 and line.rstrip().endswith(("**TP2 faster** |", "**replicas faster** |", "inconclusive |"))]
     assert len(verdicts) == 3, section
     assert "replicas (through the public route's gateway)" in section and "- Crossover: " in section
+    link = section.split("The link under TP2's sweep (observed)", 1)[1]
+    assert [line.split(" | ")[0] for line in link.splitlines() if line.startswith("| ") and "—" not in line][1:] == [
+        "| 1", "| 2", "| 4"], link  # a figure at every level (the header row first)
     assert (RUN / "plots" / "sweep_concurrency.png").stat().st_size > 10_000
 
 
