@@ -123,9 +123,9 @@ def level_figures(sweep: dict, level: int) -> LevelFigures:
 def _verdict(level: int, row: compare.Row) -> LevelVerdict:
     seen = row.family_observed or row.observed
     if seen == compare.B_BETTER:
-        return LevelVerdict(level, row, TP2_FASTER, f"{seen} at p <= {row.family_alpha:.3g}")
+        return LevelVerdict(level, row, TP2_FASTER, f"TP2 higher, p within {row.family_alpha:.3g}")
     if seen == compare.B_WORSE:
-        return LevelVerdict(level, row, REPLICAS_FASTER, f"{seen} at p <= {row.family_alpha:.3g}")
+        return LevelVerdict(level, row, REPLICAS_FASTER, f"TP2 lower, p within {row.family_alpha:.3g}")
     if row.test is not None and seen == compare.UNATTAINABLE:
         return LevelVerdict(level, row, INCONCLUSIVE, compare.no_verdict_possible(row.test)
                             + f" (read at {row.family_alpha:.3g})")

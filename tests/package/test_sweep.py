@@ -65,7 +65,7 @@ def test_three_rounds_a_side_give_no_verdict_and_say_why():
 def test_five_rounds_a_side_give_each_level_its_verdict_at_the_bonferroni_level():
     found = sweep.build(sweep_record(TP2, REPLICAS, 5))
     assert [v.verdict for v in found.verdicts] == ["replicas faster", "inconclusive", "TP2 faster"]
-    assert found.verdicts[0].reason == "B worse at p <= 0.0167"
+    assert found.verdicts[0].reason == "TP2 lower, p within 0.0167"
     assert found.verdicts[1].reason == "no clear difference"  # the same rates: an equal pool
     assert found.verdicts[2].row.interval.estimate == 200.0
     assert found.crossover.startswith("observed crossover: from concurrency 1 to 2 the higher median goes from the "
