@@ -67,6 +67,9 @@ def test_the_sweep_measured_both_topologies_at_every_level_and_round():
     public route (this site has no router); the report has the table, a verdict per level and the plot."""
     tp2, replicas = RECORD["serving"]["baseline"]["sweep"], RECORD["stages"]["sweep"]["replicas"]
     assert replicas["route"] == "public" and replicas["not_run"] is None
+    # the same mix on both sides: the control's lengths (32 output tokens here) and the seeds
+    assert [(s["prompt_tokens"], s["output_tokens"], s["seed"]) for s in (tp2, replicas)] == [
+        (replicas["prompt_tokens"], 32, 3000)] * 2
     for side in (tp2, replicas):
         assert [(p["trial"], p["level"]) for p in side["points"]] == [(r, c) for r in range(1, 6) for c in (1, 2, 4)]
         assert all(p["batch"]["failed"] == 0 and p["batch"]["ok"] == p["level"] for p in side["points"])
