@@ -13,28 +13,16 @@ from inferlab import plots, sweep
 TOPOLOGY_COLOURS = {sweep.TP2: "tab:blue", sweep.REPLICAS: "tab:orange"}
 
 
-def _ttft_values(side: sweep.Side, level: int) -> list[float]:
-    """Each round's batch TTFT median at this level, in ms."""
-    found = []
-    for point in side.sweep.get("points") or []:
-        batch = point.get("batch") if isinstance(point, dict) and point.get("level") == level else None
-        ttft = (batch or {}).get("ttft_s")
-        if isinstance(ttft, dict) and isinstance(ttft.get("median"), int | float):
-            found.append(ttft["median"] * 1000)
-    return found
-
-
 def concurrency_curves(found: sweep.Sweep, target: Path) -> Path:
     fig, (tok_ax, ttft_ax) = plots.pyplot().subplots(1, 2, figsize=plots.SIZES["sweep_concurrency"])
     for side in (found.replicas, found.tp2):
         if side is None or side.sweep.get("not_run"):
             continue
         colour = TOPOLOGY_COLOURS[side.topology]
-        for ax, values_of in ((tok_ax, lambda level, s=side: list(found.figures[(s.topology, level)].aggregate_tok_s)),
-                              (ttft_ax, lambda level, s=side: _ttft_values(s, level))):
+        for ax, figure in ((tok_ax, "aggregate_tok_s"), (ttft_ax, "ttft_ms_rounds")):
             levels, medians, lows, highs = [], [], [], []
             for level in found.levels:
-                values = values_of(level)
+                values = getattr(found.figures[(side.topology, level)], figure)
                 if values:
                     levels.append(level)
                     medians.append(statistics.median(values))

@@ -29,6 +29,13 @@ def _values(figure: dict) -> list[float]:
     return [v for v in figure.get("values") or [] if v is not None]
 
 
+def interval_bounds(interval: stats.ShiftInterval, m: int, n: int, samples: str) -> str:
+    """A Hodges-Lehmann interval as the report prints it, or why there is none at m vs n `samples` (trials, ...)."""
+    if interval.low is None:
+        return f"no {compare.CONFIDENCE_PCT} % interval at {m} vs {n} {samples}"
+    return f"{interval.confidence_pct:.0f} % interval {text_of(interval.low)} to {text_of(interval.high)}"
+
+
 def shift(cold: dict, warm: dict, better: str) -> str:
     """Warm minus cold for one figure: compare's reading at its level (warm better or worse, no clear difference, or
     no verdict possible at these sizes), the Hodges-Lehmann shift, its 95 % interval where the sizes allow one, and
@@ -39,10 +46,7 @@ def shift(cold: dict, warm: dict, better: str) -> str:
     interval = stats.hodges_lehmann(a, b, compare.CONFIDENCE_PCT)
     test = stats.rank_sum_test(a, b)
     reading = compare.reading(test, compare.ALPHA, better)
-    if interval.low is None:
-        bounds = f"no {compare.CONFIDENCE_PCT} % interval at {len(a)} vs {len(b)} trials"
-    else:
-        bounds = f"{interval.confidence_pct:.0f} % interval {text_of(interval.low)} to {text_of(interval.high)}"
+    bounds = interval_bounds(interval, len(a), len(b), "trials")
     return (f"{READINGS.get(reading, reading)}: {text_of(interval.estimate)} ({bounds}; rank-sum p "
             f"{test.p_two_sided:.3g}, at least {test.smallest_p:.3g})")
 

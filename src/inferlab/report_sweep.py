@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from inferlab import compare, sweep
+from inferlab import compare, report_prefix, sweep
 from inferlab import report_text as fmt
 from inferlab.report_collectives import text_of
 
@@ -25,10 +25,8 @@ def _pair(median: float | None, p99: float | None) -> str:
 def _shift(row: compare.Row | None) -> str:
     if row is None or row.interval is None:
         return "—"
-    interval = row.interval
-    bounds = (f"{interval.confidence_pct:.0f} % interval {text_of(interval.low)} to {text_of(interval.high)}"
-              if interval.low is not None else f"no {compare.CONFIDENCE_PCT} % interval at {row.a.n} vs {row.b.n}")
-    return f"{text_of(interval.estimate)} ({bounds})"
+    bounds = report_prefix.interval_bounds(row.interval, row.a.n, row.b.n, "rounds")
+    return f"{text_of(row.interval.estimate)} ({bounds})"
 
 
 def _link_lines(found: sweep.Sweep, record: dict, run_dir: Path | None) -> list[str]:

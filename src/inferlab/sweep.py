@@ -39,6 +39,7 @@ class Side:
     topology: str  # TP2 or REPLICAS
     label: str  # what the report calls it: "TP2 (baseline: runtime=sglang_tp2, ...)", "replicas (router)"
     sweep: dict  # the record's sweep object
+    window: str | None = None  # TP2's: the counter window its mode's sweep ran in
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,16 @@ class LevelFigures:
     rounds: int  # batches sent at this level
     aggregate_tok_s: tuple[float, ...]  # one per round with a figure
     per_request_tok_s: float | None  # medians over the rounds of each batch's statistic
-    ttft_ms: float | None
+    ttft_ms_rounds: tuple[float, ...]  # each round's batch TTFT median, in ms (the plot's spread)
     ttft_p99_ms: float | None
     itl_ms: float | None
     itl_p99_ms: float | None
     failed: int  # failed requests, plus the requests of batches never sent
     requests: int
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return statistics.median(self.ttft_ms_rounds) if self.ttft_ms_rounds else None
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ class Sweep:
 def sides(record: dict) -> tuple[Side | None, Side | None]:
     """The TP2 side (the first served mode with a sweep) and the replicas' side of the record, each or both None."""
     tp2 = next(
-        (Side(TP2, f"TP2 ({mode}: {mode_layers(result)})", result["sweep"])
+        (Side(TP2, f"TP2 ({mode}: {mode_layers(result)})", result["sweep"], result.get("window"))
          for mode, result in (record.get("serving") or {}).items()
          if isinstance(result, dict) and isinstance(result.get("sweep"), dict)),
         None,
@@ -102,16 +107,17 @@ def _statistic(batch: dict, figure: str, key: str) -> float | None:
 def level_figures(sweep: dict, level: int) -> LevelFigures:
     points = [p for p in sweep.get("points") or [] if isinstance(p, dict) and p.get("level") == level]
     batches = [p["batch"] for p in points if isinstance(p.get("batch"), dict)]
-    per_batch = int(level) * int(sweep.get("requests_per_slot") or 1)
-    failed = sum(int(b.get("failed") or 0) for b in batches) + per_batch * (len(points) - len(batches))
-    requests = sum(int(b.get("ok") or 0) + int(b.get("failed") or 0) for b in batches)
-    requests += per_batch * (len(points) - len(batches))
+    # a batch never sent counts every request it held as failed
+    unsent = int(level) * int(sweep.get("requests_per_slot") or 1) * (len(points) - len(batches))
+    failed = sum(int(b.get("failed") or 0) for b in batches) + unsent
+    requests = sum(int(b.get("ok") or 0) + int(b.get("failed") or 0) for b in batches) + unsent
+    ttft_ms = [_statistic(b, "ttft_s", "median") for b in batches]
     return LevelFigures(
         level=level,
         rounds=len(points),
         aggregate_tok_s=tuple(v for v in (number(b.get("aggregate_output_tok_s")) for b in batches) if v is not None),
         per_request_tok_s=_median([_statistic(b, "output_tok_s", "median") for b in batches]),
-        ttft_ms=_median([_statistic(b, "ttft_s", "median") for b in batches], 1000),
+        ttft_ms_rounds=tuple(v * 1000 for v in ttft_ms if v is not None),
         ttft_p99_ms=_median([_statistic(b, "ttft_s", "p99") for b in batches], 1000),
         itl_ms=_median([_statistic(b, "itl_s", "median") for b in batches], 1000),
         itl_p99_ms=_median([_statistic(b, "itl_s", "p99") for b in batches], 1000),
@@ -133,16 +139,21 @@ def _verdict(level: int, row: compare.Row) -> LevelVerdict:
     return LevelVerdict(level, row, INCONCLUSIVE, reason)
 
 
-def verdicts(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelVerdict, ...]:
-    """Each level's verdict on the aggregate tok/s of TP2 (B) against the replicas (A)."""
-    rows = {}
+def _compared(levels: list[int], figures: dict[tuple[str, int], LevelFigures]):
+    """(level, replicas' aggregate tok/s, TP2's) for each level with figures on both topologies."""
     for level in levels:
         a, b = figures.get((REPLICAS, level)), figures.get((TP2, level))
         if a and b and a.aggregate_tok_s and b.aggregate_tok_s:
-            metric = f"aggregate output tok/s at concurrency {level}"
-            rows[level] = compare.compare_metric(
-                compare.Metric("sweep", metric, "higher", compare.SPEED, a.aggregate_tok_s),
-                compare.Metric("sweep", metric, "higher", compare.SPEED, b.aggregate_tok_s))
+            yield level, a.aggregate_tok_s, b.aggregate_tok_s
+
+
+def verdicts(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelVerdict, ...]:
+    """Each level's verdict on the aggregate tok/s of TP2 (B) against the replicas (A)."""
+    rows = {}
+    for level, replicas, tp2 in _compared(levels, figures):
+        metric = f"aggregate output tok/s at concurrency {level}"
+        rows[level] = compare.compare_metric(compare.Metric("sweep", metric, "higher", compare.SPEED, replicas),
+                                             compare.Metric("sweep", metric, "higher", compare.SPEED, tp2))
     read = dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
     return tuple(
         _verdict(level, read[level]) if level in read
@@ -154,11 +165,9 @@ def verdicts(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) ->
 def crossover(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> str:
     """Where the topology with the higher median aggregate tok/s changes, in words (observed medians)."""
     ahead = []
-    for level in levels:
-        a, b = figures.get((REPLICAS, level)), figures.get((TP2, level))
-        if a and b and a.aggregate_tok_s and b.aggregate_tok_s:
-            tp2, replicas = statistics.median(b.aggregate_tok_s), statistics.median(a.aggregate_tok_s)
-            ahead.append((level, TP2 if tp2 > replicas else REPLICAS if replicas > tp2 else None))
+    for level, replicas_tok_s, tp2_tok_s in _compared(levels, figures):
+        tp2, replicas = statistics.median(tp2_tok_s), statistics.median(replicas_tok_s)
+        ahead.append((level, TP2 if tp2 > replicas else REPLICAS if replicas > tp2 else None))
     if not ahead:
         return "no level has figures on both topologies"
     changes = [(prev, cur) for prev, cur in zip(ahead, ahead[1:], strict=False) if prev[1] != cur[1]]
@@ -198,8 +207,7 @@ def link_by_level(record: dict, found: Sweep, run_dir: Path) -> tuple[tuple[Link
     the counter window that holds TP2's sweep; () and the reason when that cannot be read."""
     if found.tp2 is None:
         return (), None
-    window_name = next((result.get("window") for result in (record.get("serving") or {}).values()
-                        if isinstance(result, dict) and result.get("sweep") is found.tp2.sweep), None)
+    window_name = found.tp2.window
     windows = [w for w in counter_windows(record) if w.name == window_name]
     series = [(w, sampler_file(run_dir, w)) for w in windows]
     series = [(w, path) for w, path in series if path is not None and path.is_file() and w.interface]
