@@ -115,6 +115,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: In check mode, at the opening, what the run did not do (no sampler started, nothing recorded).
+  returned: check mode, O(action=open)
+  type: str
 counters:
   description: The interface and TCP counters with their times (M(inferlab.distributed.net_counters)'s RV(counters)).
   returned: success
@@ -190,6 +194,9 @@ def open_window(module):
         extra = {'missing': err.missing, 'present': err.present} \
             if isinstance(err, _counters.MissingInterfaceError) else {}
         module.fail_json(msg='%s failed at the opening snapshot: %s%s' % (where, err, stopped), **extra)
+    if module.check_mode:
+        edge['msg'] = ('Check mode: the background sampler of window %s is not started on %s and nothing is recorded '
+                       'in its ledger; the opening snapshot is taken (it only reads).' % (params['window'], params['host']))
     module.exit_json(changed=sampler['entry_id'] is not None, sampler=sampler, **edge)
 
 
