@@ -195,8 +195,9 @@ def open_window(module):
             if isinstance(err, _counters.MissingInterfaceError) else {}
         module.fail_json(msg='%s failed at the opening snapshot: %s%s' % (where, err, stopped), **extra)
     if module.check_mode:
-        edge['msg'] = ('Check mode: the background sampler of window %s is not started on %s and nothing is recorded '
-                       'in its ledger; the opening snapshot is taken (it only reads).' % (params['window'], params['host']))
+        edge['msg'] = ('Check mode: the background sampler of window %s is not started on %s and nothing is '
+                       'recorded in its ledger; the opening snapshot is taken (it only reads).'
+                       % (params['window'], params['host']))
     module.exit_json(changed=sampler['entry_id'] is not None, sampler=sampler, **edge)
 
 

@@ -1,7 +1,9 @@
 """Which Ansible strategy a run uses, and the environment that selects it.
 
-`mitogen` (Mitogen for Ansible's `mitogen_linear`, a pinned dependency) keeps one Python interpreter per host for
-the whole run instead of starting one per task: the same tasks, in the same order, with fewer round trips. The way
+`mitogen` (Mitogen for Ansible's `mitogen_linear`, a pinned dependency, through this package's
+strategy_plugins/inferlab_mitogen_linear.py, which turns Mitogen's CPU pinning off) keeps one Python interpreter
+per host for the whole run instead of starting one per task: the same tasks, in the same order, with fewer round
+trips. The way
 back never depends on it: every restore (`inferlab run restore`, and the restore that follows a canceled run) runs
 on ansible-core's own `linear`, and so does any run given `--strategy linear` or `INFERLAB_STRATEGY=linear`.
 
@@ -34,6 +36,11 @@ def chosen(value: str | None = None) -> str:
     return name
 
 
+# This package's strategy plugins (inferlab_mitogen_linear: Mitogen's mitogen_linear without its CPU pinning)
+STRATEGY_PLUGINS = Path(__file__).parent / "strategy_plugins"
+MITOGEN_STRATEGY = "inferlab_mitogen_linear"
+
+
 def mitogen_strategy_dir() -> Path:
     spec = importlib.util.find_spec("ansible_mitogen")
     if spec is None or not spec.origin:
@@ -49,7 +56,8 @@ def ansible_env(name: str) -> dict[str, str]:
     if name == "linear":
         return {"ANSIBLE_STRATEGY": "linear"}
     if name == "mitogen":
-        return {"ANSIBLE_STRATEGY_PLUGINS": str(mitogen_strategy_dir()), "ANSIBLE_STRATEGY": "mitogen_linear"}
+        return {"ANSIBLE_STRATEGY_PLUGINS": os.pathsep.join([str(STRATEGY_PLUGINS), str(mitogen_strategy_dir())]),
+                "ANSIBLE_STRATEGY": MITOGEN_STRATEGY}
     raise StrategyError(f"strategy: expected one of {', '.join(STRATEGIES)}, found {name!r}")
 
 

@@ -63,7 +63,7 @@ def test_success_returns_status_rc_run_dir_and_record(project, tmp_path):
     assert result.succeeded and not result.canceled
     assert result.run_dir == (tmp_path / "run").resolve()
     assert result.record_error is None
-    assert result.record["stages"]["demo"]["local"] == {"answer": 42, "strategy": "mitogen_linear"}
+    assert result.record["stages"]["demo"]["local"] == {"answer": 42, "strategy": "inferlab_mitogen_linear"}
     assert json.loads((result.run_dir / "run.json").read_text())["strategy"] == "mitogen"
     assert result.record["run"]["exit_code"] == 0
     assert result.record["run"]["stats"]["changed"] == {"local": 1}
@@ -141,7 +141,7 @@ def test_a_canceled_run_is_restored_before_run_returns(project, tmp_path):
     assert (run_dir / "artifacts" / "restore" / "status").read_text() == "successful"
     assert result.record["restore"]["local"]["known_good"] == str(run_dir / "known_good")
     # the run was on Mitogen, the restore after it on ansible-core's own strategy
-    assert result.record["stages"]["demo"]["local"]["strategy"] == "mitogen_linear"
+    assert result.record["stages"]["demo"]["local"]["strategy"] == "inferlab_mitogen_linear"
     assert result.record["restore"]["local"]["strategy"] == "linear"
     assert json.loads((run_dir / "run.json").read_text())["status"] == "canceled"
     # the restore ran as the run itself (its extra vars rewritten with the run's id), so the run's locks are its own

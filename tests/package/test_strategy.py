@@ -1,5 +1,9 @@
 """inferlab.strategy: which Ansible strategy a run uses, the environment that selects it, and its refusals."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from inferlab import cli, exit_codes, strategy
@@ -13,11 +17,29 @@ def test_the_default_is_mitogen_and_the_environment_or_the_option_overrides_it(m
     assert strategy.chosen("mitogen") == "mitogen"
 
 
-def test_mitogen_names_its_strategy_plugin_directory():
+def test_mitogen_names_the_unpinned_strategy_plugin_and_mitogens_own_directory():
     env = strategy.ansible_env("mitogen")
-    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    assert env["ANSIBLE_STRATEGY"] == "inferlab_mitogen_linear"
+    assert (strategy.STRATEGY_PLUGINS / "inferlab_mitogen_linear.py").is_file()
     assert (strategy.mitogen_strategy_dir() / "mitogen_linear.py").is_file()
-    assert env["ANSIBLE_STRATEGY_PLUGINS"] == str(strategy.mitogen_strategy_dir())
+    assert env["ANSIBLE_STRATEGY_PLUGINS"].split(os.pathsep) == [str(strategy.STRATEGY_PLUGINS),
+                                                                 str(strategy.mitogen_strategy_dir())]
+
+
+def test_the_unpinned_strategy_turns_mitogens_cpu_pinning_off():
+    """Mitogen pins every controller process but its multiplexer to one CPU on a 2-3 CPU machine; the plugin
+    replaces that policy with Mitogen's base policy, which assigns nothing (a fresh interpreter: the replacement is
+    process-wide)."""
+    plugin = strategy.STRATEGY_PLUGINS / "inferlab_mitogen_linear.py"
+    code = (
+        "import importlib.util, sys, ansible_mitogen.affinity as a\n"
+        "pinned = type(a.policy).__name__\n"
+        f"spec = importlib.util.spec_from_file_location('plugin', {str(plugin)!r})\n"
+        "plugin = importlib.util.module_from_spec(spec); spec.loader.exec_module(plugin)\n"
+        "print(pinned, type(a.policy) is a.Policy, plugin.StrategyModule.__mro__[1].__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["LinuxPolicy", "True", "StrategyMixin"]
 
 
 def test_linear_overrides_a_callers_mitogen():

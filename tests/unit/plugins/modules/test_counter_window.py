@@ -144,6 +144,7 @@ def test_check_mode_starts_and_stops_nothing(state, tbnet_root, tmp_path):
     assert result["sampler"] == {"entry_id": None, "pid": None} and result["changed"] is False
     assert not (state / "ledger").exists()
     assert json.dumps(result["counters"])  # the snapshot is still taken
+    assert result["msg"].startswith("Check mode: the background sampler of window w1 is not started on ")
 
 
 def test_a_sampler_start_that_prints_no_pid_is_undone(state, tbnet_root):
