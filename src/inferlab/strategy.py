@@ -3,9 +3,9 @@
 `mitogen` (Mitogen for Ansible's `mitogen_linear`, a pinned dependency, through this package's
 strategy_plugins/inferlab_mitogen_linear.py, which turns Mitogen's CPU pinning off) keeps one Python interpreter
 per host for the whole run instead of starting one per task: the same tasks, in the same order, with fewer round
-trips. The way
-back never depends on it: every restore (`inferlab run restore`, and the restore that follows a canceled run) runs
-on ansible-core's own `linear`, and so does any run given `--strategy linear` or `INFERLAB_STRATEGY=linear`.
+trips. The way back never depends on it: every restore (`inferlab run restore`, and the restore that follows a
+canceled run) runs on ansible-core's own `linear`, and so does any run given `--strategy linear` or
+`INFERLAB_STRATEGY=linear`.
 
     python -m inferlab.strategy [mitogen|linear]    # prints KEY=VALUE lines, for `env` in a Makefile
 """
