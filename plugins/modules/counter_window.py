@@ -23,6 +23,14 @@ description:
   - The snapshot is what M(inferlab.distributed.net_counters), M(inferlab.distributed.tbnet_info) and
     M(inferlab.distributed.nvml_info) return, read by the same module_utils; the counters first.
   - The sampler script and its parser are installed by the role (once per run), not by this module.
+  - Its action plugin does the controller's half in the same task, so that an edge is one task per host. V(open)
+    keeps the snapshot with the controller's UTC time (RV(opened)) and writes it to
+    C(<run_dir>/windows/<window>/open/<host>.json). V(close) writes the samples (which the module returns, so
+    there is no fetch) to C(<run_dir>/windows/<window>/samples/<host>.jsonl) and C(.log) and computes the
+    deltas (RV(window_result)). V(finish) runs once the closing has run on every host and never reaches the host. It
+    reads the openings and closings of O(hosts) from hostvars (C(__counters_windows), C(__counters_closing)), adds
+    the skews between their snapshots, and writes C(<run_dir>/windows/<window>/close/<host>.json) and
+    C(<run_dir>/fragments/window_<window>/<host>.json). The C(inferlab.distributed.counters) role runs the three.
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
@@ -41,7 +49,7 @@ options:
     description: Which edge of the window.
     type: str
     required: true
-    choices: [open, close]
+    choices: [open, close, finish]
   window:
     description: The window's name (letters, digits, C(.), C(_), C(-)), for the messages.
     type: str
@@ -51,32 +59,35 @@ options:
     type: str
     required: true
   ledger_dir:
-    description: The host's ledger directory, C(<inferlab_state_dir>/ledger).
+    description: The host's ledger directory, C(<inferlab_state_dir>/ledger). Required to open or close.
     type: path
-    required: true
   host:
     description: Whose ledger, C(<ledger_dir>/<host>.jsonl); usually C(inventory_hostname).
     type: str
     required: true
   pidfile:
-    description: The sampler's pidfile; it names the window's sampler in the ledger.
+    description: The sampler's pidfile; it names the window's sampler in the ledger. Required to open or close.
     type: path
-    required: true
   files:
-    description: At the closing, files to look for (the samples and the sampler's log); RV(files_present) lists
-      those that exist once the sampler is stopped.
+    description: The sampler's output and its log. At the closing, RV(files_present) lists those that exist once
+      the sampler is stopped.
     type: list
     elements: path
     default: []
+  read_files:
+    description: At the closing, return the text of each present file of O(files) in RV(file_texts) (the action
+      plugin sets it and keeps the texts out of the task's result).
+    type: bool
+    default: false
   sampler_argv:
     description: The command that starts the sampler (O(action=open)); it prints C({pid, start_time}) as JSON.
     type: list
     elements: str
   interfaces:
-    description: Names of the interfaces whose counters are read, for example V(thunderbolt0).
+    description: Names of the interfaces whose counters are read, for example V(thunderbolt0). Required to open
+      or close.
     type: list
     elements: str
-    required: true
   sysfs_root:
     description:
       - Where sysfs is mounted for the interface counters. They are per network namespace, so on a real or lab
@@ -95,6 +106,32 @@ options:
   nvml_snapshot:
     description: Replay this recorded NVML snapshot instead of reading NVML (a fixture).
     type: path
+  run_dir:
+    description: The run directory on the controller (C(inferlab_run_dir)); read by the action plugin only, which
+      requires it.
+    type: str
+  link_interface:
+    description: The direct link's interface, whose Thunderbolt speed, lanes and state are kept with each snapshot
+      and whose carrier events are read from the samples; read by the action plugin only, which requires it.
+    type: str
+  sample_interval_s:
+    description: The sampler's interval, kept with the opening; read by the action plugin only.
+    type: float
+    default: 1.0
+  sampler_max_s:
+    description: The sampler's own time limit, kept with the opening; read by the action plugin only.
+    type: float
+    default: 3600.0
+  opening:
+    description: At the closing, what this host kept of the window's opening (RV(opened)); none when it was not
+      opened here. Read by the action plugin only.
+    type: dict
+  hosts:
+    description: For V(finish), the hosts whose snapshots the skews are taken over (C(ansible_play_batch)); read by
+      the action plugin only.
+    type: list
+    elements: str
+    default: []
 requirements:
   - nvidia-ml-py (module C(pynvml)) and the NVIDIA driver's C(libnvidia-ml.so.1), unless O(nvml_snapshot) is set.
 """
@@ -150,6 +187,27 @@ files_present:
   returned: when O(action=close)
   type: list
   elements: str
+file_texts:
+  description: At the closing with O(read_files), each present file's text by its path. The action plugin removes it
+    from the task's result.
+  returned: when O(action=close) and O(read_files)
+  type: dict
+opened:
+  description: At the opening, what the host keeps until the closing - C({run_id, opened_at, open, sampler}), C(open)
+    the snapshot with the controller's time and the link's facts (set by the action plugin).
+  returned: when O(action=open)
+  type: dict
+close:
+  description: At the closing, the closing snapshot as RV(opened)'s C(open) (set by the action plugin).
+  returned: when O(action=close)
+  type: dict
+window_result:
+  description:
+    - The window's deltas on this host, as the C(inferlab.distributed.counters) role documents
+      C(counters_window_result); none where the window has no opening. V(close) sets it without the skews,
+      V(finish) with them.
+  returned: when O(action=close) or O(action=finish)
+  type: dict
 """
 
 import os  # noqa: E402
@@ -226,29 +284,48 @@ def close_window(module):
                                 ' (its sampler was stopped through the ledger)' if ids else ''),
                          sampler_entries=ids)
     present = [path for path in params['files'] if os.path.isfile(path)]
+    if params['read_files']:
+        edge['file_texts'] = dict((path, read_text(path)) for path in present)
     module.exit_json(changed=bool(ids), sampler_entries=ids, files_present=present, **edge)
+
+
+def read_text(path):
+    with open(path, encoding='utf-8', errors='replace') as handle:
+        return handle.read()
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            action=dict(type='str', required=True, choices=['open', 'close']),
+            action=dict(type='str', required=True, choices=['open', 'close', 'finish']),
             window=dict(type='str', required=True),
             run_id=dict(type='str', required=True),
-            ledger_dir=dict(type='path', required=True),
+            ledger_dir=dict(type='path'),
             host=dict(type='str', required=True),
-            pidfile=dict(type='path', required=True),
+            pidfile=dict(type='path'),
             sampler_argv=dict(type='list', elements='str'),
             files=dict(type='list', elements='path', default=[]),
-            interfaces=dict(type='list', elements='str', required=True),
+            read_files=dict(type='bool', default=False),
+            interfaces=dict(type='list', elements='str'),
             sysfs_root=dict(type='path', default='/sys'),
             tbnet_sysfs_root=dict(type='path', default='/sys'),
             procfs_root=dict(type='path', default='/proc'),
             nvml_snapshot=dict(type='path'),
+            # read by the action plugin on the controller, never by the module
+            run_dir=dict(type='str'),
+            link_interface=dict(type='str'),
+            sample_interval_s=dict(type='float', default=1.0),
+            sampler_max_s=dict(type='float', default=3600.0),
+            opening=dict(type='dict'),
+            hosts=dict(type='list', elements='str', default=[]),
         ),
-        required_if=[('action', 'open', ['sampler_argv'])],
+        required_if=[('action', 'open', ['sampler_argv', 'ledger_dir', 'pidfile', 'interfaces']),
+                     ('action', 'close', ['ledger_dir', 'pidfile', 'interfaces'])],
         supports_check_mode=True,
     )
+    if module.params['action'] == 'finish':
+        module.fail_json(msg='action=finish runs on the controller, in the counter_window action plugin: run the '
+                             'module as inferlab.distributed.counter_window, not through another action')
     if module.params['action'] == 'open':
         open_window(module)
     close_window(module)

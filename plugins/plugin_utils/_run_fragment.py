@@ -23,19 +23,25 @@ class FragmentError(ValueError):
 
 def fragment_path(run_dir, fragment_dir, name):
     """The fragment's path, <run_dir>/<fragment_dir>/<name>.json, refusing anything that leaves the run directory."""
+    return run_file_path(run_dir, fragment_dir, name, ".json")
+
+
+def run_file_path(run_dir, file_dir, name, suffix):
+    """<run_dir>/<file_dir>/<name><suffix>, refusing anything that leaves the run directory."""
     if not run_dir:
         raise FragmentError(
             "writing a fragment needs the run directory (inferlab_run_dir, found nothing): run through "
             "`inferlab run`, or pass -e inferlab_run_dir=DIR to ansible-playbook")
-    parts = fragment_dir.split("/") if isinstance(fragment_dir, str) else []
+    parts = file_dir.split("/") if isinstance(file_dir, str) else []
     if not parts or any(not _PART.match(p) or p in (".", "..") for p in parts):
         raise FragmentError(
             "dir must be a directory inside the run directory made of letters, digits, '.', '_' and '-', parts "
-            "separated by '/', for example fragments/verify (found %r)" % (fragment_dir,))
+            "separated by '/', for example fragments/verify (found %r)" % (file_dir,))
     if not isinstance(name, str) or not _PART.match(name) or name in (".", ".."):
         raise FragmentError(
-            "name must be a file name without .json made of letters, digits, '.', '_' and '-' (found %r)" % (name,))
-    return os.path.join(run_dir, *parts) + os.sep + name + ".json"
+            "name must be a file name without %s made of letters, digits, '.', '_' and '-' (found %r)"
+            % (suffix, name))
+    return os.path.join(run_dir, *parts) + os.sep + name + suffix
 
 
 def fragment_text(content):
@@ -46,14 +52,19 @@ def fragment_text(content):
 
 
 def write_fragment(run_dir, fragment_dir, name, content):
-    """Write the fragment atomically (a temporary file beside it, then a rename), mode 0644; return its path.
-
-    A reader never sees half a fragment, and a full disk leaves the previous fragment (if any) whole."""
+    """Write the fragment atomically (see write_run_file); return its path."""
     path = fragment_path(run_dir, fragment_dir, name)
-    text = fragment_text(content)
+    write_run_file(path, fragment_text(content))
+    return path
+
+
+def write_run_file(path, text):
+    """Write a file of the run directory atomically (a temporary file beside it, then a rename), mode 0644.
+
+    A reader never sees half a file, and a full disk leaves the previous file (if any) whole."""
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -63,4 +74,3 @@ def write_fragment(run_dir, fragment_dir, name, content):
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
-    return path
