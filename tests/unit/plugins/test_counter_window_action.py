@@ -95,7 +95,7 @@ def sampler_entries(tmp_path, host):
 
 
 def test_a_window_is_opened_measured_and_closed_on_both_hosts(lab):
-    tmp_path, _ = lab
+    tmp_path = lab[0]
     proc = play(lab)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     run = tmp_path / "run"
@@ -135,7 +135,7 @@ def test_a_window_is_opened_measured_and_closed_on_both_hosts(lab):
 
 
 def test_closing_a_window_never_opened_writes_nothing_and_says_so(lab):
-    tmp_path, _ = lab
+    tmp_path = lab[0]
     proc = play(lab, "-v", open=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert ("Window w1 has no opening snapshot on lab-a (its opening failed or was not run here): no deltas are "
@@ -145,7 +145,7 @@ def test_closing_a_window_never_opened_writes_nothing_and_says_so(lab):
 
 
 def test_a_bad_window_name_is_refused_before_anything_starts(lab):
-    tmp_path, _ = lab
+    tmp_path = lab[0]
     proc = play(lab, window="../w1")
     assert proc.returncode == 2
     assert ("Opening a counter window needs a name made of letters, digits, '.', '_' and '-' (counters_window, "
@@ -156,7 +156,7 @@ def test_a_bad_window_name_is_refused_before_anything_starts(lab):
 
 
 def test_check_mode_starts_no_sampler_and_says_so_in_the_deltas(lab):
-    tmp_path, _ = lab
+    tmp_path = lab[0]
     proc = play(lab, "--check")
     assert proc.returncode == 0, proc.stdout[-4000:]
     for host in HOSTS:
