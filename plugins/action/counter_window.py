@@ -76,7 +76,7 @@ class ActionModule(ActionBase):
         files = module_args.get("files") or []
         if len(files) != 2:
             raise _counter_edge.EdgeError("files must name the sampler's output and its log (found %r)" % (files,))
-        edge = self._module(dict(module_args, files=[]), task_vars)
+        edge = self._module(module_args, task_vars)
         if edge.get("failed"):
             return edge
         at = _counter_edge.controller_time()
@@ -116,31 +116,33 @@ class ActionModule(ActionBase):
                                                       if ids else "No sampler of it was recorded in the ledger."))
             return out
         # controller-side evidence, kept in check mode too, never reported as changed
-        rel = "windows/%s/samples/%s" % (window, host)
+        samples_dir = "windows/%s/samples" % window
         kept = {}
-        for key, path in (("samples", opened["sampler"]["output"]), ("log", opened["sampler"]["log"])):
+        for suffix, path in ((".jsonl", opened["sampler"]["output"]), (".log", opened["sampler"]["log"])):
             if ids and texts.get(path) is not None:
-                write_run_file(run_file_path(ctl["run_dir"], "windows/%s/samples" % window, host,
-                                             ".jsonl" if key == "samples" else ".log"), texts[path])
-                kept[key] = texts[path]
+                write_run_file(run_file_path(ctl["run_dir"], samples_dir, host, suffix), texts[path])
+                kept[suffix] = texts[path]
         out["window_result"] = _counter_edge.window_result(
-            window, host, opened, out["close"], ids, rel, kept.get("samples"), kept.get("log"),
-            ctl["link_interface"], module_args.get("interfaces") or [], bool(self._task.check_mode))
+            window, host, opened, out["close"], ids, "%s/%s" % (samples_dir, host), kept.get(".jsonl"),
+            kept.get(".log"), ctl["link_interface"], module_args.get("interfaces") or [], bool(self._task.check_mode))
         return out
 
     def _finish(self, module_args, ctl, task_vars):
         window, host = module_args.get("window"), module_args.get("host")
         hostvars = task_vars.get("hostvars") or {}
+
+        def fact(name, key):
+            return plain((hostvars[name] if name in hostvars else {}).get(key) or {})
+
         openings, closings = [], []
         for name in ctl["hosts"]:
-            facts = hostvars[name] if name in hostvars else {}
-            opened = plain((facts.get("__counters_windows") or {}).get(window))
-            closing = plain(facts.get("__counters_closing") or {})
+            opened = fact(name, "__counters_windows").get(window)
+            closing = fact(name, "__counters_closing")
             if isinstance(opened, dict) and "open" in opened:
                 openings.append(opened["open"])
             if closing.get("window") == window and closing.get("close"):
                 closings.append(closing["close"])
-        mine = plain((hostvars[host] if host in hostvars else {}).get("__counters_closing") or {})
+        mine = fact(host, "__counters_closing")
         if mine.get("window") != window:
             raise _counter_edge.EdgeError("window %s was not closed on %s: run action=close on every host first"
                                           % (window, host))
