@@ -128,8 +128,9 @@ def test_the_leftover_scan_finds_its_own_labs_processes_and_not_a_lab_whose_name
     for name in ("imol", "imolnr"):
         (tmp_path / name).mkdir()
     (tmp_path / "imol" / "link.json").write_text("{}")
-    procs = [subprocess.Popen(["sh", "-c", "sleep 30", "iperf3", str(tmp_path / name / "state")])
-             for name in ("imol", "imolnr")]
+    # one process each, exec'd when Popen returns (a shell's forked child would carry its command line too)
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "iperf3",
+                               str(tmp_path / name / "state")]) for name in ("imol", "imolnr")]
     try:
         found = interrupt.leftovers({"hosts": []}, tmp_path / "imol", None)["processes"]
     finally:
