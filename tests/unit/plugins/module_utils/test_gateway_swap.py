@@ -566,13 +566,21 @@ def test_start_and_stop_a_process_instance(tmp_path, scripts, cleanup):
     assert gs.stop_instance(instance) == f"sleepy already stopped: pidfile {instance['pidfile']} is absent or empty"
 
 
+def ignores_sigterm(pid):
+    """Whether the process has set SIGTERM to be ignored (SigIgn in /proc/PID/status, a bit per signal)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
 def test_stop_instance_kills_after_the_timeout(tmp_path, scripts, cleanup):
     instance = sleeper_instance(tmp_path, scripts, cleanup, "ignore-term")
     gs.start_instance(instance)
     pid = pid_of(instance)
     cleanup.pids.append(pid)
     wait_for(lambda: "ignore-term" in " ".join(_ledger_proc.read_proc_cmdline(pid) or []), "the sleeper")
-    time.sleep(0.2)  # let it install its SIGTERM handler
+    wait_for(lambda: ignores_sigterm(pid), "the sleeper's SIGTERM handler")
     message = gs.stop_instance(instance, timeout_s=0.3)
     assert message == f"stopped sleepy (process group {pid}) with SIGKILL: still running 0.3s after SIGTERM"
     assert not alive(pid)
