@@ -37,10 +37,14 @@ def controller_time():
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _names_its_run(window, run_id, run_dir):
+    """Whether an edge has a usable window name, the run's id and the run directory: both edges need them."""
+    return bool(isinstance(window, str) and WINDOW_NAME.match(window) and run_id and run_dir)
+
+
 def check_opening(window, run_id, run_dir, interfaces, interval_s, max_s):
     """Refuse an opening without a usable name, run, interface or sampler bounds, before anything starts."""
-    if not (isinstance(window, str) and WINDOW_NAME.match(window) and run_id and run_dir and interfaces
-            and interval_s > 0 and max_s > 0):
+    if not (_names_its_run(window, run_id, run_dir) and interfaces and interval_s > 0 and max_s > 0):
         raise EdgeError(
             "Opening a counter window needs a name made of letters, digits, '.', '_' and '-' (counters_window, found "
             "'%s'), the run's id (counters_run_id, found '%s': run through `inferlab run` or pass -e "
@@ -50,7 +54,7 @@ def check_opening(window, run_id, run_dir, interfaces, interval_s, max_s):
 
 
 def check_closing(window, run_id, run_dir):
-    if not (isinstance(window, str) and WINDOW_NAME.match(window) and run_id and run_dir):
+    if not _names_its_run(window, run_id, run_dir):
         raise EdgeError(
             "Closing a counter window needs the name it was opened with (counters_window, found '%s') and the run's "
             "id (counters_run_id, found '%s': run through `inferlab run` or pass -e inferlab_run_dir=DIR)."
