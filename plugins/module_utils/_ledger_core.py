@@ -48,6 +48,7 @@ import collections
 import fcntl
 import hashlib
 import importlib
+import itertools
 import json
 import math
 import os
@@ -121,16 +122,39 @@ def _utc_stamp():
     return time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
 
 
+# new_id's count (next() on it is atomic in CPython, so threads never share a number) and the process it counts for,
+# ``(pid, '<pid>.<start time>')``, replaced as one reference in a forked child
+_ID_COUNT = itertools.count(1)
+_ID_ORIGIN = [(None, '')]
+
+
+def _id_origin():
+    """``<pid>.<start time>`` of this process: its start time in clock ticks after boot (``/proc/self/stat``), or 4
+    random bytes in hex where there is no /proc (never on a Linux host)."""
+    pid = os.getpid()
+    known_pid, origin = _ID_ORIGIN[0]
+    if known_pid != pid:  # the first id of this process, or of a forked child
+        info = proc.read_proc_stat(pid)
+        origin = f'{pid}.{info["start_time"] if info else os.urandom(4).hex()}'
+        _ID_ORIGIN[0] = (pid, origin)
+    return origin
+
+
 def new_id(kind, taken=()):
-    """A fresh entry id ``<UTC stamp>-<kind>-<4 hex>``, not in ``taken``."""
+    """A fresh entry id ``<UTC stamp>-<kind>-<pid>.<start time>.<count>``, not in ``taken``.
+
+    Unique on its host by construction, however many processes write one ledger at once: two live processes have
+    different pids, a reused pid has another start time, and each process counts its ids. (The ids of older
+    ledgers end in 4 random hex digits instead; they read the same, and kind_of_id reads both.)"""
     while True:
-        candidate = f'{_utc_stamp()}-{kind}-{os.urandom(2).hex()}'
+        candidate = f'{_utc_stamp()}-{kind}-{_id_origin()}.{next(_ID_COUNT)}'
         if candidate not in taken:
             return candidate
 
 
 def kind_of_id(entry_id):
-    """The kind an id of ``new_id`` names (``20261130T101502Z-systemd_unit-3fa9`` -> ``systemd_unit``)."""
+    """The kind an id of ``new_id`` names (``20261130T101502Z-systemd_unit-4242.1234567.1`` or, in an older ledger,
+    ``20261130T101502Z-systemd_unit-3fa9`` -> ``systemd_unit``)."""
     return entry_id.split('-', 1)[-1].rsplit('-', 1)[0]
 
 

@@ -26,7 +26,7 @@ from ansible_collections.inferlab.distributed.tests.unit.oldpython import requir
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 HOST = "lab-a"
-ID_RE = re.compile(r"^\d{8}T\d{6}Z-(process|file)-[0-9a-f]{4}$")
+ID_RE = re.compile(r"^\d{8}T\d{6}Z-(process|file)-\d+\.\d+\.\d+$")
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
@@ -101,6 +101,56 @@ def test_ids_are_unique(tmp_path, ledger_dir):
     ids = {_ledger_core.record(ledger_dir, HOST, "file", {"path": f"/tmp/x{i}",
                                                           "existed": False})["id"] for i in range(50)}
     assert len(ids) == 50
+
+
+IDS_PER_WRITER = 3000
+WRITERS = 4
+# a writer process: waits for the word on stdin, so that every writer makes its ids in the same seconds, then prints
+# them, one a line
+ID_WRITER = f"""
+import sys
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
+sys.stdin.readline()
+print("\\n".join(_ledger_core.new_id("process") for _ in range({IDS_PER_WRITER})))
+"""
+
+
+def test_ids_of_concurrent_writers_never_collide():
+    """Processes that make ids at once never make the same one (16 random bits a second made equal ones here)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / ".collections"))
+    writers = [subprocess.Popen([sys.executable, "-c", ID_WRITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True, env=env) for _ in range(WRITERS)]
+    try:
+        for writer in writers:
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+        outputs = [writer.communicate(timeout=60)[0].split() for writer in writers]
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()
+    ids = [entry_id for output in outputs for entry_id in output]
+    assert len(ids) == WRITERS * IDS_PER_WRITER
+    assert len(set(ids)) == len(ids)
+    assert {_ledger_core.kind_of_id(entry_id) for entry_id in ids} == {"process"}
+
+
+def test_a_ledger_with_ids_of_the_older_format_still_reads_marks_and_undoes(tmp_path, ledger_dir):
+    path = tmp_path / "written"
+    path.write_text("new")
+    old = {"id": "20261130T101501Z-file-0c1d", "time": "2026-11-30T10:15:01Z", "kind": "file",
+           "params": {"path": str(path), "existed": False}, "state": "pending"}
+    os.makedirs(ledger_dir, mode=0o700)
+    Path(_ledger_core.ledger_path(ledger_dir, HOST)).write_text(json.dumps(old) + "\n")
+
+    _ledger_core.mark(ledger_dir, HOST, old["id"], "applied")
+    newer = _ledger_core.record(ledger_dir, HOST, "file", {"path": str(tmp_path / "other"), "existed": False})
+    assert _ledger_core.status(ledger_dir, HOST)["open"] == [old["id"], newer["id"]]
+    assert _ledger_core.kind_of_id(old["id"]) == "file"
+    result = _ledger_undo.undo(ledger_dir, HOST)
+    assert result["undone"] == [newer["id"], old["id"]] and result["failed"] == []
+    assert not path.exists()
 
 
 def test_truncated_last_line_is_reported_and_the_next_write_is_not_merged(tmp_path, ledger_dir):
@@ -701,7 +751,7 @@ def test_tc_profile_check_normalises_params(ledger_dir):
                                 "pfifo_limit": 10})
     assert line["params"] == {"interface": "thunderbolt0", "profile": "lossy", "handle": "1ab:", "rate_mbit": 1000,
                               "pfifo_limit": 10}
-    assert re.match(r"^\d{8}T\d{6}Z-tc_profile-[0-9a-f]{4}$", line["id"])
+    assert re.match(r"^\d{8}T\d{6}Z-tc_profile-\d+\.\d+\.\d+$", line["id"])
 
 
 @pytest.mark.parametrize(("params", "message"), [
@@ -837,7 +887,7 @@ def fake_ctx(calls):
 def test_systemd_unit_and_container_checks_normalise_params(ledger_dir):
     line = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0"})
     assert line["params"] == {"unit": "inferlab-rank0.service", "stop_timeout": 90.0}
-    assert re.match(r"^\d{8}T\d{6}Z-systemd_unit-[0-9a-f]{4}$", line["id"])
+    assert re.match(r"^\d{8}T\d{6}Z-systemd_unit-\d+\.\d+\.\d+$", line["id"])
     line = _ledger_core.record(ledger_dir, HOST, "systemd_unit", {"unit": "inferlab-rank0.service",
                                                                   "stop_timeout": "30",
                                                                   "command": ["systemd-run", "--", "sleep", "30"]})

@@ -158,7 +158,7 @@ PROCESS = {"manager": "process", "name": "original-a", "pidfile": "/run/a.pid", 
 def test_check_normalises_params(ledger_dir):
     line = _ledger_core.record(ledger_dir, HOST, "service_pause", PROCESS)
     assert line["params"] == dict(PROCESS, start_timeout=30.0)
-    assert re.match(r"^\d{8}T\d{6}Z-service_pause-[0-9a-f]{4}$", line["id"])
+    assert re.match(r"^\d{8}T\d{6}Z-service_pause-\d+\.\d+\.\d+$", line["id"])
     _ledger_core.mark(ledger_dir, HOST, line["id"], "applied", params={"how": "SIGKILL"})
     assert lines_of(ledger_dir)[-1]["params"]["how"] == "SIGKILL"
     line = _ledger_core.record(ledger_dir, HOST, "service_pause", {"manager": "systemd", "name": "small",
