@@ -12,7 +12,9 @@ import math
 import os
 import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import time
 
 try:
@@ -385,17 +387,35 @@ def _undo_file(params, ctx):
                              'hand')
     if os.path.isdir(path) and not os.path.islink(path):
         raise core.UndoError(f'{path} is a directory now; cannot restore the file from {backup}')
-    tmp = os.path.join(os.path.dirname(path), f'.{os.path.basename(path)}.inferlab-restore.{os.getpid()}')
-    try:
-        shutil.copy2(backup, tmp)  # content, mode and times
-        st = os.stat(backup)
-        if os.geteuid() == 0:
-            os.chown(tmp, st.st_uid, st.st_gid)
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+    st = os.stat(backup)
+    _replace_with_copy(path, backup, st)
     return f'restored {path} from {backup} (mode {st.st_mode & 0o7777:04o}); the backup is kept'
+
+
+def _replace_with_copy(path, backup, st):
+    """Put a copy of ``backup`` (content, mode, times and, as root, owner: ``st``) in place of ``path`` by a rename.
+
+    The copy is written to a new file of an unpredictable name in ``path``'s directory, made with O_CREAT|O_EXCL|
+    O_NOFOLLOW (tempfile.mkstemp) and set up through its descriptor only: a link planted in that directory is never
+    followed, so a restore that runs as root writes nowhere but there."""
+    directory = os.path.dirname(path) or '.'
+    fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.inferlab-restore.', dir=directory)
+    replaced = False
+    try:
+        with os.fdopen(fd, 'wb') as copy, open(backup, 'rb') as original:
+            shutil.copyfileobj(original, copy)
+            copy.flush()
+            if os.geteuid() == 0:
+                os.fchown(copy.fileno(), st.st_uid, st.st_gid)
+            os.fchmod(copy.fileno(), stat.S_IMODE(st.st_mode))
+            os.utime(copy.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.fsync(copy.fileno())
+        os.replace(tmp, path)
+        replaced = True
+        core.fsync_dir(directory)
+    finally:
+        if not replaced:
+            os.unlink(tmp)
 
 
 # ---------------------------------------------------------------------------------------------------------------

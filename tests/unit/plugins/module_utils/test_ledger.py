@@ -431,6 +431,23 @@ def test_file_undo_restores_content_and_mode(tmp_path, ledger_dir):
     assert [p.name for p in tmp_path.iterdir() if "inferlab-restore" in p.name] == []
 
 
+def test_file_undo_never_writes_through_a_link_planted_at_a_temporary_name(tmp_path, ledger_dir):
+    """A link planted where a restore used to write its copy (``.NAME.inferlab-restore.PID``, a name anyone could
+    predict) is not followed: the file it points at keeps its bytes, and the target is restored all the same."""
+    conf = tmp_path / "conf"
+    conf.write_text("original\n")
+    entry_id = file_change(tmp_path, ledger_dir, "conf", "changed\n")
+    victim = tmp_path / "victim"
+    victim.write_text("not yours\n")
+    planted = tmp_path / f".conf.inferlab-restore.{os.getpid()}"
+    planted.symlink_to(victim)
+
+    assert _ledger_undo.undo(ledger_dir, HOST)["undone"] == [entry_id]
+    assert victim.read_text() == "not yours\n"
+    assert conf.read_text() == "original\n" and not conf.is_symlink()
+    assert [p.name for p in tmp_path.iterdir() if "inferlab-restore" in p.name] == [planted.name]
+
+
 def test_file_undo_of_a_created_file(tmp_path, ledger_dir):
     entry_id = file_change(tmp_path, ledger_dir, "made", "x")
     assert (tmp_path / "made").exists()
