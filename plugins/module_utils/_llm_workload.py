@@ -568,9 +568,9 @@ def server_spec_accept_length(target, headers, timeout):
     if status != 200:
         result["note"] = "GET /get_server_info answered HTTP %d (not an SGLang server, e.g. a gateway?)" % status
         return result
-    try:
+    try:  # RecursionError: arrays or objects nested deeper than Python's recursion limit
         value = json.loads(body)["internal_states"][0].get("avg_spec_accept_length")
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
         result["note"] = "GET /get_server_info has no internal_states[0]: %s" % _cut(body, 200)
         return result
     if value is None:

@@ -10,12 +10,14 @@ as they arrive, in chunks of any size (an event, a line, even a ``\\r\\n`` pair 
 returns the events that the chunk completed, stamped with ``now``: the arrival time of the chunk that completed them.
 
 It follows the WHATWG event-stream format (``\\r\\n``, ``\\n`` and ``\\r`` line ends; ``:`` comment lines such as
-``: keep-alive``; several ``data:`` lines joined by ``\\n``; ``event:`` names; a leading byte-order mark), but it is
-stricter than a browser, because a measurement must not silently lose what the server sent:
+``: keep-alive``; several ``data:`` lines joined by ``\\n``; ``event:`` names; a leading byte-order mark, even one
+split across chunks), but it is stricter than a browser, because a measurement must not silently lose what the server
+sent:
 - bytes that are not UTF-8 raise ``SSEError`` (a browser would substitute U+FFFD);
 - a line that is not a ``data``, ``event``, ``id`` or ``retry`` field or a comment raises (a browser ignores it): an
   inference server sends nothing else, so such a line means the body is not the stream it claims to be;
-- with ``expect_json`` (the default), data that is not JSON raises; ``[DONE]`` is the one non-JSON data;
+- with ``expect_json`` (the default), data that is not JSON raises (JSON nested deeper than Python's recursion limit
+  too); ``[DONE]`` is the one non-JSON data;
 - an event after ``[DONE]`` raises, and ``close()`` raises when the stream ended without ``[DONE]`` or in the middle
   of an event.
 
@@ -67,6 +69,7 @@ class SSEParser:
         self._pending = b""
         self._skip_lf = False
         self._started = False
+        self._head = b""  # the first bytes while they may still be a byte-order mark split across chunks
         self._data = []
         self._name = None
 
@@ -75,9 +78,15 @@ class SSEParser:
         if not chunk:
             return []
         if not self._started:
+            head = self._head + chunk
+            if len(head) < len(_BOM) and _BOM.startswith(head):
+                self._head = head
+                return []
             self._started = True
-            if chunk.startswith(_BOM):
-                chunk = chunk[len(_BOM):]
+            self._head = b""
+            chunk = head[len(_BOM):] if head.startswith(_BOM) else head
+            if not chunk:
+                return []
         if self._skip_lf:
             # The previous chunk ended with '\r', already taken as a line end: a '\n' right after it is its pair.
             self._skip_lf = False
@@ -107,7 +116,7 @@ class SSEParser:
 
     def close(self):
         """The body ended: raise SSEError unless ``[DONE]`` came and no event or line was left half-sent."""
-        pending = self._pending.strip()
+        pending = (self._head + self._pending).strip()
         if pending or self._data:
             what = pending or b"\n".join(self._data)
             raise SSEError("the stream ended in the middle of an event (no blank line after it): %s" % _show(what))
@@ -153,9 +162,10 @@ class SSEParser:
         if self.expect_json or name == "error":
             try:
                 value = json.loads(data)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: arrays or objects nested too deeply
                 if name != "error":
-                    raise SSEError("event %d: data is not JSON (%s): %s" % (self.events, exc, _show(data))) from None
+                    reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+                    raise SSEError("event %d: data is not JSON (%s): %s" % (self.events, reason, _show(data))) from None
         if name == "error" or (isinstance(value, dict) and value.get("error") is not None):
             return SSEEvent("error", name, data, value, now)
         return SSEEvent("data", name, data, value, now)

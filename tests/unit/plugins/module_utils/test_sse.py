@@ -4,6 +4,7 @@
 """The incremental SSE parser on the streams of tests/unit/fixtures/sse/ (see its README.md), fed whole, split at
 every byte boundary, byte by byte, and with every line-end style."""
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,24 @@ def test_bom_is_dropped():
     assert shape(events) == [("data", "message", {}), ("done", "message", None)]
 
 
+@pytest.mark.parametrize("cuts", [(1,), (2,), (1, 2), (3,)], ids=["1+2", "2+1", "1+1+1", "whole_then_rest"])
+def test_bom_split_across_chunks_is_dropped(cuts):
+    stream = b"\xef\xbb\xbfdata: {}\n\ndata: [DONE]\n\n"
+    bounds = [0, *cuts, len(stream)]
+    events, _parser = parse([stream[start:end] for start, end in pairwise(bounds)])
+    assert shape(events) == [("data", "message", {}), ("done", "message", None)]
+
+
+def test_deeply_nested_json_is_malformed_not_a_crash():
+    with pytest.raises(SSEError, match="event 1: data is not JSON \\(nested too deeply\\)"):
+        parse([b"data: " + b"[" * 100000 + b"\n\n"])
+
+
+def test_deeply_nested_error_event_is_an_error_event():
+    events, _parser = parse([b"event: error\ndata: " + b"[" * 100000 + b"\n\n", b"data: [DONE]\n\n"])
+    assert shape(events) == [("error", "error", None), ("done", "message", None)]
+
+
 def test_text_mode_takes_any_data():
     events, _parser = parse([b"data: plain words\n\ndata: [DONE]\n\n"], expect_json=False)
     assert events[0] == SSEEvent("data", "message", "plain words", None, 0)
@@ -175,9 +194,10 @@ def test_feed_of_nothing():
         ([b": keep-alive \xff\n\n"], "comment is not UTF-8"),
         ([b"event: \xff\n"], "event name is not UTF-8"),
         ([b"event: message\ndata: []\n\n", b"data: 1\n\n"], "the stream ended without data: [DONE] after 2 events"),
+        ([b"\xef\xbb"], "the stream ended in the middle of an event"),
     ],
     ids=["not_json", "no_done", "cut_mid_event", "event_after_done", "html", "empty", "done_without_blank_line",
-         "not_utf8", "cut_utf8", "comment_not_utf8", "name_not_utf8", "json_arrays_but_no_done"],
+         "not_utf8", "cut_utf8", "comment_not_utf8", "name_not_utf8", "json_arrays_but_no_done", "only_part_of_a_bom"],
 )
 def test_malformed(chunks, message):
     with pytest.raises(SSEError) as caught:

@@ -236,6 +236,7 @@ def test_spec_accept_length_from_server_info(server):
          "the server reports no avg_spec_accept_length (no speculative decoding)"),
         ({"internal_states": []}, "GET /get_server_info has no internal_states[0]"),
         ({"internal_states": [{"avg_spec_accept_length": "high"}]}, "avg_spec_accept_length is not a number: 'high'"),
+        (b"[" * 100000, "GET /get_server_info has no internal_states[0]: [[["),
     ],
 )
 def test_spec_accept_length_unavailable(server, answer, note):
@@ -393,6 +394,8 @@ def test_http_500_with_body(server):
         ([delta("a"), delta("b")], "malformed", "malformed stream: the stream ended without data: [DONE] after 2"),
         ([delta("a"), b"data: \xff\n\n"], "malformed", "malformed stream: event data is not UTF-8"),
         ([delta("a"), b"<html>502</html>\n"], "malformed", "malformed stream: line is not an SSE field"),
+        ([delta("a"), b"data: " + b"[" * 100000 + b"\n\n"], "malformed",
+         "malformed stream: event 2: data is not JSON (nested too deeply)"),
         ([delta("a"), {"error": {"message": "context length exceeded", "code": 400}}, DONE], "server_error",
          "the stream carried an error event"),
         ([delta("a"), delta("b"), DONE], "no_usage", "the stream ended without a usage chunk"),
@@ -400,7 +403,8 @@ def test_http_500_with_body(server):
          "the stream ended with [DONE] but no chunk carried generated text (the server reports 0 output tokens)"),
         ([delta("a"), usage(10, "1"), DONE], "malformed", "usage.completion_tokens must be a token count"),
     ],
-    ids=["not_json", "no_done", "not_utf8", "html", "error_event", "no_usage", "no_tokens", "bad_count"],
+    ids=["not_json", "no_done", "not_utf8", "html", "deep_nesting", "error_event", "no_usage", "no_tokens",
+         "bad_count"],
 )
 def test_bad_streams(server, events, kind, message):
     server.routes[("POST", "/v1/chat/completions")] = stream(events)
