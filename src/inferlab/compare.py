@@ -44,14 +44,13 @@ Pure functions over parsed records; the statistics use the standard library only
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from inferlab import record_view, stats
+from inferlab import record, record_view, stats
 
 CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
 ALPHA = (100 - CONFIDENCE_PCT) / 100
@@ -219,18 +218,13 @@ def check_record(data, where: str) -> dict:
 
 
 def load_record(path: Path) -> dict:
-    """record.json of a run directory (or that file itself), checked enough to compare."""
-    target = path / "record.json" if path.is_dir() else path
+    """record.json of a run directory (or that file itself), read and validated by record.read, then checked
+    enough to compare."""
     try:
-        text = target.read_text()
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise RecordInputError(f"{target}: cannot read it ({reason}); is {path} a run directory?") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordInputError(f"{target} is not valid JSON: {exc}") from None
-    return check_record(data, str(target))
+        data = record.read(path)
+    except record.RecordError as exc:
+        raise RecordInputError(f"{exc}; is {path} a run directory?") from None
+    return check_record(data, str(record.record_path(path)))
 
 
 def mode_view(record: dict, mode: str) -> dict:

@@ -1,8 +1,8 @@
 """`inferlab query RUN EXPR` and `inferlab runs list --where EXPR`: JMESPath (https://jmespath.org) over a run's
 record.json, so that a scheduler or a person can pull one figure out of a run without writing Python.
 
-The record is read as written: `inferlab run` validated it against record.schema.json before writing it, and a
-query does not validate it again (a record of an older schema still answers the fields it has). Truth is JMESPath's
+The record is read as every reader reads it (record.read): UTF-8 JSON, bounded, valid against record.schema.json;
+a run directory copied from elsewhere may hold anything. Truth is JMESPath's
 own, as in its `&&`, `||` and filters: false, null, "", [] and {} are false; everything else, 0 included, is true.
 """
 
@@ -15,9 +15,9 @@ import jmespath
 from jmespath import exceptions as jmespath_errors
 from jmespath.parser import ParsedResult
 
-from inferlab import runs
+from inferlab import record, runs
 
-RECORD_FILE = "record.json"
+RECORD_FILE = record.RECORD_FILE
 RECORD_WRITER = "`inferlab run` writes it when the run ends"
 # jmespath's own prefixes, which the one-line message replaces with its own
 JMESPATH_PREFIXES = ("invalid jmespath expression: ", "bad jmespath expression: ")
@@ -72,21 +72,16 @@ def record_path(run: Path) -> Path:
 
 
 def load_record(run: Path) -> dict:
-    """The record of a run directory (or of its record.json), as a JSON object."""
+    """The record of a run directory (or of its record.json), read and validated by record.read."""
     target = record_path(run)
     if not target.parent.is_dir():
         raise QueryError(f"no run directory {target.parent}")
     if not target.is_file():
         raise QueryError(f"{target.parent} has no {RECORD_FILE}{status_note(target.parent)}: {RECORD_WRITER}")
     try:
-        data = json.loads(target.read_text())
-    except OSError as exc:
-        raise QueryError(f"{target}: cannot read it ({exc.strerror or exc})") from None
-    except json.JSONDecodeError as exc:
-        raise QueryError(f"{target} is not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise QueryError(f"{target} holds a JSON {type(data).__name__}, not a record (an object)")
-    return data
+        return record.read(target)
+    except record.RecordError as exc:
+        raise QueryError(record.one_line(exc)) from None
 
 
 def status_note(run_dir: Path) -> str:
@@ -114,11 +109,11 @@ def select_runs(found: list[runs.RunDir], text: str) -> tuple[list[runs.RunDir],
             without_record.append(run)
             continue
         try:
-            record = load_record(run.path)
+            data = load_record(run.path)
         except QueryError:
             unreadable.append(run)
             continue
-        if is_true(evaluate(expression, record, path)):
+        if is_true(evaluate(expression, data, path)):
             matched.append(run)
     return matched, without_record, unreadable
 
@@ -130,5 +125,5 @@ def describe_selection(text: str, total: int, matched: int, without_record: int,
     if without_record:
         left_out.append(f"{without_record} without {RECORD_FILE} ({RECORD_WRITER})")
     if unreadable:
-        left_out.append(f"{unreadable} whose {RECORD_FILE} is not a JSON object")
+        left_out.append(f"{unreadable} whose {RECORD_FILE} cannot be read (runs list shows why)")
     return line + (f"; left out {' and '.join(left_out)}" if left_out else "")

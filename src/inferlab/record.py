@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import platform
 import socket
 from importlib import metadata
@@ -13,6 +15,12 @@ import jsonschema
 from inferlab import paths
 
 SCHEMA_VERSION = 1
+RECORD_FILE = "record.json"
+# Bounds a record read back must keep (run directories are copied between machines and kept for months): deeper
+# nesting than any record has (they reach 10) would exhaust the readers' recursion, and an integer beyond 64 bits
+# or a float beyond a double cannot be formatted or compared as the readers do.
+MAX_DEPTH = 64
+MAX_INTEGER = 2**63 - 1
 # Stages with a dedicated section in the record; every other stage lands under "stages".
 SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests", "serving": "serving",
             "continuity": "continuity", "fallback": "fallback", "candidate": "candidate",
@@ -25,6 +33,11 @@ class RecordError(Exception):
 
 def load_schema() -> dict:
     return json.loads(paths.SCHEMA.read_text())
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(load_schema())
 
 
 def read_fragments(run_dir: Path) -> dict[str, dict[str, dict]]:
@@ -88,12 +101,21 @@ def assemble(run_dir: Path, run: dict) -> dict:
     return record
 
 
-def validate(record: dict) -> None:
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}" for e in errors[:20]]
-        raise RecordError("record.json does not match record.schema.json:\n  " + "\n  ".join(lines))
+def schema_problems(record: dict, most: int = 20) -> list[str]:
+    """`path: what is wrong` for the first `most` places where `record` does not match the schema."""
+    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}" for e in errors[:most]]
+
+
+def validate(record: dict, name: str = "record.json") -> None:
+    problems = schema_problems(record)
+    if problems:
+        raise RecordError(f"{name} does not match record.schema.json:\n  " + "\n  ".join(problems))
+
+
+def one_line(exc: RecordError) -> str:
+    """A RecordError's message on one line (a schema error lists its places on the lines below the first)."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()).replace(":;", ":")
 
 
 def write(run_dir: Path, run: dict) -> Path:
@@ -102,3 +124,73 @@ def write(run_dir: Path, run: dict) -> Path:
     target = run_dir / "record.json"
     target.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return target
+
+
+def record_path(run: Path) -> Path:
+    """record.json of a run directory, or `run` itself when it names a file."""
+    run = Path(run)
+    return run / RECORD_FILE if run.is_dir() else run
+
+
+def read(run: Path) -> dict:
+    """The record of a run directory (or its record.json), read as untrusted input: a run directory may come from
+    another machine or be damaged. Raises RecordError, naming the file and what is wrong with it, unless the file is
+    UTF-8 JSON (no NaN or Infinity), an object within MAX_DEPTH and MAX_INTEGER, and valid against the schema; every
+    reader (runs, query, compare, matrix, report, reverify) reads records here and may then rely on the schema's
+    types."""
+    target = record_path(run)
+    try:
+        text = target.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise RecordError(f"{target}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{target} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise RecordError(f"{target} is nested deeper than {MAX_DEPTH} levels: not a record") from None
+    except ValueError as exc:  # JSONDecodeError, _refuse_constant, an integer of more digits than Python converts
+        raise RecordError(f"{target} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{target} holds a JSON {type(data).__name__}, not a record (an object)")
+    problem = _out_of_bounds(data)
+    if problem:
+        raise RecordError(f"{target}: {problem}")
+    validate(data, str(target))
+    return data
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _out_of_bounds(data: dict) -> str | None:
+    """What in `data` a reader could not handle (nesting, a number's size, a string that is not text), or None."""
+    pending = [("", data, 1)]
+    while pending:
+        where, value, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            return f"{where or '(top)'} is nested deeper than {MAX_DEPTH} levels"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not _is_text(key):
+                    return f"{where or '(top)'} has a key that is not valid Unicode text ({key!r})"
+                pending.append((f"{where}/{key}", item, depth + 1))
+        elif isinstance(value, list):
+            pending += [(f"{where}/{n}", item, depth + 1) for n, item in enumerate(value)]
+        elif isinstance(value, str) and not _is_text(value):
+            return f"{where}: not valid Unicode text ({value[:40]!r})"
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+            return f"{where}: the integer {str(value)[:24]}... is beyond 64 bits"
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{where}: {value} is not a finite number"
+    return None
+
+
+def _is_text(value: str) -> bool:
+    """False for a string holding a lone surrogate (JSON's \\ud800), which cannot be written out as UTF-8."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -450,8 +450,8 @@ def test_fixtures_are_schema_valid_records():
     ("name", "message"),
     [
         ("malformed_not_json.json", "is not valid JSON"),
-        ("malformed_list.json", "expected a JSON object, found list"),
-        ("malformed_no_run.json", "no run.id, so not an inferlab record"),
+        ("malformed_list.json", "holds a JSON list, not a record"),
+        ("malformed_no_run.json", "'run' is a required property"),
         ("no_such_record.json", "cannot read it"),
     ],
 )

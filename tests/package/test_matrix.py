@@ -39,6 +39,12 @@ def trials(single, aggregate):
                         "aggregate_output_tok_s": figure(aggregate, "aggregate output tok/s of the batch")}}
 
 
+def journal_entry(stage: str, index: int, status: str) -> dict:
+    """A stage journal entry as roles/experiment writes it (the schema's journal_entry)."""
+    return {"stage": stage, "index": index, "started": "2026-12-01T10:00:00Z", "finished": "2026-12-01T10:05:00Z",
+            "status": status, "measured": False, "control": None, "layer": None, "changes": "", "note": ""}
+
+
 def run(root: Path, stamp: str, hosts=("lab-a", "lab-b"), identity="asm4242", stock=(200, 201, 199),
         candidate=(240, 238, 242), statuses=None) -> str:
     """A run directory under `root` whose record served nextn and nextn_candidate with trials; returns its id.
@@ -53,11 +59,11 @@ def run(root: Path, stamp: str, hosts=("lab-a", "lab-b"), identity="asm4242", st
     nextn = data["serving"]["nextn"]
     nextn["layers"]["driver"] = "stock"  # as the experiment's tp2_nextn stage declares it
     nextn["trials"] = trials([40.0] * len(stock), list(stock))
-    data["serving"]["nextn_candidate"] = dict(copy.deepcopy(nextn), mode="nextn_candidate",
+    data["serving"]["nextn_candidate"] = dict(copy.deepcopy(nextn),
                                               layers=dict(nextn["layers"], driver="candidate"),
                                               window="serve_nextn_candidate",
                                               trials=trials([40.0] * len(candidate), list(candidate)))
-    data["journal"] = {stage: {"index": n, "stage": stage, "status": status}
+    data["journal"] = {stage: journal_entry(stage, n, status)
                        for n, (stage, status) in enumerate((statuses or {"verify": "ok", "tp2_nextn": "ok",
                                                                          "tp2_nextn_candidate": "ok"}).items(), 1)}
     data["link_tests"] = {}

@@ -136,7 +136,7 @@ def test_query_errors_are_one_line_and_exit_13(root, capsys, run, expression, me
 @pytest.mark.parametrize(
     ("fixture", "message"),
     [
-        (FIXTURE_ROOT / "compare" / "malformed_not_json.json", "record.json is not JSON (Expecting"),
+        (FIXTURE_ROOT / "compare" / "malformed_not_json.json", "record.json is not valid JSON: Expecting"),
         (FIXTURE_ROOT / "compare" / "malformed_list.json", "record.json holds a JSON list, not a record (an object)"),
     ],
 )
@@ -188,8 +188,8 @@ def test_where_counts_an_unreadable_record_apart(root, capsys):
     assert code == exit_codes.SUCCESS
     assert [run["name"] for run in json.loads(out)] == [RESTORE_RUN, EXPERIMENT_RUN]
     assert "2 of 4 runs match" in err
-    assert "left out 1 without record.json (`inferlab run` writes it when the run ends) and 1 whose record.json is " \
-           "not a JSON object" in err
+    assert "left out 1 without record.json (`inferlab run` writes it when the run ends) and 1 whose record.json " \
+           "cannot be read (runs list shows why)" in err
 
 
 @pytest.mark.parametrize(

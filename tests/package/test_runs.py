@@ -6,17 +6,28 @@ import os
 import subprocess
 
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, paths, runs
+from inferlab import cli, exit_codes, liveness, paths, runs
+
+LAB_UP = FIXTURE_ROOT / "report" / "lab_up.json"  # a whole record, as record.write made it
+
+
+def whole_record(run: dict) -> dict:
+    """A record that record.read accepts, its `run` updated with `run`."""
+    data = json.loads(LAB_UP.read_text())
+    data["run"].update(run)
+    return data
 
 
 def make_run(root, name, record=None, run_json=None, artifacts=None, pid=None, payload=b""):
-    """A run directory as runner.run_playbook leaves it: env/extravars (its controller's pid, by default one that
-    ended), then artifacts/ansible/{status,rc} and run.json when ansible-runner returned, then record.json."""
+    """A run directory as runner.run_playbook leaves it: env/extravars (its controller's pid and start time, by
+    default of one that ended), then artifacts/ansible/{status,rc} and run.json when ansible-runner returned, then
+    record.json (`record`: its run's fields)."""
     path = root / name
     (path / "env").mkdir(parents=True)
     (path / "env" / "extravars").write_text(
-        json.dumps({"inferlab_run_dir": str(path), "inferlab_controller_pid": pid or DEAD_PID})
+        json.dumps({"inferlab_run_dir": str(path), **liveness.controller_vars(pid or DEAD_PID)})
     )
     if artifacts:
         (path / "artifacts" / "ansible").mkdir(parents=True)
@@ -25,7 +36,7 @@ def make_run(root, name, record=None, run_json=None, artifacts=None, pid=None, p
     if run_json:
         (path / "run.json").write_text(json.dumps(run_json))
     if record:
-        (path / "record.json").write_text(json.dumps({"schema_version": 1, "run": record}))
+        (path / "record.json").write_text(json.dumps(whole_record(record)))
     (path / "payload.bin").write_bytes(payload)
     return path
 
@@ -216,6 +227,8 @@ def test_cli_list_json_and_table(root, capsys, monkeypatch):
         "ansible_rc",
         "size_bytes",
         "controller_pid",
+        "record_problem",
+        "awaits_restore",
     }
     assert cli.main(["runs", "list"]) == exit_codes.SUCCESS
     lines = capsys.readouterr().out.splitlines()
@@ -248,5 +261,126 @@ def test_a_canceled_run_still_restoring_is_never_pruned(root):
     assert restoring.status == "restoring"
     doomed, kept = runs.select_prunable(runs.list_runs(root), keep=1)
     assert path.name in [r.name for r in kept] and path.name not in [r.name for r in doomed]
-    (path / "record.json").write_text(json.dumps({"schema_version": 1, "run": {"status": "canceled"}}))
+    (path / "record.json").write_text(json.dumps(whole_record({"status": "canceled", "exit_code": 11})))
     assert [r.status for r in runs.list_runs(root) if r.name == path.name] == ["canceled"]  # its record: done
+
+
+def test_a_live_pid_of_another_process_is_not_the_runs_controller(root):
+    """pid plus start time, as the ledger judges a process: this test's own pid with another start time is a reused
+    pid, so the run it names is interrupted, not running."""
+    path = make_run(root, "20261130T133000Z-serve")
+    extravars = json.loads((path / "env" / "extravars").read_text())
+    extravars.update(inferlab_controller_pid=os.getpid(),
+                     inferlab_controller_start_time=liveness.start_time(os.getpid()) - 1)
+    (path / "env" / "extravars").write_text(json.dumps(extravars))
+    [run] = [r for r in runs.list_runs(root) if r.name == path.name]
+    assert run.status == "interrupted"
+
+
+@pytest.mark.parametrize("pid", [1, os.getpid()])
+def test_a_pid_alone_that_started_after_the_run_is_not_its_controller(root, pid):
+    """A run directory from before the start time was recorded: a live pid counts only when its process started
+    before the run (pid 1 and this test started long after 2020)."""
+    path = make_run(root, "20200101T000000Z-serve")
+    (path / "env" / "extravars").write_text(json.dumps({"inferlab_controller_pid": pid}))
+    [run] = [r for r in runs.list_runs(root) if r.name == path.name]
+    assert run.status == "interrupted"
+
+
+@pytest.mark.parametrize("pid", [2**70, -1, 0, True, "1", 1.5])
+def test_a_pid_that_cannot_be_one_is_not_alive(root, pid):
+    path = make_run(root, "20261130T133000Z-serve")
+    (path / "env" / "extravars").write_text(json.dumps({"inferlab_controller_pid": pid}))
+    [run] = [r for r in runs.list_runs(root) if r.name == path.name]
+    assert (run.status, run.controller_pid) == ("unknown", None)
+
+
+def test_a_run_of_another_machine_is_neither_running_nor_pruned_unless_named(root):
+    path = make_run(root, "20261130T093000Z-serve", pid=os.getpid())
+    extravars = json.loads((path / "env" / "extravars").read_text())
+    (path / "env" / "extravars").write_text(json.dumps(dict(extravars, inferlab_controller_machine_id="f" * 32)))
+    found = runs.list_runs(root)
+    [run] = [r for r in found if r.name == path.name]
+    assert run.status == runs.OTHER_CONTROLLER
+    doomed, kept = runs.select_prunable(found, keep=1)
+    assert path.name in [r.name for r in kept] and "another machine" in runs.kept_reason(run)
+    doomed, kept = runs.select_prunable(found, keep=1, named={path.name})
+    assert path.name in [r.name for r in doomed]
+
+
+def interrupted_with_snapshots(root, name="20261130T093000Z-experiment"):
+    """A run killed after its verify stage: known-good snapshots, no status, no record, its controller gone."""
+    path = make_run(root, name)
+    (path / "known_good").mkdir()
+    (path / "known_good" / "lab-a.json").write_text("{}")
+    return path
+
+
+def test_an_interrupted_never_restored_run_is_kept_with_its_snapshots_unless_named(root, capsys):
+    path = interrupted_with_snapshots(root)
+    [run] = [r for r in runs.list_runs(root) if r.name == path.name]
+    assert (run.status, run.awaits_restore) == ("interrupted", True)
+    doomed, kept = runs.select_prunable(runs.list_runs(root), keep=1)
+    assert path.name in [r.name for r in kept] and "never restored" in runs.kept_reason(run)
+    assert cli.main(["runs", "prune", "--keep", "1", "--root", str(root)]) == exit_codes.SUCCESS
+    assert (path / "known_good" / "lab-a.json").is_file()
+    doomed, kept = runs.select_prunable(runs.list_runs(root), keep=1, named={path.name})
+    assert path.name in [r.name for r in doomed]
+
+
+def verified_restore(root, name, known_good_dir):
+    """A standalone restore run pointed at another run's snapshots, verified on its host."""
+    path = make_run(root, name, record={"playbook": "playbooks/restore.yml", "exit_code": 0})
+    extravars = json.loads((path / "env" / "extravars").read_text())
+    (path / "env" / "extravars").write_text(json.dumps(dict(extravars, restore_known_good_dir=known_good_dir)))
+    (path / "fragments" / "restore").mkdir(parents=True)
+    (path / "fragments" / "restore" / "lab-a.json").write_text(json.dumps({"host": "lab-a", "verified": True}))
+    return path
+
+
+def test_a_run_restored_later_against_its_snapshots_may_be_pruned(root):
+    path = interrupted_with_snapshots(root)
+    verified_restore(root, "20261130T094000Z-restore", f"runs/{path.name}/known_good")
+    [run] = [r for r in runs.list_runs(root) if r.name == path.name]
+    assert run.awaits_restore is False
+    doomed, _kept = runs.select_prunable(runs.list_runs(root), keep=1)
+    assert path.name in [r.name for r in doomed]
+
+
+def test_a_run_that_restored_itself_or_changed_nothing_does_not_await_a_restore(root):
+    restored = interrupted_with_snapshots(root, "20261130T093000Z-experiment")
+    (restored / "fragments" / "restore").mkdir(parents=True)
+    (restored / "fragments" / "restore" / "lab-a.json").write_text(json.dumps({"verified": True}))
+    refused = interrupted_with_snapshots(root, "20261130T093100Z-experiment")
+    (refused / "record.json").write_text(json.dumps(whole_record({"status": "failed", "exit_code": 10})))
+    unverified = interrupted_with_snapshots(root, "20261130T093200Z-experiment")
+    (unverified / "record.json").write_text(json.dumps(whole_record({"status": "failed", "exit_code": 12})))
+    awaiting = {r.name: r.awaits_restore for r in runs.list_runs(root)}
+    assert [awaiting[p.name] for p in (restored, refused, unverified)] == [False, False, True]
+
+
+BAD_RECORDS = [
+    pytest.param(b"\xff\xfe{}", "not UTF-8 text", id="bad-utf8"),
+    pytest.param(b"[" * 100000 + b"]" * 100000, "nested deeper than", id="deep-nesting"),
+    pytest.param(json.dumps(dict(whole_record({}), run=[])).encode(), "run: [] is not of type 'object'",
+                 id="run-not-an-object"),
+    pytest.param(json.dumps(whole_record({"ansible_rc": 2**70})).encode(), "beyond 64 bits", id="huge-integer"),
+    pytest.param(json.dumps(whole_record({"status": 7})).encode(), "run/status", id="wrong-type"),
+    pytest.param(b'{"schema_version": NaN}', "NaN is not a JSON number", id="nan"),
+    pytest.param(json.dumps(whole_record({"playbook": "\ud800"})).encode(), "not valid Unicode", id="lone-surrogate"),
+]
+
+
+@pytest.mark.parametrize(("content", "problem"), BAD_RECORDS)
+def test_a_bad_record_is_listed_apart_with_why_and_prune_goes_on(root, capsys, content, problem):
+    bad = make_run(root, "20261130T093000Z-experiment", artifacts=("failed", 2))
+    (bad / "record.json").write_bytes(content)
+    found = {r.name: r for r in runs.list_runs(root)}
+    assert problem in found[bad.name].record_problem and found[bad.name].status == "failed"
+    assert cli.main(["runs", "list", "--root", str(root)]) == exit_codes.SUCCESS
+    out = capsys.readouterr().out
+    assert "record.json cannot be read" in out and f"- {bad.name}: " in out
+    assert cli.main(["runs", "list", "--root", str(root), "--where", "run"]) == exit_codes.SUCCESS
+    assert "1 whose record.json cannot be read" in capsys.readouterr().err
+    assert cli.main(["runs", "prune", "--keep", "1", "--root", str(root)]) == exit_codes.SUCCESS
+    assert not bad.exists()  # no snapshots: nothing awaits a restore, and the old run went
