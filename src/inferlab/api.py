@@ -14,16 +14,16 @@ The run directory is ansible-runner's private_data_dir, so its artifacts (`artif
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
-import signal
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferlab import exit_codes, paths, plots, record, report, runner, strategy
+from inferlab import cancel, exit_codes, paths, plots, record, report, runner, strategy
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class RunResult:
     ansible_rc: int | None = None  # ansible-playbook's own exit status (254 when canceled or timed out)
     record_error: str | None = None  # why there is no record
     restore: dict | None = None  # the restore run after a cancel: {status, ansible_rc, verified}
+    canceled_by: str | None = None  # a signal's name (SIGINT, SIGTERM, SIGHUP) or "callback"
+    problems: tuple[str, ...] = ()  # what failed beside the playbook: ansible-runner itself, a file not written
 
     @property
     def succeeded(self) -> bool:
@@ -102,17 +104,21 @@ def restore_after_cancel(
         "restore_known_good_dir": str(outcome.run_dir / "known_good"),
         "restore_known_good_driver_dir": str(outcome.run_dir / "known_good_driver"),
     }
-    restored = runner.run_playbook(
-        runner.resolve_playbook(str(restore_playbook)),
-        outcome.inventory,
-        outcome.run_dir,
-        restore_vars,
-        quiet=quiet,
-        ident="restore",
-        cancel_callback=lambda: False,
-        strategy_name=strategy.RESTORE,
-        event_handler=event_handler,
-    )
+    try:
+        restored = runner.run_playbook(
+            runner.resolve_playbook(str(restore_playbook)),
+            outcome.inventory,
+            outcome.run_dir,
+            restore_vars,
+            quiet=quiet,
+            ident="restore",
+            cancel_callback=lambda: False,
+            strategy_name=strategy.RESTORE,
+            event_handler=event_handler,
+        )
+    except Exception as exc:  # noqa: BLE001 - ansible-runner itself failed (a full disk): the fragments say the rest
+        return {"status": "failed", "ansible_rc": None, "verified": runner.restore_verified(outcome.run_dir),
+                "error": f"{type(exc).__name__}: {exc}"}
     return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
 
 
@@ -155,42 +161,29 @@ def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict
 
 
 def record_outcome(outcome: runner.RunOutcome, extravars: dict, restore: dict | None = None) -> RunResult:
-    """Assemble, validate and render the record of a finished run. A record that does not match the schema makes
-    the run 12: without it nobody can tell what the run changed."""
+    """Assemble, validate and write the record of a finished run, then render its report and plots. A record that
+    does not match the schema, or cannot be written (a full disk), makes the run 12: without it nobody can tell what
+    the run changed. A report or plot that cannot be rendered keeps the run's code, with the reason in
+    `record_error`: the record holds the run, and `inferlab report` renders it again."""
     code = exit_code(outcome)
+    failed = functools.partial(RunResult, status=outcome.status, run_dir=outcome.run_dir, ansible_rc=outcome.rc,
+                               restore=restore)
     try:
         record_path = record.write(outcome.run_dir, run_metadata(outcome, code, extravars))
         data = json.loads(record_path.read_text())
-        render_outputs(outcome.run_dir, data)
     except record.RecordError as exc:
-        return RunResult(
-            status=outcome.status,
-            rc=exit_codes.RESTORE_UNVERIFIED,
-            run_dir=outcome.run_dir,
-            record=None,
-            ansible_rc=outcome.rc,
-            record_error=str(exc),
-            restore=restore,
-        )
+        return failed(rc=exit_codes.RESTORE_UNVERIFIED, record=None, record_error=str(exc))
+    except OSError as exc:
+        return failed(rc=exit_codes.RESTORE_UNVERIFIED, record=None,
+                      record_error=f"record.json could not be written: {exc.strerror or exc}")
+    try:
+        render_outputs(outcome.run_dir, data)
+    except Exception as exc:  # noqa: BLE001 - a rendering bug or a full disk must not hide the run's outcome
+        return failed(rc=code, record=data, record_error=f"the report could not be rendered: {type(exc).__name__}: "
+                      f"{exc} (the record is whole: `inferlab report {outcome.run_dir}` renders it again)")
     return RunResult(
         status=outcome.status, rc=code, run_dir=outcome.run_dir, record=data, ansible_rc=outcome.rc, restore=restore
     )
-
-
-class _SignalHandlersKept:
-    """ansible-runner installs its own SIGINT/SIGTERM handlers when it gets no cancel callback, and leaves them
-    installed; put the caller's back afterwards so a long-lived scheduler keeps its own."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __enter__(self):
-        in_main = threading.current_thread() is threading.main_thread()
-        self.saved = {sig: signal.getsignal(sig) for sig in self.SIGNALS} if in_main else {}
-        return self
-
-    def __exit__(self, *exc_info):
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler)
 
 
 def run(
@@ -214,7 +207,8 @@ def run(
     `cancel_callback` is polled while the playbook runs; when it returns True, ansible-runner stops the playbook and
     the result's status is `canceled`. Then restore.yml runs in the same run directory (`result.restore`), and the
     rc is 11 when it verified every host, else 12 (`restore_playbook=None`: no restore, for playbooks that change
-    nothing). Without one, SIGINT and SIGTERM cancel. `quiet` keeps ansible's output off stdout (it is in
+    nothing). Without one, SIGINT, SIGTERM and SIGHUP cancel (a hang-up never cancels the restore playbook).
+    `quiet` keeps ansible's output off stdout (it is in
     `artifacts/ansible/stdout` either way). `strategy_name` is the Ansible strategy (inferlab.strategy; None:
     $INFERLAB_STRATEGY or the default); a restore playbook, and the restore after a cancel, always run on `linear`.
     `event_handler` gets every ansible-runner job event (the run's, and the restore's after a cancel; it returns True
@@ -228,24 +222,33 @@ def run(
     target = Path(run_dir).resolve() if run_dir else runner.new_run_dir(playbook_path)
     extravars = dict(extravars or {})
     chosen = strategy.RESTORE if playbook_path.stem == "restore" else strategy.chosen(strategy_name)
-    with _SignalHandlersKept():
-        outcome = runner.run_playbook(
-            playbook_path,
-            inventory_path,
-            target,
-            extravars,
-            quiet=quiet,
-            check=check,
-            cancel_callback=cancel_callback,
-            strategy_name=chosen,
-            event_handler=event_handler,
-            status_handler=status_handler,
-            limit=limit,
-        )
-        # The restore is not canceled by the signal that canceled the run: its callback never cancels.
+    # The handlers stay through the restore after a cancel: a second signal then changes nothing (the restore's own
+    # callback never cancels), and a hang-up only moves the console to the run directory.
+    with cancel.Cancel(target, cancel_callback, cancel_on_hangup=playbook_path.stem != "restore") as canceler:
+        started = runner.utc_iso()
+        try:
+            outcome = runner.run_playbook(
+                playbook_path,
+                inventory_path,
+                target,
+                extravars,
+                quiet=quiet,
+                check=check,
+                cancel_callback=canceler,
+                strategy_name=chosen,
+                event_handler=canceler.events(event_handler),
+                status_handler=status_handler,
+                limit=limit,
+            )
+        except Exception as exc:  # noqa: BLE001 - whatever failed, what the run changed is unknown: restore it
+            outcome = runner.aborted_outcome(playbook_path, inventory_path, target, chosen, started, exc)
+        outcome.canceled_by, outcome.ended_pids = canceler.requested_by, canceler.ended
+        bookkeeping_error = runner.write_run_json(outcome)
         restore = (
             None
             if check or restore_playbook is None
             else restore_after_cancel(outcome, extravars, quiet, restore_playbook, event_handler)
         )
-    return record_outcome(outcome, extravars, restore)
+    result = record_outcome(outcome, extravars, restore)
+    problems = tuple(p for p in (outcome.error, bookkeeping_error, result.record_error) if p)
+    return dataclasses.replace(result, canceled_by=outcome.canceled_by, problems=problems)

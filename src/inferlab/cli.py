@@ -91,11 +91,12 @@ def run_and_record(
                      event_handler=None if verbose else progress.Progress(run_dir))
     for line in report.summary(result.record) if result.record else []:
         print(f"inferlab: {line}", file=sys.stderr)
-    if result.record_error:
-        print(f"inferlab: {result.record_error}", file=sys.stderr)
+    for problem in result.problems:
+        print(f"inferlab: {problem}", file=sys.stderr)
     if result.restore:
         verified = "verified" if result.restore["verified"] else "NOT verified"
-        print(f"inferlab: the run was {result.status}; restore.yml ran after it: {verified}", file=sys.stderr)
+        by = f" by {result.canceled_by}" if result.canceled_by else ""
+        print(f"inferlab: the run was {result.status}{by}; restore.yml ran after it: {verified}", file=sys.stderr)
     if not verbose:
         print(f"inferlab: Ansible's whole output: {run_dir / 'artifacts' / 'ansible' / 'stdout'}", file=sys.stderr)
     print(f"inferlab: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)

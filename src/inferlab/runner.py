@@ -29,6 +29,9 @@ class RunOutcome:
     finished: str = ""
     strategy: str = ""
     run_id: str = ""  # the id its ledger entries and locks carry (run_id_for)
+    canceled_by: str | None = None  # what canceled it: a signal's name (SIGINT, SIGTERM, SIGHUP) or "callback"
+    ended_pids: list[int] = field(default_factory=list)  # the playbook's process tree, ended by the cancel
+    error: str | None = None  # why ansible-runner itself failed (aborted_outcome)
 
     @property
     def succeeded(self) -> bool:
@@ -80,9 +83,13 @@ def write_private(path: Path, text: str) -> None:
     make_private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.unlink(missing_ok=True)
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-        handle.write(text)
-    tmp.replace(path)
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+            handle.write(text)
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a part written before a full disk stopped it is nobody's file
+        raise
 
 
 def resolve_playbook(name: str) -> Path:
@@ -167,9 +174,26 @@ def run_playbook(
         strategy=strategy_name,
         run_id=all_vars["inferlab_run_id"],
     )
-    if ident == "ansible":
-        (run_dir / "run.json").write_text(json.dumps(outcome_summary(outcome), indent=2) + "\n")
     return outcome
+
+
+def aborted_outcome(playbook: Path, inventory: Path, run_dir: Path, strategy_name: str, started: str,
+                    error: BaseException) -> RunOutcome:
+    """The outcome of a run whose ansible-runner call raised (a full disk under its artifacts, a crash): status
+    `failed` with no play stats, so what it changed is unknown and the restore after a cancel runs."""
+    return RunOutcome(run_dir=run_dir, playbook=playbook, inventory=inventory, status="failed", rc=-1,
+                      started=started, finished=utc_iso(), strategy=strategy_name, run_id=run_id_for(run_dir),
+                      error=f"{type(error).__name__}: {error}")
+
+
+def write_run_json(outcome: RunOutcome) -> str | None:
+    """run.json, written whole then renamed; the error's text when it could not be written (a full disk): the
+    bookkeeping never stops what must follow (the restore after a cancel)."""
+    try:
+        write_private(outcome.run_dir / "run.json", json.dumps(outcome_summary(outcome), indent=2) + "\n")
+    except OSError as exc:
+        return f"run.json could not be written: {exc.strerror or exc}"
+    return None
 
 
 def outcome_summary(outcome: RunOutcome) -> dict:
@@ -182,6 +206,8 @@ def outcome_summary(outcome: RunOutcome) -> dict:
         "started": outcome.started,
         "finished": outcome.finished,
         "strategy": outcome.strategy,
+        **({"canceled_by": outcome.canceled_by, "ended_pids": outcome.ended_pids} if outcome.canceled_by else {}),
+        **({"error": outcome.error} if outcome.error else {}),
     }
 
 
