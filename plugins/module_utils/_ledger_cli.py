@@ -16,7 +16,8 @@ beside the rest of the ledger's modules (see ``_ledger_core``)::
                                       [--poll SECONDS] [--run-id RUN] [--self-id ID] [--json]
     python3 inferlab_ledger.py renew --renew-file PATH [--json]
     python3 inferlab_ledger.py heartbeat --watch-pid PID --watch-start-time TICKS --interval SECONDS
-                                      --child JSON [--child JSON ...] [--procfs-root DIR] [--json]
+                                      --child JSON [--child JSON ...] [--status-file PATH] [--run-id RUN]
+                                      [--journal-dir DIR --journal-stall SECONDS] [--procfs-root DIR] [--json]
 
 ``undo`` is the host's part of the restore; ``status`` and ``unlock`` serve the restore playbook. ``watch-link`` and
 ``deadman`` are the watchdogs of ``_ledger_watch``. ``watch-link``, started before a candidate load, puts the stock
@@ -27,9 +28,11 @@ of a run that borrows production: the controller renews it by touching PATH and 
 (SIGTERM, the undo of its process entry, disarms it too); when PATH goes unrenewed past the deadline it undoes every
 open entry but its own (``--self-id``, then marked undone), newest first, as ``--run-id``: the lock of that run does
 not stop it, the lock of another run does. ``renew`` and ``heartbeat`` keep the switches renewed while the
-controller's playbook lives (``_ledger_heartbeat``): ``renew`` touches PATH for each line on its input; ``heartbeat``,
-on the controller, writes those lines to one ``renew`` per host (each ``--child`` is ``{"name": HOST, "argv":
-[...]}``) while the watched process runs.
+controller's playbook lives (``_ledger_heartbeat``): ``renew`` touches PATH for each line on its input and answers
+each with a line on stdout; ``heartbeat``, on the controller, writes those lines to one ``renew`` per host (each
+``--child`` is ``{"name": HOST, "argv": [...]}``) while the watched process runs (and, with ``--journal-dir``, while
+the run's journal moves), counting the answers and keeping each host's last renewal and last error in
+``--status-file``.
 
 Exit codes: 0 success (for ``deadman``: disarmed, or fired and every undo succeeded); 1 at least one undo failed; 2
 usage error; 3 the ledger or its lock refused the request (locked by another run, unknown id, unreadable file); 4 an
@@ -125,17 +128,25 @@ def _parser():
                            'another run does (without it, any lock does)')
     p_deadman.add_argument('--self-id', help='its own process entry: not undone, marked undone once it fires')
     p_renew = sub.add_parser('renew', help="touch the dead man's switch's renew file for each line read on stdin, "
-                             'until end of input (the far end of the controller\'s heartbeat)')
+                             f'answering each with a line on stdout ({heartbeat.ACK_RENEWED!r}, or '
+                             f'{heartbeat.ACK_NO_RENEW_FILE!r}), until end of input (the far end of the controller\'s '
+                             'heartbeat)')
     p_renew.add_argument('--renew-file', required=True, help='the renew file of this host\'s switch')
     p_renew.add_argument('--json', action='store_true', help='print one JSON object instead of text')
     p_beat = sub.add_parser('heartbeat', help='on the controller: while the watched process lives, write a line '
-                            'every interval to a renew process per host')
+                            'every interval to a renew process per host, counting the renewals they confirm')
     p_beat.add_argument('--watch-pid', required=True, type=int, help='the ansible-playbook process of the run')
     p_beat.add_argument('--watch-start-time', required=True, type=int,
                         help='its start time (field 22 of /proc/PID/stat)')
     p_beat.add_argument('--interval', required=True, type=_seconds, help='seconds between two lines')
     p_beat.add_argument('--child', action='append', required=True, type=_child, dest='children', metavar='JSON',
                         help='a renew process: {"name": HOST, "argv": [...]} (repeatable)')
+    p_beat.add_argument('--status-file', help="where to keep each host's last confirmed renewal and last error "
+                        '(JSON, written whole then renamed)')
+    p_beat.add_argument('--run-id', help='the run it renews for, written in the status file')
+    p_beat.add_argument('--journal-dir', help="the run's journal directory: stop once nothing in it changed for "
+                        '--journal-stall seconds (a controller alive but hung)')
+    p_beat.add_argument('--journal-stall', type=_seconds, help='see --journal-dir (the longest stage)')
     p_beat.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
     p_beat.add_argument('--json', action='store_true', help='print one JSON object instead of text')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
@@ -188,11 +199,19 @@ def _emit(result, as_json):
     sys.stdout.flush()
 
 
+def _acknowledge(answer):
+    """``renew``'s answer to one line: what the heartbeat counts."""
+    sys.stdout.write(answer + '\n')
+    sys.stdout.flush()
+
+
 def main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == 'watch-link' and (args.loader_pid is None) != (args.loader_start_time is None):
         parser.error('--loader-pid and --loader-start-time go together')
+    if args.command == 'heartbeat' and (args.journal_dir is None) != (args.journal_stall is None):
+        parser.error('--journal-dir and --journal-stall go together')
     try:
         if args.command == 'undo':
             result = undo.undo(args.ledger_dir, args.host, ids=args.ids, run_id=args.run_id,
@@ -224,10 +243,12 @@ def main(argv=None):
             if result.get('undo'):
                 text += [f'{d["result"]} {d["id"]}: {d["message"]}' for d in result['undo']['details']]
         elif args.command == 'renew':
-            result = heartbeat.renew_on_input(args.renew_file, sys.stdin)
+            result = heartbeat.renew_on_input(args.renew_file, sys.stdin, acknowledge=_acknowledge)
             rc, text = EXIT_OK, [result['message']]
         elif args.command == 'heartbeat':
             result = heartbeat.heartbeat(args.watch_pid, args.watch_start_time, args.children, args.interval,
+                                         status_file=args.status_file, run_id=args.run_id,
+                                         journal_dir=args.journal_dir, journal_stall_s=args.journal_stall,
                                          procfs_root=args.procfs_root)
             rc, text = EXIT_OK, [result['message']]
         elif args.command == 'status':

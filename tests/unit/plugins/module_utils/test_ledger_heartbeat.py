@@ -1,11 +1,13 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The heartbeat of the dead man's switches (``_ledger_heartbeat``): ``renew`` renews on input only and never
-creates the renew file; ``heartbeat``, run as the installed ledger script, renews through real ``renew`` processes
-while a watched process lives, and stops (closing their input) when it dies or on SIGTERM; its restart of a child
-that ended. The renew commands the experiment builds: plugin_utils/test_heartbeat_children.py; the lookup that finds
-the playbook process to watch: lookup/test_playbook_process.py."""
+"""The heartbeat of the dead man's switches (``_ledger_heartbeat``): ``renew`` renews on input only, answers each
+line and never creates the renew file; ``heartbeat``, run as the installed ledger script, renews through real
+``renew`` processes while a watched process lives, counts the renewals they confirm, keeps each host's last renewal
+and last error in its status file, stops (closing their input) within a tick of its death, on SIGTERM, or once the
+run's journal stalls, and starts again a child that ended; ``judge``, the run's reading of that status. The renew
+commands the experiment builds: plugin_utils/test_renew_command.py; the lookup that finds the playbook process to
+watch: lookup/test_playbook_process.py."""
 
 import io
 import json
@@ -31,14 +33,16 @@ def aged(path):
     return path
 
 
-def test_renew_touches_the_file_for_each_line_and_never_creates_it(tmp_path):
+def test_renew_touches_the_file_for_each_line_answers_each_and_never_creates_it(tmp_path):
     renew_file = aged(tmp_path / "deadman.renew")
-    result = hb.renew_on_input(str(renew_file), io.StringIO("\n\n\n"))
-    assert (result["renewals"], result["missing"]) == (3, 0)
+    answers = []
+    result = hb.renew_on_input(str(renew_file), io.StringIO("\n\n\n"), acknowledge=answers.append)
+    assert (result["renewals"], result["missing"]) == (3, 0) and answers == [hb.ACK_RENEWED] * 3
     assert renew_file.stat().st_mtime > OLD
     renew_file.unlink()  # the switch is gone (disarmed or fired): renewals find nothing and create nothing
-    result = hb.renew_on_input(str(renew_file), io.StringIO("\n\n"))
+    result = hb.renew_on_input(str(renew_file), io.StringIO("\n\n"), acknowledge=answers.append)
     assert (result["renewals"], result["missing"]) == (0, 2) and not renew_file.exists()
+    assert answers[3:] == [hb.ACK_NO_RENEW_FILE] * 2
     assert result["message"].endswith("2 found no renew file (no switch armed); the heartbeat ended its input")
 
 
@@ -49,23 +53,32 @@ def wait_until(predicate, timeout_s=10.0):
         time.sleep(0.02)
 
 
-def test_the_installed_renew_renews_while_its_input_is_open_and_returns_at_its_end(tmp_path):
+def test_the_installed_renew_answers_each_line_while_its_input_is_open_and_returns_at_its_end(tmp_path):
     renew_file = aged(tmp_path / "deadman.renew")
     child = subprocess.Popen([sys.executable, "-I", str(ledger_script()), "renew", "--renew-file", str(renew_file),
                               "--json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     child.stdin.write(b"\n")
     child.stdin.flush()
-    wait_until(lambda: renew_file.stat().st_mtime > OLD)
+    assert child.stdout.readline() == b"renewed\n"  # answered at once, not at the end of input
+    assert renew_file.stat().st_mtime > OLD
     out, _err = child.communicate(b"\n", timeout=10)
-    assert child.returncode == 0 and json.loads(out)["renewals"] == 2
+    *answers, summary = out.decode().splitlines()
+    assert child.returncode == 0 and answers == ["renewed"] and json.loads(summary)["renewals"] == 2
 
 
-def heartbeat_argv(watched, renew_file, interval="0.1"):
-    child = {"name": "lab-a", "argv": [sys.executable, "-I", str(ledger_script()), "renew", "--renew-file",
-                                       str(renew_file)]}
+def renew_child(name, renew_file):
+    return {"name": name, "argv": [sys.executable, "-I", str(ledger_script()), "renew", "--renew-file",
+                                   str(renew_file)]}
+
+
+def heartbeat_argv(watched, children, status_file, interval="0.1", *extra):
     start_time = proc.read_proc_stat(watched.pid)["start_time"]
-    return [sys.executable, "-I", str(ledger_script()), "heartbeat", "--watch-pid", str(watched.pid),
-            "--watch-start-time", str(start_time), "--interval", interval, "--child", json.dumps(child), "--json"]
+    argv = [sys.executable, "-I", str(ledger_script()), "heartbeat", "--watch-pid", str(watched.pid),
+            "--watch-start-time", str(start_time), "--interval", interval, "--status-file", str(status_file),
+            "--run-id", "r1", "--json", *extra]
+    for child in children:
+        argv += ["--child", json.dumps(child)]
+    return argv
 
 
 def renew_children(heartbeat_pid):
@@ -79,108 +92,232 @@ def renew_children(heartbeat_pid):
     return found
 
 
+def status(path):
+    return hb.read_status(str(path))
+
+
+class Beat:
+    """A watched process (`sleep`) and the heartbeat of the installed script watching it, both killed at the end,
+    whatever happened."""
+
+    def __init__(self, tmp_path, children, interval="0.1", *extra):
+        self.status_file = tmp_path / "heartbeat.json"
+        self.watched = subprocess.Popen(["sleep", "60"])
+        self.process = subprocess.Popen(heartbeat_argv(self.watched, children, self.status_file, interval, *extra),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def status(self):
+        return status(self.status_file)
+
+    def host(self, name):
+        current = self.status()
+        return current["hosts"][name] if current else {}
+
+    def finish(self, timeout=10):
+        out, err = self.process.communicate(timeout=timeout)
+        return json.loads(out), err
+
+    def kill(self):
+        self.watched.kill()
+        self.process.kill()
+        self.watched.wait()
+        self.process.wait()
+
+
 @pytest.fixture
-def running(tmp_path):
-    """A watched process (`sleep`), the heartbeat of the installed script watching it, and the renew file its one
-    renew process renews, once the first renewal landed; both processes killed at the end, whatever happened."""
-    renew_file = aged(tmp_path / "deadman.renew")
-    watched = subprocess.Popen(["sleep", "60"])
-    beat = subprocess.Popen(heartbeat_argv(watched, renew_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: renew_file.stat().st_mtime > OLD)
-        yield watched, beat, renew_file
-    finally:
-        watched.kill()
+def beats(tmp_path):
+    started = []
+
+    def start(children, interval="0.1", *extra):
+        started.append(Beat(tmp_path, children, interval, *extra))
+        return started[-1]
+
+    yield start
+    for beat in started:
         beat.kill()
 
 
+@pytest.fixture
+def running(tmp_path, beats):
+    """A heartbeat renewing one renew file, once the first renewal landed."""
+    renew_file = aged(tmp_path / "deadman.renew")
+    beat = beats([renew_child("lab-a", renew_file)])
+    wait_until(lambda: renew_file.stat().st_mtime > OLD)
+    return beat, renew_file
+
+
 def test_the_heartbeat_renews_while_the_playbook_lives_and_stops_when_it_dies(running):
-    watched, beat, renew_file = running
+    beat, renew_file = running
     first = renew_file.stat().st_mtime_ns
     wait_until(lambda: renew_file.stat().st_mtime_ns != first)  # a second beat
-    assert len(renew_children(beat.pid)) == 1
-    watched.kill()
-    watched.wait()
-    out, err = beat.communicate(timeout=10)  # within a tick of the death, its child's input closed
-    result = json.loads(out)
-    assert beat.returncode == 0 and result["reason"] == f"the playbook (pid {watched.pid}) ended"
-    assert result["beats"] >= 2 and result["restarts"] == 0
+    wait_until(lambda: beat.host("lab-a").get("renewals", 0) >= 2)  # confirmed, and in the status file
+    assert len(renew_children(beat.process.pid)) == 1
+    beat.watched.kill()
+    beat.watched.wait()
+    result, err = beat.finish()  # within a tick of the death, its child's input closed
+    assert beat.process.returncode == 0 and result["reason"] == f"the playbook (pid {beat.watched.pid}) ended"
+    assert result["renewals"]["lab-a"] >= 2 and result["restarts"] == 0
     assert b"the switches are no longer renewed" in err
+    final = beat.status()
+    assert not final["running"] and final["reason"] == result["reason"]
+    assert final["hosts"]["lab-a"]["renewals"] == result["renewals"]["lab-a"]
+    assert final["hosts"]["lab-a"]["last_error"] is None
     last = renew_file.stat().st_mtime_ns
     time.sleep(0.3)
     assert renew_file.stat().st_mtime_ns == last
 
 
+def test_the_heartbeat_stops_within_a_tick_of_the_playbooks_death_not_at_its_next_beat(tmp_path, beats):
+    """The watched process dies right after a renewal, with the next beat six ticks away: the heartbeat must notice
+    at its next tick (WATCH_TICK_S), not at that beat, and renew nothing more."""
+    interval_s = 6 * hb.WATCH_TICK_S
+    renew_file = aged(tmp_path / "deadman.renew")
+    beat = beats([renew_child("lab-a", renew_file)], str(interval_s))
+    wait_until(lambda: beat.host("lab-a").get("renewals") == 1)
+    renewed = renew_file.stat().st_mtime_ns
+    died = time.monotonic()
+    beat.watched.kill()
+    beat.watched.wait()
+    result, _err = beat.finish(timeout=3 * interval_s)
+    stopped_after = time.monotonic() - died
+    assert result["reason"] == f"the playbook (pid {beat.watched.pid}) ended" and result["renewals"] == {"lab-a": 1}
+    assert stopped_after / interval_s < 0.5, f"stopped {stopped_after:.1f}s after the death: at a beat, not a tick"
+    assert renew_file.stat().st_mtime_ns == renewed
+
+
 def test_sigterm_stops_the_heartbeat_and_its_renew_processes(running):
-    _watched, beat, _renew_file = running
-    children = renew_children(beat.pid)
-    beat.send_signal(signal.SIGTERM)
-    out, _err = beat.communicate(timeout=10)
-    assert json.loads(out)["reason"] == "stopped by SIGTERM (the undo of its process entry)"
+    beat, _renew_file = running
+    children = renew_children(beat.process.pid)
+    beat.process.send_signal(signal.SIGTERM)
+    result, _err = beat.finish()
+    assert result["reason"] == "stopped by SIGTERM (the undo of its process entry)"
     assert children and all(proc.read_proc_stat(pid) is None for pid in children)
+    assert beat.status()["reason"] == result["reason"]
 
 
 def test_a_heartbeat_whose_playbook_is_gone_at_its_start_ends_at_once(tmp_path):
     watched = subprocess.Popen(["true"])
     watched.wait()
-    done = subprocess.run(heartbeat_argv_for_gone(watched.pid, tmp_path), capture_output=True, timeout=10, check=False)
-    assert done.returncode == 0 and json.loads(done.stdout)["beats"] == 0
-
-
-def heartbeat_argv_for_gone(pid, tmp_path):
     child = {"name": "lab-a", "argv": ["true"]}
-    return [sys.executable, "-I", str(ledger_script()), "heartbeat", "--watch-pid", str(pid), "--watch-start-time",
-            "1", "--interval", "1", "--child", json.dumps(child), "--json"]
+    done = subprocess.run([sys.executable, "-I", str(ledger_script()), "heartbeat", "--watch-pid", str(watched.pid),
+                           "--watch-start-time", "1", "--interval", "1", "--child", json.dumps(child), "--json"],
+                          capture_output=True, timeout=10, check=False)
+    assert done.returncode == 0 and json.loads(done.stdout)["renewals"] == {"lab-a": 0}
 
 
-class Input(io.BytesIO):
-    """A child's stdin that keeps what was written, closed or not."""
-
-    def __init__(self):
-        super().__init__()
-        self.written = b""
-
-    def write(self, data):
-        self.written += data
-        return super().write(data)
+REFUSED = "ssh: connect to host gpu-b port 22: Connection refused"
 
 
-class Handle:
-    """A renew process that ends after `lives` polls."""
+def test_a_host_the_heartbeat_cannot_reach_is_named_with_its_reason_and_fails_the_check(tmp_path, beats):
+    """A renew command that ends at once (ssh refused: exit 255) and one that cannot start: each host's error is in
+    the status file, and the check fails naming both, while the host that renews passes."""
+    renew_file = aged(tmp_path / "deadman.renew")
+    refused = {"name": "gpu-b", "argv": [sys.executable, "-c", f"import sys; sys.stderr.write({REFUSED!r} + '\\n');"
+                                                               " sys.exit(255)"]}
+    missing = {"name": "gpu-c", "argv": [str(tmp_path / "no-such-ssh"), "gpu-c"]}
+    beat = beats([renew_child("lab-a", renew_file), refused, missing])
+    wait_until(lambda: beat.host("gpu-b").get("last_error") and beat.host("gpu-c").get("last_error")
+               and beat.host("lab-a").get("renewals"))
+    assert beat.host("gpu-b")["last_error"] == f"its renew process exited 255: {REFUSED}"
+    assert beat.host("gpu-b")["renewals"] == 0
+    assert beat.host("gpu-c")["last_error"].startswith(f"cannot start its renew process {tmp_path}/no-such-ssh: ")
+    failed, waiting = hb.judge(beat.status(), time.time(), within_s=900, run_id="r1")
+    assert [line.split(":")[0] for line in failed] == ["gpu-b", "gpu-c"] and waiting == []
+    assert failed[0].startswith(f"gpu-b: its renew process exited 255: {REFUSED}; no renewal confirmed in ")
+    wait_until(lambda: beat.host("gpu-b")["restarts"] >= 2)  # tried again at each beat, and still named
+    assert hb.judge(beat.status(), time.time(), within_s=900, run_id="r1")[0][0].startswith("gpu-b: its renew")
 
-    def __init__(self, lives):
-        self.lives, self.returncode = lives, None
-        self.stdin = Input()
 
-    def poll(self):
-        self.lives -= 1
-        if self.lives < 0:
-            self.returncode = 255
-        return self.returncode
+def test_renewals_are_counted_from_the_answers_not_from_the_lines_written(tmp_path, beats):
+    """A renew process that reads every line and answers none (an old script, a wrapper that swallows its output)
+    confirms nothing: after several lines written it has no renewal, and the check fails it once due."""
+    written = tmp_path / "lines"
+    silent = {"name": "gpu-b", "argv": ["sh", "-c", f"while read line; do echo x >> {written}; done"]}
+    renew_file = aged(tmp_path / "deadman.renew")
+    beat = beats([renew_child("lab-a", renew_file), silent])
+    wait_until(lambda: written.exists() and len(written.read_text().split()) >= 3
+               and beat.host("lab-a").get("renewals", 0) >= 3)
+    assert beat.host("gpu-b")["renewals"] == 0 and beat.host("gpu-b")["last_renewal"] is None
+    current = beat.status()
+    assert hb.judge(current, current["started"] + 0.01, within_s=1, run_id="r1") == (
+        [], ["gpu-b: its first renewal is not confirmed yet"])
+    now = current["hosts"]["lab-a"]["last_renewal"]  # lab-a has just renewed; gpu-b's first renewal is overdue
+    failed, _waiting = hb.judge(current, now, within_s=(now - current["started"]) / 2, run_id="r1")
+    assert len(failed) == 1 and failed[0].startswith("gpu-b: no renewal confirmed in ")
+    assert failed[0].endswith("s (its renew process answers nothing)")
 
-    def wait(self, timeout=None):
-        return self.returncode
 
-    def kill(self):
-        self.returncode = -9
+def test_a_renew_process_that_ended_is_started_again_at_the_next_beat(tmp_path, beats):
+    once = {"name": "lab-a", "argv": ["sh", "-c", "read line && echo renewed && exit 3"]}
+    beat = beats([once])
+    wait_until(lambda: beat.host("lab-a").get("restarts", 0) >= 2 and beat.host("lab-a")["renewals"] >= 3)
+    assert beat.host("lab-a")["last_error"] == "its renew process exited 3 (no error output)"
+    # renewed since its last exit: a blip, not a failure
+    current = beat.status()
+    assert hb.judge(current, current["hosts"]["lab-a"]["last_renewal"], within_s=1, run_id="r1") == ([], [])
 
 
-def test_a_renew_process_that_ended_is_started_again_at_the_next_beat(monkeypatch):
-    clock = {"now": 0.0, "alive": 6}  # six looks at the playbook: three beats a second apart, a tick between
-    started = []
+def test_a_journal_that_does_not_move_stops_the_heartbeat_and_says_why(tmp_path, beats):
+    """A controller alive but hung: the run's journal has not moved for longer than its bound, so the heartbeat
+    stops (the switches are left to fire), and the check names that as the reason."""
+    journal = tmp_path / "fragments" / "journal"
+    journal.mkdir(parents=True)
+    aged(journal / "pause.json")
+    os.utime(journal, (OLD, OLD))
+    renew_file = aged(tmp_path / "deadman.renew")
+    beat = beats([renew_child("lab-a", renew_file)], "0.1", "--journal-dir", str(journal), "--journal-stall", "0.5")
+    result, _err = beat.finish()
+    assert result["reason"].startswith(f"the run's journal ({journal}) has not moved for ")
+    assert result["reason"].endswith("past its bound of 0.5s (the longest stage): the controller looks hung, so the "
+                                     "switches are left to fire")
+    assert result["renewals"]["lab-a"] >= 1  # it renewed while the bound, counted from its start, held
+    assert proc.read_proc_stat(beat.watched.pid) is not None  # the playbook lives on: the journal stopped it
+    failed, _waiting = hb.judge(beat.status(), time.time(), within_s=900, run_id="r1")
+    assert failed == [f"heartbeat: it stopped: {result['reason']}"]
 
-    def spawn(argv):
-        started.append(Handle(lives=0))  # each ends before the next beat
-        return started[-1]
 
-    def alive(pid, start_time, procfs_root):
-        clock["alive"] -= 1
-        return clock["alive"] >= 0
+def test_a_journal_that_moves_keeps_the_heartbeat_renewing(tmp_path, beats):
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    renew_file = aged(tmp_path / "deadman.renew")
+    beat = beats([renew_child("lab-a", renew_file)], "0.1", "--journal-dir", str(journal), "--journal-stall", "0.5")
+    # a stage's entry each time the heartbeat renewed twice more: it goes on well past the bound
+    for stage in range(8):
+        seen = beat.host("lab-a").get("renewals", 0)
+        wait_until(lambda seen=seen: beat.host("lab-a").get("renewals", 0) >= seen + 2)
+        (journal / f"{stage}.json").write_text("{}")
+    assert beat.process.poll() is None and beat.status()["running"]
 
-    monkeypatch.setattr(hb, "playbook_alive", alive)
-    result = hb.heartbeat(1, 1, [{"name": "lab-a", "argv": ["renew"]}], 1.0,
-                          sleep=lambda seconds: clock.update(now=clock["now"] + seconds), clock=lambda: clock["now"],
-                          spawn=spawn)
-    assert (result["beats"], result["restarts"], len(started)) == (3, 2, 3)
-    assert [h.stdin.written for h in started] == [b"\n", b"\n", b"\n"]
-    assert result["reason"] == "the playbook (pid 1) ended"
+
+def status_of(**changes):
+    now = 1000.0
+    current = {"format": hb.STATUS_FORMAT, "run_id": "r1", "pid": os.getpid(),
+               "start_time": proc.read_proc_stat(os.getpid())["start_time"], "started": now - 100, "running": True,
+               "reason": None, "hosts": {"lab-a": {"renewals": 9, "last_renewal": now - 10, "last_error": None,
+                                                   "last_error_time": None, "restarts": 0}}}
+    current.update(changes)
+    return current
+
+
+def test_the_check_names_what_keeps_a_switch_at_risk():
+    assert hb.judge(status_of(), 1000.0, within_s=30, run_id="r1") == ([], [])
+    stale = {"lab-a": {"renewals": 9, "last_renewal": 900.0, "last_error": "its renew process exited 255: refused",
+                       "last_error_time": 950.0, "restarts": 3}}
+    assert hb.judge(status_of(hosts=stale), 1000.0, within_s=30) == ([
+        "lab-a: its renew process exited 255: refused; the last confirmed renewal was 100s ago"], [])
+    assert hb.judge(status_of(running=False, reason="the playbook (pid 7) ended"), 1000.0, within_s=30) == (
+        ["heartbeat: it stopped: the playbook (pid 7) ended"], [])
+    assert hb.judge(status_of(start_time=1), 1000.0, within_s=30) == ([
+        f"heartbeat: its process (pid {os.getpid()}) is gone without a word (killed?)"], [])
+    assert hb.judge(None, 1000.0, within_s=30, run_id="r1") == (
+        [], ["heartbeat: nothing from the heartbeat of this run yet (no status file)"])
+    assert hb.judge(status_of(run_id="r0"), 1000.0, within_s=30, run_id="r1") == (
+        [], ["heartbeat: nothing from the heartbeat of this run yet (the status of run r0)"])
+
+
+def test_a_status_file_that_is_not_one_is_refused(tmp_path):
+    path = tmp_path / "heartbeat.json"
+    path.write_text('{"hosts": []}')
+    with pytest.raises(ValueError, match="is not a heartbeat status"):
+        hb.read_status(str(path))
+    assert hb.read_status(str(tmp_path / "none.json")) is None
