@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 
 from inferlab import paths
+from inferlab.private_files import write_private
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"
@@ -122,7 +123,7 @@ def write(run_dir: Path, run: dict) -> Path:
     record = assemble(run_dir, run)
     validate(record)
     target = run_dir / "record.json"
-    target.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    write_private(target, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return target
 
 

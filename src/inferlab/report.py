@@ -18,6 +18,7 @@ from pathlib import Path
 
 from inferlab import plots, record_view, report_collectives, report_findings, report_prefix, report_sweep, reverify
 from inferlab import report_text as fmt
+from inferlab.private_files import write_private
 
 # The receiver-error counters as a column header names them: crc, missed, length, over.
 RX_ERROR_SHORT = ", ".join(n.removeprefix("rx_").removesuffix("_errors") for n in record_view.RX_ERROR_COUNTERS)
@@ -1010,5 +1011,5 @@ def write(run_dir: Path, record: dict) -> Path:
         kept = reverify.read_kept(run_dir)
     except reverify.ReverifyError as exc:
         kept = [{"unreadable": str(exc)}]
-    target.write_text(render(record, plots.plan(record, run_dir), kept, run_dir))
+    write_private(target, render(record, plots.plan(record, run_dir), kept, run_dir))
     return target

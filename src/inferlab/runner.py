@@ -15,6 +15,7 @@ from typing import Any
 import ansible_runner
 
 from inferlab import exit_codes, paths, strategy
+from inferlab.private_files import make_private_dir, write_private
 
 
 @dataclass
@@ -70,26 +71,6 @@ def run_id_for(run_dir: Path) -> str:
     except (OSError, ValueError, AttributeError):
         known = None
     return known if isinstance(known, str) and known else f"{run_dir.name}-{secrets.token_hex(4)}"
-
-
-def make_private_dir(path: Path) -> None:
-    """A run directory readable by its owner only (0700): it holds the run's extra vars and its records."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.chmod(0o700)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` with mode 0600 from the start (never readable by others, not even briefly)."""
-    make_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-            handle.write(text)
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # a part written before a full disk stopped it is nobody's file
-        raise
 
 
 def resolve_playbook(name: str) -> Path:
