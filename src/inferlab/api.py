@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from inferlab import cancel, exit_codes, paths, plots, record, report, runner, strategy
+from inferlab.redaction import redact_vars
 
 
 @dataclass(frozen=True)
@@ -122,26 +122,9 @@ def restore_after_cancel(
     return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
 
 
-# An extra var whose name says it holds a secret is kept out of record.json; a name that says it holds where one is
-# kept (a file, a path, a directory) is not a secret.
-SECRET_VAR_RE = re.compile(r"token|secret|passw|key", re.IGNORECASE)
-NOT_SECRET_VAR_SUFFIXES = ("_file", "_path", "_dir")
-REDACTED = "<redacted>"
-
-
-def redact_vars(value):
-    """``value`` (extra vars) with the value of every key that names a secret replaced by ``<redacted>``, at any
-    depth."""
-    if isinstance(value, dict):
-        return {k: REDACTED if (SECRET_VAR_RE.search(str(k)) and not str(k).endswith(NOT_SECRET_VAR_SUFFIXES))
-                else redact_vars(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_vars(v) for v in value]
-    return value
-
-
 def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict:
-    """The record's `run` section (see record.schema.json); extra vars that name a secret are redacted."""
+    """The record's `run` section (see record.schema.json); a secret in the extra vars is redacted (by the
+    variable's name, and by the value's shape: inferlab.redaction)."""
     playbook = outcome.playbook
     return {
         "id": outcome.run_id or outcome.run_dir.name,
