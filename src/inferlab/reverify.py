@@ -17,10 +17,10 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from inferlab import compare
+from inferlab import compare, liveness, paths
 
 # What ansible-runner's wrapper adds to a run's extra vars (runner.run_playbook); a re-run gets its own.
-RUNNER_VARS = ("inferlab_run_dir", "inferlab_run_id", "inferlab_controller_pid")
+RUNNER_VARS = ("inferlab_run_dir", "inferlab_run_id", *liveness.CONTROLLER_VARS)
 # The extra var a re-run carries, naming the run it re-verifies (record.json keeps it under run.extravars).
 REVERIFIES_VAR = "inferlab_reverifies"
 
@@ -44,8 +44,8 @@ class Rerun:
     run_dir: Path
     mode: str | None
     run_id: str
-    playbook: str
-    inventory: str
+    playbook: Path  # one of the collection's playbooks (collection_playbook)
+    inventory: Path  # the user's, or the collection's own (collection_inventory)
     extravars: dict
 
 
@@ -58,24 +58,68 @@ class Outcome:
     reason: str
 
 
-def rerun_of(run_dir: Path, mode: str | None = None) -> Rerun:
-    """How the run in ``run_dir`` ran: its record's playbook and inventory, and its extra vars from
-    ``env/extravars`` (the values as given, secrets included; the wrapper's own variables left out)."""
+def rerun_of(run_dir: Path, mode: str | None = None, inventory: str | Path | None = None) -> Rerun:
+    """How the run in ``run_dir`` ran: its record's playbook (collection_playbook), the inventory the user names
+    (``inventory``) or else its record's (collection_inventory), and its extra vars from ``env/extravars`` (the
+    values as given, secrets included; the wrapper's own variables left out)."""
     data = compare.load_record(run_dir)
+    run = data["run"]
+    playbook = collection_playbook(run["playbook"], run["id"])
+    chosen = Path(inventory) if inventory else collection_inventory(run["inventory"], run["id"])
     private = Path(run_dir) / "env" / "extravars"
     try:
         extravars = json.loads(private.read_text())
     except OSError as exc:
         raise ReverifyError(f"{private}: cannot read the run's extra vars ({exc.strerror or exc}), so it cannot be run "
                             "again as it was") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ReverifyError(f"{private}: not JSON ({exc})") from None
     if not isinstance(extravars, dict):
         raise ReverifyError(f"{private}: expected a JSON object of extra vars")
-    run = data["run"]
-    return Rerun(run_dir=Path(run_dir), mode=mode, run_id=str(run["id"]), playbook=str(run["playbook"]),
-                 inventory=str(run["inventory"]),
+    return Rerun(run_dir=Path(run_dir), mode=mode, run_id=run["id"], playbook=playbook, inventory=chosen,
                  extravars={k: v for k, v in extravars.items() if k not in RUNNER_VARS and k != REVERIFIES_VAR})
+
+
+def plan(original: compare.Comparison, runs_b: list[tuple[Path, str | None]],
+         inventory: str | Path | None = None) -> list[Rerun]:
+    """The runs of B to run again (rerun_of each, with the user's ``inventory``), refused when no verdict of the
+    original comparison was supported: nothing would be re-verified."""
+    if not any(v.verdict == compare.SUPPORTED for v in original.verdicts):
+        verdicts = ", ".join(f"{v.claim}: {v.verdict}" for v in original.verdicts) or "no claim"
+        raise ReverifyError(f"nothing to re-verify: no verdict of A against B was supported ({verdicts}), so B is "
+                            "not run again (a re-run borrows production for nothing)")
+    return [rerun_of(run_dir, mode, inventory) for run_dir, mode in runs_b]
+
+
+def collection_playbook(recorded: str, run_id: str, playbooks: Path | None = None) -> Path:
+    """The collection's playbook a record names (``playbooks/<name>.yml``, as `inferlab run` records one of the
+    collection's), resolved under the collection, never against the current directory. Raises ReverifyError for
+    any other: a path outside the collection's playbooks/ (an absolute one, ``..``, a link out), or none there."""
+    playbooks = (playbooks or paths.PLAYBOOKS).resolve()
+    given = Path(recorded)
+    target = (given if given.is_absolute() else playbooks.parent / given).resolve()
+    if target.parent != playbooks or target.suffix != ".yml" or not target.is_file():
+        raise ReverifyError(f"run {run_id}'s record names the playbook {recorded!r}, which is not one of the "
+                            f"collection's playbooks ({playbooks}/<name>.yml): inferlab reverify runs only those")
+    return target
+
+
+def collection_inventory(recorded: str, run_id: str, collection: Path | None = None) -> Path:
+    """The inventory a record names, when it is the collection's own: a file or directory under the collection's
+    inventory/ (resolved there, never against the current directory), and not an executable (Ansible runs an
+    executable inventory as a script). Raises ReverifyError for any other, asking for ``-i``."""
+    shipped = ((collection or paths.REPO_ROOT) / "inventory").resolve()
+    given = Path(recorded)
+    target = (given if given.is_absolute() else shipped.parent / given).resolve()
+    why = None
+    if not target.is_relative_to(shipped) or not target.exists():
+        why = f"it is not an inventory the collection ships (under {shipped})"
+    elif target.is_file() and os.access(target, os.X_OK):
+        why = "it is an executable, which Ansible would run as an inventory script"
+    if why:
+        raise ReverifyError(f"run {run_id}'s record names the inventory {recorded!r}, and {why}: name the inventory "
+                            "of the new runs with -i")
+    return target
 
 
 def rerun_vars(rerun: Rerun) -> dict:

@@ -5,6 +5,7 @@ replaced by records written from the compare fixtures (the runner itself is test
 import copy
 import itertools
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,9 +13,12 @@ from types import SimpleNamespace
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, compare, exit_codes, report, reverify, runner
+from inferlab import cli, compare, exit_codes, paths, report, reverify, runner
 
 FIXTURES = FIXTURE_ROOT / "compare"
+# what the compare fixtures' records name, resolved in the collection
+LINK_TEST = (paths.PLAYBOOKS / "link_test.yml").resolve()
+LAB_INVENTORY = (paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml").resolve()
 NOW = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -50,7 +54,7 @@ def test_a_run_is_run_again_with_its_own_extra_vars_secrets_included_and_the_wra
                          {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"})
     rerun = reverify.rerun_of(Path(run_dir), "nextn")
     assert (rerun.run_id, rerun.mode, rerun.playbook, rerun.inventory) == (
-        "clean-1", "nextn", "playbooks/link_test.yml", "inventory/lab/hosts.yml")
+        "clean-1", "nextn", LINK_TEST, LAB_INVENTORY)
     assert rerun.extravars == {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"}
     assert reverify.rerun_vars(rerun) == {**rerun.extravars, "inferlab_reverifies": "clean-1"}
 
@@ -129,8 +133,7 @@ def test_inferlab_reverify_runs_each_b_again_and_says_the_verdicts_held(tmp_path
     assert [c["extravars"] for c in reruns.calls] == [
         {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f", "inferlab_reverifies": f"clean-{i}"}
         for i in range(1, 6)]
-    assert {(c["playbook"], c["inventory"]) for c in reruns.calls} == {("playbooks/link_test.yml",
-                                                                        "inventory/lab/hosts.yml")}
+    assert {(c["playbook"], c["inventory"]) for c in reruns.calls} == {(LINK_TEST, LAB_INVENTORY)}
     assert all(c["event_handler"] is not None for c in reruns.calls)
     out = json.loads(capsys.readouterr().out)
     assert (out["a"], out["b"]) == (a, b)
@@ -191,3 +194,118 @@ def test_inferlab_reverify_refuses_a_b_it_cannot_run_again(tmp_path, reruns, cap
     assert cli.main(["reverify", a[0], b[0]]) == exit_codes.USAGE
     assert "cannot be run again as it was" in capsys.readouterr().err
     assert reruns.calls == []
+
+
+def recorded_as(run_dir: str, **run) -> Path:
+    """The run directory with its record's run fields replaced (what a copied or hostile record may name)."""
+    path = Path(run_dir) / "record.json"
+    data = json.loads(path.read_text())
+    data["run"].update(run)
+    path.write_text(json.dumps(data))
+    return Path(run_dir)
+
+
+@pytest.mark.parametrize("playbook", ["/tmp/evil.yml", "playbooks/../../evil.yml", "../playbooks/link_test.yml",
+                                      "playbooks/no_such.yml", "playbooks", "galaxy.yml", "link_test"])
+def test_only_the_collections_own_playbooks_are_run_again(tmp_path, playbook):
+    (tmp_path / "evil.yml").write_text("- hosts: all\n")
+    [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    with pytest.raises(reverify.ReverifyError, match=f"names the playbook '{re.escape(playbook)}', which is not one "
+                                                     "of the collection's playbooks"):
+        reverify.rerun_of(recorded_as(run_dir, playbook=playbook))
+
+
+def test_a_playbook_linked_out_of_the_collection_is_refused(tmp_path):
+    playbooks = tmp_path / "collection" / "playbooks"
+    playbooks.mkdir(parents=True)
+    (tmp_path / "evil.yml").write_text("- hosts: all\n")
+    (playbooks / "verify.yml").symlink_to(tmp_path / "evil.yml")
+    with pytest.raises(reverify.ReverifyError, match="not one of the collection's playbooks"):
+        reverify.collection_playbook("playbooks/verify.yml", "r-1", playbooks)
+
+
+def test_relative_paths_are_the_collections_never_the_current_directorys(tmp_path, monkeypatch):
+    """A playbooks/ and an inventory/ in the current directory, named like the record's, are not what runs."""
+    (tmp_path / "playbooks").mkdir()
+    (tmp_path / "playbooks" / "link_test.yml").write_text("- hosts: all\n")
+    (tmp_path / "inventory" / "lab").mkdir(parents=True)
+    (tmp_path / "inventory" / "lab" / "hosts.yml").write_text("all: {}\n")
+    [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    monkeypatch.chdir(tmp_path)
+    rerun = reverify.rerun_of(Path(run_dir))
+    assert (rerun.playbook, rerun.inventory) == (LINK_TEST, LAB_INVENTORY)
+
+
+def test_an_inventory_the_collection_does_not_ship_needs_the_users_inventory(tmp_path):
+    script = tmp_path / "inventory.sh"
+    script.write_text("#!/bin/sh\ntouch /tmp/owned\n")
+    script.chmod(0o755)
+    [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    recorded_as(run_dir, inventory=str(script))
+    with pytest.raises(reverify.ReverifyError, match=f"names the inventory '{script}', and it is not an inventory "
+                                                     "the collection ships .*: name the inventory of the new runs "
+                                                     "with -i"):
+        reverify.rerun_of(Path(run_dir))
+    mine = tmp_path / "site.yml"
+    assert reverify.rerun_of(Path(run_dir), inventory=mine).inventory == mine
+
+
+def test_an_executable_inventory_in_the_collection_is_refused_too(tmp_path):
+    shipped = tmp_path / "collection" / "inventory"
+    shipped.mkdir(parents=True)
+    (shipped / "dynamic.py").write_text("#!/usr/bin/env python3\n")
+    (shipped / "dynamic.py").chmod(0o755)
+    with pytest.raises(reverify.ReverifyError, match="an executable, which Ansible would run as an inventory script"):
+        reverify.collection_inventory("inventory/dynamic.py", "r-1", tmp_path / "collection")
+
+
+def test_no_supported_verdict_is_not_run_again(tmp_path):
+    original = compare.compare(load("link_lossy.json"), load("link_clean_fresh.json"))  # one run a side
+    [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    with pytest.raises(reverify.ReverifyError, match="nothing to re-verify: no verdict of A against B was supported "
+                                                     r"\(B is faster: inconclusive"):
+        reverify.plan(original, [(Path(run_dir), None)])
+    lossy, clean = group("link_lossy.json", 5, "lossy"), group("link_clean_fresh.json", 5, "clean")
+    [rerun] = reverify.plan(compare.compare(lossy, clean), [(Path(run_dir), None)])
+    assert rerun.run_id == "clean-1"
+
+
+CLI_CHANGE = ("cli.cmd_reverify must plan the re-runs with reverify.plan(original, runs_b, args.inventory), run "
+              "rerun.inventory, and print the outcome before keeping it (issue 39, section 4)")
+
+
+@pytest.mark.xfail(strict=True, reason=CLI_CHANGE)
+def test_inferlab_reverify_refuses_when_no_verdict_was_supported(tmp_path, reruns, capsys):
+    a = run_dirs(tmp_path, group("link_lossy.json", 1, "lossy"), {})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    assert cli.main(["reverify", a[0], b[0]]) == exit_codes.USAGE
+    assert "nothing to re-verify" in capsys.readouterr().err
+    assert reruns.calls == []
+
+
+@pytest.mark.xfail(strict=True, reason=CLI_CHANGE)
+def test_inferlab_reverify_runs_the_inventory_the_user_names(tmp_path, reruns, capsys):
+    a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
+    for run in b:
+        recorded_as(run, inventory="/elsewhere/inventory.sh")
+    site = tmp_path / "site.yml"
+    site.write_text("all: {}\n")
+    assert cli.main(["reverify", ",".join(a), ",".join(b), "-i", str(site)]) == exit_codes.SUCCESS
+    assert {str(c["inventory"]) for c in reruns.calls} == {str(site)}
+
+
+@pytest.mark.xfail(strict=True, reason=CLI_CHANGE)
+def test_a_report_that_cannot_be_rendered_after_the_reruns_keeps_the_printed_outcome(tmp_path, reruns, capsys,
+                                                                                       monkeypatch):
+    a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
+
+    def crash(*_args):
+        raise KeyError("a report crash")
+
+    monkeypatch.setattr(report, "write", crash)
+    assert cli.main(["reverify", ",".join(a), ",".join(b), "--json"]) == exit_codes.SUCCESS
+    captured = capsys.readouterr()
+    assert [o["held"] for o in json.loads(captured.out)["outcomes"]] == [reverify.HELD, reverify.HELD]
+    assert "a report crash" in captured.err
