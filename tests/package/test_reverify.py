@@ -188,10 +188,10 @@ def test_kept_outcomes_that_cannot_be_read_are_said_in_the_report(tmp_path):
 
 
 def test_inferlab_reverify_refuses_a_b_it_cannot_run_again(tmp_path, reruns, capsys):
-    a = run_dirs(tmp_path, group("link_lossy.json", 1, "lossy"), {})
-    b = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
+    a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
+    b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
     (Path(b[0]) / "env" / "extravars").unlink()
-    assert cli.main(["reverify", a[0], b[0]]) == exit_codes.USAGE
+    assert cli.main(["reverify", ",".join(a), ",".join(b)]) == exit_codes.USAGE
     assert "cannot be run again as it was" in capsys.readouterr().err
     assert reruns.calls == []
 
