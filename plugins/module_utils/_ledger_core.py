@@ -30,16 +30,17 @@ ctx)`` reverts the change, returns a one-line description and raises ``UndoError
 when the change was never made (a ``pending`` entry whose run was killed before the change). Adding a kind is a check
 here and an undo there.
 
-The kinds: ``process`` and ``sampler`` (a process known by pid and start time, or by pidfile and cmdline; undo
-signals it), ``file`` (undo restores a backup or removes a created file), ``tc_profile`` (undo deletes the root
-qdisc inferlab made), ``systemd_unit`` (a transient unit from systemd-run; undo stops it), ``container`` (a docker
-or podman container; undo stops and removes it), ``service_pause`` (a production service stopped to borrow its
-GPUs; undo starts it again: a process from its recorded argv, environment, working directory and log file, a unit
-with ``systemctl start``, a container with ``<engine> start``), ``gateway_config`` (a temporary gateway config;
-undo puts the original bytes back from the backup and restarts the instances that run another config, one at a time
-behind the front: ``_gateway_swap`` does that part), ``kernel_module`` (the candidate ``thunderbolt_net`` loaded for
-a while; undo reloads the distribution's driver and verifies it through sysfs: ``_tbnet_driver``), and ``build_dir``
-(a private build directory; undo removes it when it carries inferlab's marker file or is empty).
+The kinds: ``process`` and ``sampler`` (a process known by pid and start time, or by pidfile and cmdline; undo signals
+it), ``file`` (undo restores a backup or removes a created file), ``tc_profile`` (undo puts back the interface's qdisc
+tree recorded before the change; an entry without one deletes the root qdisc inferlab made), ``systemd_unit`` (a
+transient unit from systemd-run; undo stops it), ``container`` (a docker or podman container; undo stops and removes
+it), ``service_pause`` (a production service stopped to borrow its GPUs; undo starts it again: a process from its
+recorded argv, environment, working directory and log file, a unit with ``systemctl start``, a container with ``<engine>
+start``), ``gateway_config`` (a temporary gateway config; undo puts the original bytes back from the backup and restarts
+the instances that run another config, one at a time behind the front: ``_gateway_swap`` does that part),
+``kernel_module`` (the candidate ``thunderbolt_net`` loaded for a while; undo reloads the distribution's driver and
+verifies it through sysfs: ``_tbnet_driver``), and ``build_dir`` (a private build directory; undo removes it when it
+carries inferlab's marker file or is empty).
 """
 
 from __future__ import annotations
@@ -722,14 +723,22 @@ TC_PROFILES = tuple(profile for profile in tc.PROFILES if profile != 'clean')  #
 
 
 def _check_tc_profile(params):
-    known = {'interface', 'profile', 'handle', 'rate_mbit', 'burst_kb', 'latency_ms', 'pfifo_limit'}
+    """``qdiscs``: the interface's egress qdisc tree before the change (``_tc.tree``), which the undo puts back; an
+    entry without it (recorded before inferlab kept the tree) is undone by removing our profile. With a tree,
+    ``profile`` may be ``clean`` too: our profile (or the lab's stock one) removed from a link."""
+    known = {'interface', 'profile', 'handle', 'rate_mbit', 'burst_kb', 'latency_ms', 'pfifo_limit', 'qdiscs'}
     _no_unknown('tc_profile', params, known)
+    if 'qdiscs' in params:
+        try:
+            tc.check_tree(params['qdiscs'])
+        except tc.TcError as exc:
+            raise LedgerError(f'"qdiscs" of a tc_profile entry must be the interface\'s qdisc tree: {exc}') from None
     interface = params.get('interface')
     if (not isinstance(interface, str) or not interface or len(interface) > 15 or '/' in interface
             or any(c.isspace() for c in interface) or interface in ('.', '..')):
         raise LedgerError(f'"interface" of a tc_profile entry must be an interface name (1-15 characters, no "/" '
                           f'or spaces), got {interface!r}')
-    if params.get('profile') not in TC_PROFILES:
+    if params.get('profile') not in TC_PROFILES and not (params.get('profile') == 'clean' and 'qdiscs' in params):
         raise LedgerError(f'"profile" of a tc_profile entry must be one of {", ".join(TC_PROFILES)} (clean is the '
                           f'absence of a profile, nothing to record), got {params.get("profile")!r}')
     params['handle'] = params.get('handle') or tc.ROOT_HANDLE

@@ -445,19 +445,29 @@ def _run_command(argv, ctx, timeout=60):
     return done.returncode, done.stdout.decode('utf-8', 'replace'), done.stderr.decode('utf-8', 'replace')
 
 
-def _undo_tc_profile(params, ctx):
-    interface, profile = params['interface'], params['profile']
-    tc_argv = _tc_argv(ctx)
+def _read_qdiscs(interface, tc_argv, ctx):
+    """The qdiscs of ``interface`` (``parse_qdiscs``), or None when it no longer exists."""
     show = tc_argv + tc.show_argv(interface)[1:]
     rc, out, err = _run_command(show, ctx)
     if rc != 0:
         if 'cannot find device' in err.lower():
-            return f'{interface} no longer exists, and its qdiscs went with it: nothing to remove'
+            return None
         raise core.UndoError(f'cannot read the qdiscs of {interface}: {" ".join(show)} exited {rc}: {err.strip()}')
     try:
-        qdiscs = tc.parse_qdiscs(out)
+        return tc.parse_qdiscs(out)
     except tc.TcError as exc:
         raise core.UndoError(f'{" ".join(show)}: {exc}') from None
+
+
+def _undo_tc_profile(params, ctx):
+    interface, profile = params['interface'], params['profile']
+    tc_argv = _tc_argv(ctx)
+    qdiscs = _read_qdiscs(interface, tc_argv, ctx)
+    if qdiscs is None:
+        return f'{interface} no longer exists, and its qdiscs went with it: nothing to remove'
+    if 'qdiscs' in params:
+        return _put_back_tc_tree(interface, profile, params['qdiscs'], qdiscs, tc_argv, ctx)
+    # an entry from before the tree was recorded: its undo removes our profile, as it did then
     found = tc.classify(qdiscs)
     if found['profile'] == 'clean':
         return f'no {profile} profile on {interface} ({found["reason"]}): nothing to remove'
@@ -471,6 +481,35 @@ def _undo_tc_profile(params, ctx):
     if rc != 0:
         raise core.UndoError(f'{" ".join(delete)} exited {rc}: {err.strip() or out.strip()}')
     return f'removed the {profile} profile from {interface} ({described})'
+
+
+def _put_back_tc_tree(interface, profile, recorded, qdiscs, tc_argv, ctx):
+    """Put ``recorded`` (the tree found before the change) back, when what is there now is what the entry made
+    (``profile``: our tbf for tx_cliff and lossy, the kernel's default root for clean); read it back to prove it."""
+    before = tc.describe_tree(recorded)
+    if not tc.tree_differences(recorded, tc.tree(qdiscs)):
+        return f'{interface} has the qdiscs recorded before the {profile} profile ({before}): nothing to put back'
+    found = tc.classify(qdiscs)
+    if (found['profile'] == 'clean') != (profile == 'clean') or found['profile'] == 'foreign':
+        raise core.UndoError(f'{interface} has {tc.describe_tree(tc.tree(qdiscs))}, not the {profile} profile this '
+                             f'entry made, so something else changed it since; not replacing it. Look at `tc qdisc '
+                             f'show dev {interface}`; what was there before the change: {before}')
+    try:
+        commands = tc.rebuild_commands(interface, recorded, qdiscs, tc=tc_argv[0])
+    except tc.TcError as exc:
+        raise core.UndoError(f'cannot put back the qdiscs of {interface} ({before}): {exc}') from None
+    for argv in commands:
+        argv = tc_argv + argv[1:]
+        rc, out, err = _run_command(argv, ctx)
+        if rc != 0:
+            raise core.UndoError(f'{" ".join(argv)} exited {rc}: {err.strip() or out.strip()}; the qdiscs to put '
+                                 f'back on {interface}: {before}')
+    now = _read_qdiscs(interface, tc_argv, ctx) or []
+    differences = tc.tree_differences(recorded, tc.tree(now))
+    if differences:
+        raise core.UndoError(f'put the qdiscs of {interface} back, but they differ from the recorded ones: '
+                             f'{"; ".join(differences)}')
+    return f'put back the qdiscs of {interface} from before the {profile} profile: {before}'
 
 
 # ---------------------------------------------------------------------------------------------------------------

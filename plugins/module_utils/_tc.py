@@ -294,3 +294,316 @@ def plan(interface, current, profile, wanted, force=False, tc='tc'):
 
 def _tbf_only(parameters):
     return {k: v for k, v in parameters.items() if k != 'pfifo_limit'}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the interface's whole egress qdisc tree: recorded before a change, put back exactly by the undo, compared by the
+# restore's proof
+#
+# A tree is the list ``tree(parse_qdiscs(...))`` gives, root first: ``{kind, handle, parent, options}`` per egress
+# qdisc, ``parent`` None for the root (ingress-side qdiscs are never touched, so never recorded). A root with handle
+# ``0:`` is the kernel's default (noqueue, pfifo_fast, mq, a default fq_codel ...): deleting whatever root is there
+# brings it back. Any other qdisc is made again with ``tc qdisc add`` and the options ``tc -j`` showed, turned back
+# into tc's arguments (``qdisc_argv``) for the kinds below; a tree with anything else (another kind, an option tc's
+# JSON shows but that cannot be set back, an htb with classes) cannot be put back exactly (``rebuild_problem``).
+
+DEFAULT_HANDLE = '0:'
+
+
+class TreeError(TcError):
+    """A qdisc tree that cannot be recorded or made again exactly."""
+
+
+def _count(value, key):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TreeError(f'{key} {value!r} is not a count')
+    return str(value)
+
+
+def _size(value, key):
+    return f'{round(size_bytes(value))}b'
+
+
+def _time(value, key):
+    return f'{round(time_us(value))}us'
+
+
+def _codel_time(value, key):
+    """A codel time: the kernel keeps it in units of 1024 ns and shows it rounded down to whole microseconds, so one
+    microsecond more falls in the same unit again."""
+    return f'{round(time_us(value)) + 1}us'
+
+
+def _time_ns(value, key):
+    return f'{_count(value, key)}ns'
+
+
+def _rate(value, key):
+    return f'{round(rate_bytes(value))}bps'
+
+
+def _hex(value, key):
+    if not isinstance(value, str) or not re.match(r'^(0x)?[0-9a-fA-F]+$', value):
+        raise TreeError(f'{key} {value!r} is not a hexadecimal class number')
+    return value[2:] if value.startswith('0x') else value
+
+
+def _numbers(value, key):
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise TreeError(f'{key} {value!r} is not a list of numbers')
+    return [str(v) for v in value]
+
+
+# kind -> {key of tc -j's options: (tc's word, how the value becomes its argument)}; only these kinds are made again
+OPTIONS = {
+    'noqueue': {},
+    'mq': {},
+    'pfifo_fast': {},  # its bands and priomap are fixed (shown, never set)
+    'pfifo': {'limit': ('limit', _count)},
+    'bfifo': {'limit': ('limit', _size)},
+    'tbf': {'rate': ('rate', _rate), 'burst': ('burst', _size), 'lat': ('latency', _time)},
+    'fq': {'limit': ('limit', _count), 'flow_limit': ('flow_limit', _count), 'buckets': ('buckets', _count),
+           'orphan_mask': ('orphan_mask', _count), 'quantum': ('quantum', _size),
+           'initial_quantum': ('initial_quantum', _size), 'maxrate': ('maxrate', _rate),
+           'defrate': ('defrate', _rate), 'low_rate_threshold': ('low_rate_threshold', _rate),
+           'refill_delay': ('refill_delay', _time), 'ce_threshold': ('ce_threshold', _time),
+           'timer_slack': ('timer_slack', _time_ns), 'horizon': ('horizon', _time),
+           'offload_horizon': ('offload_horizon', _time), 'priomap': ('priomap', _numbers),
+           'weights': ('weights', _numbers)},
+    'fq_codel': {'limit': ('limit', _count), 'flows': ('flows', _count), 'quantum': ('quantum', _count),
+                 'target': ('target', _codel_time), 'interval': ('interval', _codel_time),
+                 'ce_threshold': ('ce_threshold', _codel_time), 'memory_limit': ('memory_limit', _size),
+                 'drop_batch': ('drop_batch', _count)},
+    'htb': {'r2q': ('r2q', _count), 'default': ('default', _hex), 'direct_qlen': ('direct_qlen', _count)},
+    'netem': {'limit': ('limit', _count)},  # the rest in _netem_argv
+}
+# keys tc -j shows that describe the qdisc but are no argument: counters, fixed values, flags handled apart
+SHOWN_ONLY = {
+    'pfifo_fast': ('bands', 'priomap', 'multiqueue'),
+    'fq': ('bands', 'pacing', 'horizon_drop', 'horizon_cap'),
+    'fq_codel': ('ecn',),
+    'htb': ('direct_packets_stat', 'version'),
+    'netem': ('delay', 'loss-random', 'duplicate', 'reorder', 'corrupt', 'rate', 'ecn', 'gap'),
+}
+COMPARED_APART = {'htb': ('direct_packets_stat',)}  # counters: never a difference
+
+
+def tree(qdiscs):
+    """The egress qdiscs of ``qdiscs`` (from ``parse_qdiscs``) as the ledger records them, root first."""
+    egress = [{'kind': q['kind'], 'handle': q['handle'], 'parent': q['parent'], 'options': q['options']}
+              for q in qdiscs if q['kind'] not in INGRESS_KINDS]
+    return sorted(egress, key=lambda q: q['parent'] is not None)
+
+
+def check_tree(value):
+    """``value`` as a recorded tree (a list of ``{kind, handle, parent, options}`` with one root at most, first);
+    raises TreeError saying what is wrong."""
+    if not isinstance(value, list):
+        raise TreeError(f'a qdisc tree is a list of qdiscs, got {type(value).__name__}')
+    for index, qdisc in enumerate(value):
+        if (not isinstance(qdisc, dict) or set(qdisc) != {'kind', 'handle', 'parent', 'options'}
+                or not isinstance(qdisc['kind'], str) or not _is_handle(qdisc['handle'])
+                or not isinstance(qdisc['options'], dict)
+                or not (qdisc['parent'] is None or isinstance(qdisc['parent'], str))):
+            raise TreeError(f'qdisc {index} of the tree is not {{kind, handle, parent, options}} with a handle '
+                            f'such as "1:": {str(qdisc)[:160]!r}')
+        if (qdisc['parent'] is None) != (index == 0):
+            raise TreeError(f'the root of a qdisc tree comes first and alone, found {describe_tree(value)!r}')
+    return value
+
+
+def _is_handle(value):
+    return isinstance(value, str) and re.match(r'^[0-9a-f]{1,4}:$', value) is not None
+
+
+def describe_tree(qdiscs):
+    """A tree in a few words, options included: ``fq 1: root (limit 10000, quantum 3028)``."""
+    if not qdiscs:
+        return 'no qdisc'
+    words = []
+    for q in qdiscs:
+        where = ' root' if q['parent'] is None else f' parent {q["parent"]}'
+        options = ', '.join(f'{k} {v}' for k, v in sorted(q['options'].items()))
+        words.append(f'{q["kind"]} {q["handle"]}{where}' + (f' ({options})' if options else ''))
+    return ', '.join(words)
+
+
+def _netem_argv(options):
+    """netem's options as tc shows them in JSON (iproute2 5.x and later), back to its arguments."""
+    argv = []
+    delay = options.get('delay')
+    if delay:
+        if delay.get('jitter') or delay.get('correlation'):
+            raise TreeError('netem with jitter: tc -j does not show its distribution')
+        argv += ['delay', f'{round(_number(delay.get("delay"), "delay") * 1e6)}us']
+    for key, word in (('loss-random', 'loss'), ('duplicate', 'duplicate'), ('reorder', 'reorder'),
+                      ('corrupt', 'corrupt')):
+        part = options.get(key)
+        if part:
+            argv += [word, f'{_number(part.get(word), word) * 100:.6g}%']
+            if part.get('correlation'):
+                argv.append(f'{_number(part["correlation"], "correlation") * 100:.6g}%')
+    rate = options.get('rate')
+    if rate:
+        if set(rate) - {'rate', 'cellsize'} or rate.get('cellsize'):
+            raise TreeError(f'netem rate with overheads or cells: {rate!r}')
+        argv += ['rate', _rate(rate.get('rate'), 'rate')]
+    if options.get('ecn'):
+        argv.append('ecn')
+    if options.get('gap'):
+        argv += ['gap', _count(options['gap'], 'gap')]
+    return argv
+
+
+def _flags(kind, options):
+    if kind == 'fq':
+        return (['nopacing'] if options.get('pacing') is False else []) + [
+            flag for flag in ('horizon_drop', 'horizon_cap') if flag in options]
+    if kind == 'fq_codel':  # tc shows ecn only when on, and it is on by default
+        return ['ecn'] if options.get('ecn') else ['noecn']
+    if kind == 'netem':
+        return _netem_argv(options)
+    return []
+
+
+def qdisc_argv(qdisc):
+    """``KIND OPTION VALUE ...``: the arguments of ``tc qdisc add`` that make ``qdisc`` (a tree's entry) again;
+    raises TreeError when its kind or one of its options cannot be set back."""
+    kind, options = qdisc['kind'], qdisc['options']
+    if kind not in OPTIONS:
+        raise TreeError(f'{kind} is not a qdisc kind inferlab can make again (it knows '
+                        f'{", ".join(sorted(OPTIONS))})')
+    known, shown = OPTIONS[kind], SHOWN_ONLY.get(kind, ())
+    unknown = sorted(set(options) - set(known) - set(shown))
+    if unknown:
+        raise TreeError(f'{kind} {qdisc["handle"]} has {", ".join(unknown)}, which inferlab cannot set back')
+    if kind == 'tbf' and set(known) - set(options):
+        raise TreeError(f'tbf {qdisc["handle"]} lacks {", ".join(sorted(set(known) - set(options)))}')
+    argv = [kind]
+    for key, (word, convert) in known.items():
+        if key in options:
+            value = convert(options[key], f'{kind} {key}')
+            argv += [word] + (value if isinstance(value, list) else [value])
+    return argv + _flags(kind, options)
+
+
+def rebuild_problem(qdiscs, htb_classes=0):
+    """Why ``qdiscs`` (a tree) cannot be made again exactly, in one sentence; None when it can. ``htb_classes``:
+    how many classes ``tc class show`` lists for an htb (they and their filters are not recorded)."""
+    try:
+        check_tree(qdiscs)
+        for qdisc in qdiscs:
+            if qdisc['handle'] == DEFAULT_HANDLE:
+                continue
+            qdisc_argv(qdisc)
+            if qdisc['kind'] == 'htb' and htb_classes:
+                raise TreeError(f'htb {qdisc["handle"]} has {htb_classes} classes, which are not recorded')
+        _creation_order(qdiscs)
+    except TcError as exc:
+        return str(exc)
+    return None
+
+
+def class_show_argv(interface, tc='tc'):
+    """Plain text: ``tc -j class show`` prints text, not JSON, for htb classes on iproute2 6.1."""
+    return [tc, 'class', 'show', 'dev', interface]
+
+
+def count_classes(text, kind):
+    """How many classes of ``kind`` ``tc class show`` printed (one ``class KIND HANDLE ...`` line each)."""
+    return sum(1 for line in (text or '').splitlines() if line.split()[:2] == ['class', kind])
+
+
+def _major(handle_or_parent):
+    return handle_or_parent.split(':')[0].lstrip('0') + ':' if handle_or_parent else None
+
+
+def _creation_order(qdiscs):
+    """The children of ``qdiscs`` (a tree) whose handle is not 0:, each after the qdisc it hangs from."""
+    root = qdiscs[0] if qdiscs else None
+    made = {_major(root['handle'])} if root else set()
+    waiting = [q for q in qdiscs[1:] if q['handle'] != DEFAULT_HANDLE]
+    order = []
+    while waiting:
+        ready = [q for q in waiting if _major(q['parent']) in made or q['parent'].startswith(':')]
+        if not ready:
+            raise TreeError(f'{describe_tree(waiting)} hang from no qdisc of the tree')
+        order += ready
+        made |= {_major(q['handle']) for q in ready}
+        waiting = [q for q in waiting if q not in ready]
+    return order
+
+
+def rebuild_commands(interface, recorded, current, tc='tc'):
+    """The tc commands (argv lists) that put ``recorded`` (a tree) back on ``interface``, whose qdiscs are now
+    ``current`` (from ``parse_qdiscs``); ``[]`` when they are the same already. Raises TreeError when ``recorded``
+    cannot be made again. Our root is deleted first (the kernel then attaches its default root), then the recorded
+    root is added with its handle and options unless it is that default, then its children, parents first."""
+    check_tree(recorded)
+    if not tree_differences(recorded, tree(current)):
+        return []
+    problem = rebuild_problem(recorded)
+    if problem:
+        raise TreeError(problem)
+    commands = []
+    if any(q['root'] and q['handle'] != DEFAULT_HANDLE for q in current if q['kind'] not in INGRESS_KINDS):
+        commands.append(delete_root_argv(interface, tc))
+    root = recorded[0] if recorded else None
+    if root and root['handle'] != DEFAULT_HANDLE:
+        commands.append([tc, 'qdisc', 'add', 'dev', interface, 'root', 'handle', root['handle']] + qdisc_argv(root))
+    for child in _creation_order(recorded):  # replace: the kernel hangs a default qdisc under each new class
+        commands.append([tc, 'qdisc', 'replace', 'dev', interface, 'parent', child['parent'], 'handle',
+                         child['handle']] + qdisc_argv(child))
+    return commands
+
+
+def _same_value(kind, key, before, after, before_options):
+    """Whether one option of a qdisc came back: the kernel keeps a tbf's burst as whole microseconds (or ticks) at
+    its rate and derives its latency, so a rebuilt tbf reads back up to 2 us of the rate (plus 64 bytes) off in
+    burst and a few microseconds off in latency; netem's fractions are printed with 6 digits."""
+    if before == after:
+        return True
+    try:
+        if kind == 'tbf' and key == 'burst':
+            slack = 2 * rate_bytes(before_options['rate']) / 1e6 + 64
+            return abs(size_bytes(before) - size_bytes(after)) <= slack
+        if kind == 'tbf' and key == 'lat':
+            return abs(time_us(before) - time_us(after)) <= 5
+    except (TcError, KeyError):
+        return False
+    if isinstance(before, float) or isinstance(after, float):
+        return isinstance(before, (int, float)) and isinstance(after, (int, float)) and abs(
+            before - after) <= 1e-5 * max(abs(before), abs(after), 1e-9)
+    if isinstance(before, dict) and isinstance(after, dict) and set(before) == set(after):
+        return all(_same_value(kind, k, before[k], after[k], before) for k in before)
+    return False
+
+
+def tree_differences(before, after):
+    """How ``after`` differs from ``before`` (both trees): one sentence per qdisc that is gone, new or changed
+    (kind, parent, options that are not counters); empty when they are the same."""
+    def where(q):
+        return 'root' if q['parent'] is None else f'parent {q["parent"]}'
+
+    def key(q):  # a default qdisc is known by where it hangs, any other by its handle
+        return ('root',) if q['parent'] is None else (q['parent'], q['handle'])
+
+    old, new = {key(q): q for q in before}, {key(q): q for q in after}
+    differences = []
+    for place in sorted(set(old) | set(new), key=lambda k: (k != ('root',), k)):  # the root first
+        was, now = old.get(place), new.get(place)
+        if was is None or now is None:
+            q = was or now
+            differences.append(f'{q["kind"]} {q["handle"]} {where(q)} ' + ('is gone' if now is None else 'is new'))
+            continue
+        if (was['kind'], was['handle']) != (now['kind'], now['handle']):
+            differences.append(f'{where(was)}: {describe_tree([was])}, now {describe_tree([now])}')
+            continue
+        skipped = COMPARED_APART.get(was['kind'], ())
+        changed = sorted(k for k in set(was['options']) | set(now['options']) if k not in skipped
+                         and not _same_value(was['kind'], k, was['options'].get(k), now['options'].get(k),
+                                             was['options']))
+        if changed:
+            differences.append(f'{was["kind"]} {was["handle"]} {where(was)}: ' + ', '.join(
+                f'{k} {was["options"].get(k)!r}, now {now["options"].get(k)!r}' for k in changed))
+    return differences

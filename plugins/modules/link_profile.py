@@ -22,8 +22,12 @@ description:
     parameters; C(tc qdisc replace) runs only when they differ. The kernel keeps the burst as a time at the rate,
     so it reads back a little lower than asked; a shortfall up to what 2 microseconds carry at the rate (plus 64
     bytes) counts as equal.
-  - A root qdisc that this module did not make (someone's C(htb), a C(tbf) with another handle) is never replaced
-    or removed unless O(force=true).
+  - Before a change it returns the interface's whole egress qdisc tree (RV(previous_tree)), which the
+    P(inferlab.distributed.link_profile#role) role records in the ledger so that the undo puts exactly that tree
+    back. A root qdisc that this module did not make (a site's C(fq), a shaper, a C(tbf) with another handle) is
+    replaced only when that tree can be made again (kinds C(noqueue), C(mq), C(pfifo_fast), C(pfifo), C(bfifo),
+    C(tbf), C(fq), C(fq_codel), C(netem) without jitter, C(htb) without classes, with the options C(tc -j) shows).
+    Any other tree is refused before anything changes, unless O(force=true).
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
@@ -77,8 +81,9 @@ options:
     default: 10
   force:
     description:
-      - Replace (or, for V(clean), delete) a root qdisc that this module did not make.
-      - The deleted qdisc is not recorded anywhere, so nothing can put it back.
+      - Replace (or, for V(clean), delete) qdiscs that could not be put back exactly afterwards (RV(restorable) is
+        false), for example an C(htb) with classes.
+      - Nothing can put such a tree back.
     type: bool
     default: false
 notes:
@@ -135,6 +140,19 @@ previous:
   returned: success
   type: dict
   sample: {profile: clean, parameters: {}, reason: "the kernel default root qdisc (noqueue 0:)"}
+previous_tree:
+  description:
+    - The egress qdiscs of O(interface) before the module ran, root first, each C({kind, handle, parent, options})
+      as C(tc -j qdisc show) gives them (C(parent) null for the root). The ledger records it, and its undo puts
+      it back.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{kind: fq, handle: "8001:", parent: null, options: {limit: 10000, flow_limit: 100}}]
+restorable:
+  description: Whether RV(previous_tree) can be made again exactly after the change.
+  returned: success
+  type: bool
 qdiscs:
   description:
     - The egress and ingress qdiscs of O(interface), each C({kind, handle, parent, root, options}), read after the
@@ -183,6 +201,17 @@ class LinkProfile:
                                   stderr='')
         return qdiscs, _tc.classify(qdiscs)
 
+    def rebuild_problem(self, tree):
+        """Why ``tree`` could not be put back exactly after the change (None: it can)."""
+        classes = 0
+        if any(q['kind'] == 'htb' for q in tree):
+            out = self._run(_tc.class_show_argv(self.interface, self.tc))
+            try:
+                classes = _tc.count_classes(out, 'htb')
+            except _tc.TcError as err:
+                return str(err)
+        return _tc.rebuild_problem(tree, htb_classes=classes)
+
     def run(self):
         params = self.params
         profile = params['profile']
@@ -192,11 +221,16 @@ class LinkProfile:
         except _tc.TcError as err:
             self.module.fail_json(msg=str(err))
         qdiscs, before = self.read()
-        try:
-            plan = _tc.plan(self.interface, before, profile, wanted, force=params['force'], tc=self.tc)
-        except _tc.ForeignQdiscError as err:
-            self.module.fail_json(msg=str(err), profile=before['profile'], previous=before, qdiscs=qdiscs,
-                                  commands=[])
+        previous_tree = _tc.tree(qdiscs)
+        problem = self.rebuild_problem(previous_tree)
+        # a root qdisc inferlab did not make may go when the ledger can put it back exactly (problem None)
+        plan = _tc.plan(self.interface, before, profile, wanted, force=True, tc=self.tc)
+        if plan and problem and not params['force']:
+            self.module.fail_json(
+                msg=f'{self.interface} has {_tc.describe_tree(previous_tree)}, which could not be put back after '
+                    f'the {profile} profile: {problem}. Nothing was changed. Remove or simplify it yourself, or '
+                    'set force: true (the role: link_profile_force) to replace it anyway; nothing will put it back',
+                profile=before['profile'], previous=before, previous_tree=previous_tree, qdiscs=qdiscs, commands=[])
         after = before
         if plan and not self.module.check_mode:
             for argv in plan:
@@ -216,6 +250,8 @@ class LinkProfile:
             parameters=after['parameters'],
             wanted=dict(profile=profile, parameters=wanted),
             previous=before,
+            previous_tree=previous_tree,
+            restorable=problem is None,
             qdiscs=qdiscs,
             commands=self.commands,
         )

@@ -119,3 +119,84 @@ def test_the_ledger_undo_removes_the_profile_for_real(netns, tmp_path):
     result = _ledger_undo.undo(ledger_dir, host, ctx=ctx)
     assert "not deleting it" in result["failed"][0]["error"]
     assert current(ns, dev)["profile"] == "foreign"
+
+
+def tree_now(ns, dev):
+    return _tc.tree(_tc.parse_qdiscs(in_ns(ns, _tc.show_argv(dev, TC)).stdout))
+
+
+def kernel_has(ns, dev, kind):
+    """Whether this kernel has the qdisc ``kind`` (sch_fq, sch_fq_codel, sch_netem are modules some kernels lack)."""
+    made = sh(IP, "netns", "exec", ns, TC, "qdisc", "add", "dev", dev, "root", "handle", "77:", kind, check=False)
+    sh(IP, "netns", "exec", ns, TC, "qdisc", "del", "dev", dev, "root", check=False)
+    return made.returncode == 0
+
+
+# a site's own qdiscs (and the lab's stock driver profile, set outside the ledger), as `tc qdisc` arguments
+SITE_TREES = {
+    "stock_driver_lossy": [["root", "handle", "1ab:", "tbf", "rate", "1000mbit", "burst", "64kb", "latency", "50ms"],
+                           ["parent", "1ab:1", "handle", "1ac:", "pfifo", "limit", "10"]],
+    "tbf_shaper_with_pfifo": [["root", "handle", "5:", "tbf", "rate", "20gbit", "burst", "64kb", "latency", "50ms"],
+                              ["parent", "5:1", "handle", "10:", "pfifo", "limit", "50"]],
+    "bfifo": [["root", "handle", "3:", "bfifo", "limit", "100kb"]],
+    "htb_without_classes": [["root", "handle", "1:", "htb", "default", "10", "r2q", "5"]],
+    "mq": [["root", "handle", "2:", "mq"]],
+    "fq": [["root", "handle", "8001:", "fq", "limit", "5000", "flow_limit", "50", "quantum", "3028",
+            "maxrate", "1gbit"]],
+    "fq_codel": [["root", "handle", "8001:", "fq_codel", "limit", "2048", "target", "7ms", "interval", "150ms",
+                  "noecn"]],
+    "netem": [["root", "handle", "8001:", "netem", "delay", "10ms", "loss", "1%"]],
+}
+
+
+@pytest.mark.parametrize("site", sorted(SITE_TREES))
+@pytest.mark.parametrize("profile", ["tx_cliff", "lossy", "clean"])
+def test_the_undo_puts_back_the_whole_tree_for_real(netns, tmp_path, site, profile):
+    """What the link_profile role does (read the tree, record it, apply, mark), then the restore's undo: the tree
+    read back is the one recorded (a tbf's burst within what the kernel rounds, see _tc.tree_differences)."""
+    ns, dev = netns
+    kind = SITE_TREES[site][0][3]
+    if kind in ("fq", "fq_codel", "netem") and not kernel_has(ns, dev, kind):
+        pytest.skip(f"this kernel has no {kind} qdisc")
+    for argv in SITE_TREES[site]:
+        in_ns(ns, [TC, "qdisc", "replace" if argv[0] == "parent" else "add", "dev", dev, *argv])
+    before = tree_now(ns, dev)
+    assert _tc.rebuild_problem(before) is None
+    ledger_dir, host = str(tmp_path / "ledger"), "itc-host"
+    line = _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": profile,
+                                                                "qdiscs": before})
+    changed = apply(ns, dev, profile, force=True)  # force: what the module does once the tree can be put back
+    assert bool(_tc.tree_differences(before, tree_now(ns, dev))) == bool(changed)  # (lossy on lossy: no change)
+    _ledger_core.mark(ledger_dir, host, line["id"], "applied")
+    result = _ledger_undo.undo(ledger_dir, host, ctx=_ledger_undo.UndoContext(tc_command=[IP, "netns", "exec", ns,
+                                                                                          TC]))
+    assert not result["failed"], result
+    assert result["details"][0]["message"].startswith(
+        f"put back the qdiscs of {dev} from before the {profile}" if changed else f"{dev} has the qdiscs recorded")
+    assert _tc.tree_differences(before, tree_now(ns, dev)) == []
+
+
+def test_a_default_root_comes_back_and_an_entry_whose_change_never_happened_changes_nothing(netns, tmp_path):
+    ns, dev = netns
+    before = tree_now(ns, dev)  # noqueue 0:, the veth's default
+    ledger_dir, host = str(tmp_path / "ledger"), "itc-host"
+    ctx = _ledger_undo.UndoContext(tc_command=[IP, "netns", "exec", ns, TC])
+    _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "lossy", "qdiscs": before})
+    result = _ledger_undo.undo(ledger_dir, host, ctx=ctx)  # pending, never applied
+    assert "nothing to put back" in result["details"][0]["message"]
+    _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "lossy", "qdiscs": before})
+    apply(ns, dev, "lossy")
+    assert not _ledger_undo.undo(ledger_dir, host, ctx=ctx)["failed"]
+    assert tree_now(ns, dev) == before
+
+
+def test_the_undo_leaves_qdiscs_someone_else_put_there_since(netns, tmp_path):
+    ns, dev = netns
+    before = tree_now(ns, dev)
+    ledger_dir, host = str(tmp_path / "ledger"), "itc-host"
+    _ledger_core.record(ledger_dir, host, "tc_profile", {"interface": dev, "profile": "tx_cliff", "qdiscs": before})
+    in_ns(ns, [TC, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10"])
+    result = _ledger_undo.undo(ledger_dir, host, ctx=_ledger_undo.UndoContext(tc_command=[IP, "netns", "exec", ns,
+                                                                                          TC]))
+    assert "not the tx_cliff profile this entry made" in result["failed"][0]["error"]
+    assert [q["kind"] for q in tree_now(ns, dev)] == ["htb"]

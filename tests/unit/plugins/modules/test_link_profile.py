@@ -106,5 +106,6 @@ def test_argument_spec_matches_documentation():
 def test_documentation_parses_and_every_return_says_when():
     yaml.safe_load(link_profile.EXAMPLES)
     returns = yaml.safe_load(link_profile.RETURN)
-    assert set(returns) == {"profile", "parameters", "wanted", "previous", "qdiscs", "commands"}
+    assert set(returns) == {"profile", "parameters", "wanted", "previous", "previous_tree", "restorable", "qdiscs",
+                            "commands"}
     assert all("returned" in r for r in returns.values())
