@@ -45,6 +45,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _tc
 from ansible_collections.inferlab.distributed.plugins.module_utils._ping import PingParseError, parse_ping
 
 MIB = 2 ** 20
@@ -86,6 +87,16 @@ def _addresses(ip_json):
     except ValueError:
         return []
     return [a.get("local") for link in links for a in link.get("addr_info", []) if a.get("local")]
+
+
+def _qdisc_tree(text):
+    """The link's egress qdisc tree (``_tc.tree``) from ``tc -j qdisc show``; None when it was not read."""
+    if text is None:
+        return None
+    try:
+        return _tc.tree(_tc.parse_qdiscs(text))
+    except _tc.TcError:
+        return None
 
 
 def _service_state(result):
@@ -217,6 +228,8 @@ def host_verify_state(observed, expected):
             "peer_device_name": (peer or {}).get("device_name"),
             "rx_speed_gbps": rx, "tx_speed_gbps": tx, "rx_lanes": rx_lanes, "tx_lanes": tx_lanes,
             "ping_to_peer": {k: ping_result.get(k) for k in ("transmitted", "received", "loss_pct", "rtt_ms")},
+            # the queueing disciplines: a restore must put them back (null: not read)
+            "qdiscs": _qdisc_tree(observed.get("qdiscs")),
         },
         "identity": observed.get("identity"),
         "tbnet_module": {"loaded": bool(module.get("loaded")), "parameters": module.get("parameters") or {},

@@ -14,8 +14,9 @@ short_description: List how a host's re-verified state differs from its known-go
 version_added: 0.1.0
 author: inferlab developers (@inferlab)
 description:
-  - Compares the fields a restore must bring back (link state, speed and lanes, the thunderbolt_net module's
-    parameters and srcversion, GPUs, each original service answering) and every failing check.
+  - Compares the fields a restore must bring back (link state, speed and lanes, the link's queueing disciplines
+    (kind, handle, parent and options of each), the thunderbolt_net module's parameters and srcversion, GPUs, each
+    original service answering) and every failing check.
   - Returns an empty list when the host is back to its known-good state.
 options:
   _input:
@@ -41,6 +42,8 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.module_utils import _tc
 
 # (label, path) pairs compared between the known-good snapshot and the state after the restore.
 COMPARED = [
@@ -82,6 +85,12 @@ def restore_differences(current, known_good=None):
         before, after = _get(known_good, path), _get(current, path)
         if before != after:
             differences.append("%s: known-good %r, now %r" % (label, before, after))
+    # the link's queueing disciplines (a snapshot from before they were read, or a failed read, has none)
+    qdiscs_before, qdiscs_after = _get(known_good, ("link", "qdiscs")), _get(current, ("link", "qdiscs"))
+    if qdiscs_before is not None:
+        changed = _tc.tree_differences(qdiscs_before, qdiscs_after) if qdiscs_after is not None else ["not read"]
+        differences.extend("link qdiscs: %s (known-good: %s)" % (d, _tc.describe_tree(qdiscs_before))
+                           for d in changed)
     gpus_before = [(g.get("uuid"), g.get("name")) for g in known_good.get("gpus") or []]
     gpus_after = [(g.get("uuid"), g.get("name")) for g in current.get("gpus") or []]
     if gpus_before != gpus_after:

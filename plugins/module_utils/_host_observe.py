@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import json
 import os
+import shutil
 import subprocess
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _identity, _nvml, _tbnet
@@ -53,6 +54,21 @@ def link_addresses(interface, run=subprocess.run):
     except OSError:
         return ''
     return done.stdout if done.returncode == 0 else ''
+
+
+TC_DIRS = ('/usr/sbin', '/sbin')
+
+
+def link_qdiscs(interface, run=subprocess.run):
+    """The output of ``tc -j qdisc show dev IF`` (JSON text), or None when tc failed or is missing: the link's
+    queueing disciplines, which the known-good snapshot and the restore's proof compare."""
+    tc = shutil.which('tc') or shutil.which('tc', path=os.pathsep.join(TC_DIRS)) or 'tc'
+    try:
+        done = run([tc, '-j', 'qdisc', 'show', 'dev', interface], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   universal_newlines=True, env=dict(os.environ, LC_ALL='C'), check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def storage(model_path):
@@ -106,6 +122,7 @@ def observe(link_interface, peer_address, model_path, services, post, ping_count
             'identity': _identity.read_identity(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root),
             'net': counters,
             'addresses': link_addresses(link_interface, run=run),
+            'qdiscs': link_qdiscs(link_interface, run=run),
             'nvml': _nvml.read(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml),
             'storage': storage(model_path),
             'services': answers,

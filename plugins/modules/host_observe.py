@@ -13,7 +13,8 @@ version_added: 0.2.0
 description:
   - Reads what the P(inferlab.distributed.host_verify_state#filter) filter judges, in one call on the host - the
     Thunderbolt facts (as M(inferlab.distributed.tbnet_info)), the direct link's state and counters (as
-    M(inferlab.distributed.net_counters)) and IPv4 addresses (C(ip -j -4 addr show dev IF)), the GPUs (as
+    M(inferlab.distributed.net_counters)), IPv4 addresses (C(ip -j -4 addr show dev IF)) and queueing disciplines
+    (C(tc -j qdisc show dev IF)), the GPUs (as
     M(inferlab.distributed.nvml_info)), a ping of the peer across the link, the model path and the space free on
     its filesystem, and one real chat completion from each original service.
   - The ping runs while the rest is read. A link, ping, path or service that is missing or does not answer is an
@@ -96,7 +97,7 @@ options:
     type: path
     default: /proc
 requirements:
-  - C(ping) (iputils) and C(ip) (iproute2) on the host.
+  - C(ping) (iputils), C(ip) and C(tc) (iproute2) on the host.
   - nvidia-ml-py (module C(pynvml)) and the NVIDIA driver, unless O(nvml_snapshot) is set.
 seealso:
   - module: inferlab.distributed.tbnet_info
@@ -137,6 +138,10 @@ net:
   type: dict
 addresses:
   description: The output of C(ip -j -4 addr show dev IF); empty when C(ip) failed (a missing interface).
+  returned: success
+  type: str
+qdiscs:
+  description: The output of C(tc -j qdisc show dev IF) for the direct link; null when C(tc) failed or is missing.
   returned: success
   type: str
 nvml:

@@ -180,3 +180,21 @@ def test_an_unknown_process_beside_production_is_refused_by_name_and_pid(name):
     assert list(failed) == ["no unexpected GPU processes"]
     assert f"found ['{name} (pid 5200, GPU 0)']" in failed["no unexpected GPU processes"]
     assert "expected only ['sglang::scheduler']" in failed["no unexpected GPU processes"]
+
+
+FIXTURES_TC = Path(__file__).resolve().parents[2] / "fixtures" / "tc"
+
+
+def test_the_link_qdiscs_are_kept_for_the_known_good_snapshot():
+    observed = dict(healthy(), qdiscs=(FIXTURES_TC / "lossy_limit20.json").read_text())
+    assert host_verify_state(observed, EXPECTED)["link"]["qdiscs"] == [
+        {"kind": "tbf", "handle": "1ab:", "parent": None, "options": {"rate": 125000000, "burst": 65500, "lat": 50000}},
+        {"kind": "pfifo", "handle": "1ac:", "parent": "1ab:1", "options": {"limit": 20}},
+    ]
+
+
+@pytest.mark.parametrize("text", [None, "not json"])
+def test_link_qdiscs_not_read_are_none(text):
+    observed = dict(healthy(), qdiscs=text)
+    assert host_verify_state(observed, EXPECTED)["link"]["qdiscs"] is None
+    assert host_verify_state(healthy(), EXPECTED)["link"]["qdiscs"] is None  # an older host_observe read none

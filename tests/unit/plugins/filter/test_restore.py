@@ -82,3 +82,42 @@ def test_gpu_processes_that_differ_from_the_known_good_are_named(processes, now)
 
 def test_a_known_good_from_before_gpu_processes_were_recorded_compares_none():
     assert restore_differences(copy.deepcopy(PRODUCTION), KNOWN_GOOD) == []
+
+
+# the link's queueing disciplines: the lab's stock driver profile (tbf 1000 Mbit/s with a pfifo of 10 packets)
+STOCK_QDISCS = [
+    {"kind": "tbf", "handle": "1ab:", "parent": None, "options": {"rate": 125000000, "burst": 65500, "lat": 50000}},
+    {"kind": "pfifo", "handle": "1ac:", "parent": "1ab:1", "options": {"limit": 10}},
+]
+DEFAULT_QDISCS = [{"kind": "noqueue", "handle": "0:", "parent": None, "options": {}}]
+
+
+def with_qdiscs(state, qdiscs):
+    state = copy.deepcopy(state)
+    state["link"]["qdiscs"] = qdiscs
+    return state
+
+
+def test_a_restore_that_left_the_link_without_its_qdiscs_is_not_verified():
+    differences = restore_differences(with_qdiscs(KNOWN_GOOD, DEFAULT_QDISCS), with_qdiscs(KNOWN_GOOD, STOCK_QDISCS))
+    assert differences == [
+        "link qdiscs: root: tbf 1ab: root (burst 65500, lat 50000, rate 125000000), now noqueue 0: root (known-good: "
+        "tbf 1ab: root (burst 65500, lat 50000, rate 125000000), pfifo 1ac: parent 1ab:1 (limit 10))",
+        "link qdiscs: pfifo 1ac: parent 1ab:1 is gone (known-good: tbf 1ab: root (burst 65500, lat 50000, "
+        "rate 125000000), pfifo 1ac: parent 1ab:1 (limit 10))",
+    ]
+
+
+def test_changed_qdisc_options_are_named_and_a_rebuilt_tbf_burst_is_no_difference():
+    rebuilt = copy.deepcopy(STOCK_QDISCS)
+    rebuilt[0]["options"]["burst"] = 65375  # what one rebuild of 65500 bytes at 1 Gbit/s reads back (iproute2 6.1)
+    assert restore_differences(with_qdiscs(KNOWN_GOOD, rebuilt), with_qdiscs(KNOWN_GOOD, STOCK_QDISCS)) == []
+    rebuilt[1]["options"]["limit"] = 1000
+    [difference] = restore_differences(with_qdiscs(KNOWN_GOOD, rebuilt), with_qdiscs(KNOWN_GOOD, STOCK_QDISCS))
+    assert difference.startswith("link qdiscs: pfifo 1ac: parent 1ab:1: limit 10, now 1000")
+
+
+def test_qdiscs_unread_after_the_restore_are_a_difference_and_a_snapshot_without_them_compares_none():
+    [difference] = restore_differences(with_qdiscs(KNOWN_GOOD, None), with_qdiscs(KNOWN_GOOD, STOCK_QDISCS))
+    assert difference.startswith("link qdiscs: not read")
+    assert restore_differences(with_qdiscs(KNOWN_GOOD, DEFAULT_QDISCS), KNOWN_GOOD) == []

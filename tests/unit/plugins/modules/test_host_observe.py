@@ -3,6 +3,8 @@ real loopback counters and addresses, a Thunderbolt fixture tree and a recorded 
 or refuses when a part is missing, silent or malformed."""
 
 import json
+import os
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -78,6 +80,8 @@ def test_reads_everything_in_one_call(host, chat_server):
     assert result["changed"] is False
     assert result["ping"]["rc"] == 0 and "2 packets transmitted, 2 received" in result["ping"]["stdout"]
     assert [a["local"] for link in json.loads(result["addresses"]) for a in link["addr_info"]] == ["127.0.0.1"]
+    if shutil.which("tc", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])):
+        assert [q["kind"] for q in json.loads(result["qdiscs"])] == ["noqueue"]  # the loopback's default root
     assert result["net"]["missing"] == [] and result["net"]["interfaces"]["lo"]["operstate"] == "unknown"
     assert "RetransSegs" in result["net"]["tcp"]
     assert result["tbnet"]["peers"][0]["rx_speed_gbps"] == 20.0
@@ -117,7 +121,7 @@ def test_a_missing_interface_path_and_peer_are_observations(host, tmp_path):
     failed, result = run_module(host_observe.main, args)
     assert not failed, result.get("msg", result)
     assert result["net"]["missing"] == ["thunderbolt9"] and "thunderbolt9" not in result["net"]["interfaces"]
-    assert result["addresses"] == ""
+    assert result["addresses"] == "" and result["qdiscs"] is None
     assert result["ping"]["rc"] not in (0, None) and "thunderbolt9" in result["ping"]["stderr"]
     assert result["storage"] == {"model_path": str(tmp_path / "nowhere"), "exists": False, "disk_free_bytes": None}
 
@@ -175,5 +179,5 @@ def test_argument_spec_matches_documentation():
 
     assert shape(options) == shape(spec)
     yaml.safe_load(host_observe.EXAMPLES)
-    assert set(yaml.safe_load(host_observe.RETURN)) == {"tbnet", "identity", "net", "addresses", "nvml", "ping",
-                                                        "storage", "services"}
+    assert set(yaml.safe_load(host_observe.RETURN)) == {"tbnet", "identity", "net", "addresses", "qdiscs", "nvml",
+                                                        "ping", "storage", "services"}
