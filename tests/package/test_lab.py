@@ -721,16 +721,40 @@ def test_status_reports_the_profile_tc_shows(built_lab):
     assert (a["link_profile"], a["link_profile_parameters"]) == ("clean", {})
     assert b["link_profile"] == "tx_cliff"
     assert b["link_profile_parameters"] == {"rate_mbit": 300, "burst_kb": 63.98, "latency_ms": 50}
-    assert st["state"] == "up"  # a profile is a condition of the experiment, not a fault
     assert "169.254.177.2/30 -> 169.254.177.1 up (tx_cliff)" in lab.render_status_text(st)
+    # the lab's spec sets clean here: a profile a run left behind (and nothing put back) is a fault of the lab
+    assert st["state"] == "degraded" and not b["healthy"] and b["checks"]["link_profile"] is False
+    assert b["link_profile_expected"] == "clean" and a["checks"]["link_profile"] is True
+    assert st["problems"] == ["lab-b: ilab-b:thunderbolt0 has the link profile tx_cliff {'rate_mbit': 300, "
+                              "'burst_kb': 63.98, 'latency_ms': 50} (tbf 1ab: alone), not the lab's clean: a run "
+                              "changed it and nothing put it back (`inferlab lab up` rebuilds the lab)"]
+    assert lab.restart_plan(st) is None  # a rebuild puts the lab's profile back
+
+
+def test_status_is_up_with_the_profile_the_lab_sets(built_lab):
+    lab_dir, spec = built_lab
+    st = lab.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "clean_pfifo_fast"}))
+    assert st["state"] == "up", st["problems"]
+
+
+def test_the_expected_profile_is_the_loaded_drivers(tmp_path):
+    host = {"sysfs_root": str(tmp_path), "link": {"profile": "lossy"}}
+    profiles = {"stock": "lossy", "candidate": "clean"}
+    assert lab.expected_link_profile(host, None) == "lossy"  # lab.json's, without the daemon's config
+    assert lab.expected_link_profile(host, profiles) is None  # no driver loaded: the link is being re-made
+    (tmp_path / "module" / "thunderbolt_net" / "parameters").mkdir(parents=True)
+    assert lab.expected_link_profile(host, profiles) == "lossy"
+    (tmp_path / "module" / "thunderbolt_net" / "parameters" / "tx_e2e").write_text("Y\n")
+    assert lab.expected_link_profile(host, profiles) == "clean"
 
 
 def test_status_with_a_foreign_or_unreadable_profile(built_lab):
     lab_dir, spec = built_lab
     st = lab.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "foreign_htb", "ilab-b": None}))
     a, b = st["hosts"]
-    assert a["link_profile"] == "foreign"
+    assert a["link_profile"] == "foreign" and not a["healthy"]
     assert b["link_profile"] == "clean" and "link_profile_parameters" not in b  # lab.json's, as recorded
+    assert b["healthy"] and "link_profile" not in b["checks"]  # unread: not judged
 
 
 def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):

@@ -698,7 +698,28 @@ def current_pid(daemon: dict) -> int | None:
     return (read_pidfile(Path(pidfile)) if pidfile else None) or daemon.get("pid")
 
 
-def host_status(host: dict, probe) -> dict:
+def expected_link_profile(host: dict, driver_profiles: dict | None) -> str | None:
+    """The link profile the lab's spec sets on ``host``'s end: its loaded driver's (``driver_profiles``, the link
+    daemon's config), else the stock one lab.json recorded; None when it sets none or no driver is loaded."""
+    if driver_profiles:
+        from inferlab.lab.link_daemon import driver_state  # noqa: PLC0415 (the daemon's own reading of the fixture)
+
+        return driver_profiles.get(driver_state(host["sysfs_root"]))
+    return host["link"].get("profile")
+
+
+def _link_profile_problem(netns: str, ifname: str, current: dict, expected: str) -> str | None:
+    tc = load_tc()
+    wanted = tc.wanted_parameters(expected)
+    if current["profile"] == expected and tc.same_parameters(current["parameters"], wanted):
+        return None
+    found = " ".join(str(part) for part in (current["profile"], current["parameters"]) if part)
+    return (f"{netns}:{ifname} has the link profile {found} ({current['reason']}), not the lab's "
+            f"{' '.join(str(part) for part in (expected, wanted) if part)}: a run changed it and nothing put it "
+            "back (`inferlab lab up` rebuilds the lab)")
+
+
+def host_status(host: dict, probe, driver_profiles: dict | None = None) -> dict:
     netns = host["netns"]
     mgmt, link, ssh = host["management"], host["link"], host["ssh"]
     problems: list[str] = []
@@ -775,6 +796,14 @@ def host_status(host: dict, probe) -> dict:
     if current is not None:
         out["link_profile"] = current["profile"]
         out["link_profile_parameters"] = current["parameters"]
+        expected = expected_link_profile(host, driver_profiles)
+        if expected is not None and checks["link_up"]:
+            out["link_profile_expected"] = expected
+            problem = _link_profile_problem(netns, link["interface"], current, expected)
+            checks["link_profile"] = problem is None
+            if problem:
+                problems.append(problem)
+                out["healthy"] = False
     return out
 
 
@@ -860,7 +889,8 @@ def status(where, probe=None) -> dict:
     result["spec_digest"] = record.get("spec_digest")
     result["ssh_key"] = record["ssh"]["private_key"]
     result["known_hosts"] = record["ssh"]["known_hosts"]
-    result["hosts"] = [host_status(h, probe) for h in record["hosts"]]
+    driver_profiles = (record.get("link") or {}).get("driver_profiles")
+    result["hosts"] = [host_status(h, probe, driver_profiles) for h in record["hosts"]]
     known = {h["netns"] for h in record["hosts"]}
     result["stray_netns"] = [n for n in leftovers if n not in known]
     for host in result["hosts"]:
