@@ -207,7 +207,8 @@ def run(
     chosen = strategy.RESTORE if playbook_path.stem == "restore" else strategy.chosen(strategy_name)
     # The handlers stay through the restore after a cancel: a second signal then changes nothing (the restore's own
     # callback never cancels), and a hang-up only moves the console to the run directory.
-    with cancel.Cancel(target, cancel_callback, cancel_on_hangup=playbook_path.stem != "restore") as canceler:
+    run_id = str(extravars.get("inferlab_run_id") or runner.run_id_for(target))  # the mark of its processes
+    with cancel.Cancel(target, run_id, cancel_callback, cancel_on_hangup=playbook_path.stem != "restore") as canceler:
         started = runner.utc_iso()
         try:
             outcome = runner.run_playbook(
@@ -222,6 +223,7 @@ def run(
                 event_handler=canceler.events(event_handler),
                 status_handler=status_handler,
                 limit=limit,
+                run_id=run_id,
             )
         except Exception as exc:  # noqa: BLE001 - whatever failed, what the run changed is unknown: restore it
             outcome = runner.aborted_outcome(playbook_path, inventory_path, target, chosen, started, exc)

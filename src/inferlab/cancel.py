@@ -32,8 +32,10 @@ class Cancel:
     job event (``events``): the first one names ansible-playbook's pid, the root of the tree to end.
     """
 
-    def __init__(self, run_dir: Path, callback: Callable[[], bool] | None = None, cancel_on_hangup: bool = True):
+    def __init__(self, run_dir: Path, run_id: str, callback: Callable[[], bool] | None = None,
+                 cancel_on_hangup: bool = True):
         self.run_dir = run_dir
+        self.run_id = run_id  # the mark of the run's processes (process_tree.RUN_MARK)
         self.callback = callback
         self.cancel_on_hangup = cancel_on_hangup
         self.requested_by: str | None = None  # a signal's name, or "callback"
@@ -77,8 +79,7 @@ class Cancel:
         if self.requested_by is None:
             return False
         if not self.ended:
-            root = self.playbook_pid or playbook_child()
-            self.ended = process_tree.end_tree(root) if root else []
+            self.ended = process_tree.end_tree(self.playbook_pid or playbook_child(), self.run_id)
         return True
 
 

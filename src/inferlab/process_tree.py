@@ -1,22 +1,28 @@
-"""End a canceled playbook's whole process tree, before its restore takes the run's locks over.
+"""End a canceled or killed run's processes on the controller, before a restore takes the run's locks over.
 
 ansible-runner ends a canceled ansible-playbook with SIGKILL to its process group. A process that made itself a
-session or group leader (a strategy's worker, a task's helper) is outside that group: it lives on as an orphan of
-init and goes on changing hosts while the restore runs. Its parent chain is known only while its parents live, so
-the tree is found and ended before anything else is killed: every member is stopped (SIGSTOP, top-down, until a walk
-finds no member it has not stopped: a stopped process forks nothing), then killed (SIGKILL). A process that detached
-itself before the cancel (a managed process the run started, recorded in a ledger) is no longer in the tree, and is
-the restore's to undo.
+session or group leader (ansible-core's task workers do) is outside that group: it lives on as an orphan of init and
+goes on changing hosts while the restore runs. So a run's processes are found two ways: the tree below its
+ansible-playbook (while its parents live), and the run's mark, ``INFERLAB_RUN_ID=<run id>`` in the environment
+that `inferlab run` gives ansible-playbook and every process it starts inherits (found after a kill too, when the
+tree is gone). Every member is stopped (SIGSTOP, walk after walk, until a walk finds no member it has not stopped: a
+stopped process forks nothing), then killed (SIGKILL). A process that detached itself with an environment of its own
+(a managed process the run started, recorded in a ledger) carries no mark, and is the restore's to undo.
+
+    python -m inferlab.process_tree end-run RUN_ID   # what a killed run left on this machine; prints JSON
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
 PROCFS = Path("/proc")
+RUN_MARK = "INFERLAB_RUN_ID"  # the environment variable that marks a run's processes
 # how long end_tree waits for the killed members to be gone (SIGKILL is not refused; a process in uninterruptible
 # sleep takes until its I/O ends)
 GONE_WAIT_S = 5.0
@@ -66,14 +72,33 @@ def send(pid: int, sig: int) -> None:
         pass
 
 
-def end_tree(root: int, procfs: Path = PROCFS, gone_wait_s: float = GONE_WAIT_S) -> list[int]:
-    """Stop, then kill, ``root`` and every process below it; return the pids killed (root first). Each is killed
-    only if it is still the process found in the walk (its start time), never a reused pid."""
-    if stat_fields(root, procfs) is None:
-        return []
+def marked(run_id: str, procfs: Path = PROCFS) -> list[int]:
+    """Every live process, but this one, whose environment carries the run's mark (``INFERLAB_RUN_ID=run_id``)."""
+    mark = f"{RUN_MARK}={run_id}".encode()
+    found = []
+    for entry in procfs.iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if mark in environ.split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+def end_tree(root: int | None, run_id: str | None = None, procfs: Path = PROCFS,
+             gone_wait_s: float = GONE_WAIT_S) -> list[int]:
+    """Stop, then kill, ``root`` and every process below it, and every process that carries ``run_id``'s mark;
+    return the pids killed (in the order found). Each is killed only if it is still the process found in the walk
+    (its start time), never a reused pid."""
+    def members() -> list[int]:
+        tree = descendants(root, procfs) if root and stat_fields(root, procfs) else []
+        return tree + [pid for pid in (marked(run_id, procfs) if run_id else []) if pid not in tree]
+
     stopped: dict[int, int] = {}  # pid -> start time
     for _ in range(MAX_STOP_WALKS):
-        new = [pid for pid in descendants(root, procfs) if pid not in stopped]
+        new = [pid for pid in members() if pid not in stopped]
         if not new:
             break
         for pid in new:
@@ -95,3 +120,18 @@ def alive(pid: int, start_time: int, procfs: Path = PROCFS) -> bool:
     """Whether ``pid`` is still the live (not zombie) process that started at ``start_time``."""
     fields = stat_fields(pid, procfs)
     return fields is not None and fields[0] not in ("Z", "X") and fields[2] == start_time
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``end-run RUN_ID``: end what a killed run left on this machine (restore.yml runs it on the controller for
+    the run whose stale lock it takes over); prints ``{"run_id", "ended"}``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "end-run" or not args[1]:
+        print("usage: python -m inferlab.process_tree end-run RUN_ID", file=sys.stderr)
+        return 2
+    print(json.dumps({"run_id": args[1], "ended": end_tree(None, args[1])}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,7 +14,7 @@ from typing import Any
 
 import ansible_runner
 
-from inferlab import exit_codes, paths, strategy
+from inferlab import exit_codes, paths, process_tree, strategy
 from inferlab.private_files import make_private_dir, write_private
 
 
@@ -98,6 +98,7 @@ def run_playbook(
     event_handler: Callable[[dict], bool] | None = None,
     status_handler: Callable[[dict, Any], None] | None = None,
     limit: str | None = None,
+    run_id: str | None = None,
 ) -> RunOutcome:
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`.
 
@@ -105,12 +106,13 @@ def run_playbook(
     Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread. `ident` names the
     artifacts directory (`artifacts/<ident>/`): the restore that follows a canceled run keeps its own.
     `strategy_name` is the Ansible strategy (inferlab.strategy); run.json says which one ran. `event_handler` and
-    `status_handler` are ansible-runner's (each job event; each status change), `limit` ansible-playbook's --limit.
+    `status_handler` are ansible-runner's (each job event; each status change), `limit` ansible-playbook's --limit,
+    `run_id` the run's id (run_id_for by default; an `inferlab_run_id` in `extravars` wins over both).
     """
     make_private_dir(run_dir)
     started = utc_iso()
     # The ledger lock names this process as the run's holder, so a lock left by a killed run is seen as stale.
-    all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_run_id": run_id_for(run_dir),
+    all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_run_id": run_id or run_id_for(run_dir),
                 "inferlab_controller_pid": os.getpid(), **(extravars or {})}
     # Never on a command line: ansible-runner would put a dict of extra vars in ansible-playbook's argv (and in
     # artifacts/<ident>/command), where `ps` shows them. A file it passes as `-e @env/extravars` instead.
@@ -121,6 +123,8 @@ def run_playbook(
         # ansible-playbook lives beside this interpreter (the venv), which need not be on the caller's PATH.
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **strategy.ansible_env(strategy_name),
+        # every process of the run inherits it: a cancel, or the restore after a kill, finds them all by it
+        process_tree.RUN_MARK: all_vars["inferlab_run_id"],
         # an installed collection (paths.py): the packaged ansible.cfg's collections_path (.collections beside it)
         # holds none, and this variable overrides it
         **({"ANSIBLE_COLLECTIONS_PATH": str(paths.collections_path(paths.COLLECTION_ROOT))}

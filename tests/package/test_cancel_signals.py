@@ -105,6 +105,8 @@ def test_a_signal_ends_the_whole_tree_restores_and_exits_11(project, sig):
                           120, "the run's session leader to start")
         pid, start = int(ticker[0]), int(ticker[1])
         assert process_tree.alive(pid, start)
+        run_id = json.loads((run_dir / "env" / "extravars").read_text())["inferlab_run_id"]
+        assert pid in process_tree.marked(run_id)  # every process of the run carries its mark
         driver.send_signal(sig)
         _out, err = driver.communicate(timeout=180)
         assert driver.returncode == 11, err
@@ -159,7 +161,7 @@ def test_end_tree_of_a_process_that_is_gone_is_nothing():
 
 
 def test_the_restore_playbook_is_not_canceled_by_a_hang_up(tmp_path):
-    with cancel.Cancel(tmp_path, cancel_on_hangup=False) as canceler:
+    with cancel.Cancel(tmp_path, "test-run-none", cancel_on_hangup=False) as canceler:
         saved = os.dup(1), os.dup(2)
         try:
             canceler.on_signal(signal.SIGHUP, None)
@@ -171,3 +173,40 @@ def test_the_restore_playbook_is_not_canceled_by_a_hang_up(tmp_path):
         canceler.on_signal(signal.SIGTERM, None)
         assert canceler() is True and canceler.requested_by == "SIGTERM"
     assert "after the hang-up" in (tmp_path / cancel.CONSOLE_AFTER_HANGUP).read_text()
+
+
+def test_a_marked_orphan_is_ended_by_its_run_id_and_nothing_else_is(tmp_path):
+    """A process of the run whose parents are gone (an orphan of init, as after a kill of the whole controller
+    process) is found by the run's mark alone; a process of another run, or with no mark, is left alone."""
+    pids = tmp_path / "pids"
+    spawn = textwrap.dedent(f"""
+        import os, subprocess, sys
+        pids = []
+        for run_id in ("run-mine", "run-other", None):
+            env = dict(os.environ, **({{"INFERLAB_RUN_ID": run_id}} if run_id else {{}}))
+            if not run_id:
+                env.pop("INFERLAB_RUN_ID", None)
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env,
+                                     start_new_session=True)
+            pids.append(str(child.pid))
+        open({str(pids)!r}, "w").write(" ".join(pids))
+    """)
+    subprocess.run([sys.executable, "-c", spawn], check=True)  # exits at once: its children are orphans of init
+    mine, other, unmarked = (int(p) for p in pids.read_text().split())
+    try:
+        ended = json.loads(subprocess.run([sys.executable, "-m", "inferlab.process_tree", "end-run", "run-mine"],
+                                          capture_output=True, text=True, check=True).stdout)
+        assert ended == {"run_id": "run-mine", "ended": [mine]}
+        assert process_tree.stat_fields(mine) is None or process_tree.stat_fields(mine)[0] in "ZX"
+        assert process_tree.stat_fields(other)[0] not in "ZX" and process_tree.stat_fields(unmarked)[0] not in "ZX"
+    finally:
+        for pid in (mine, other, unmarked):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_end_run_needs_a_run_id():
+    proc = subprocess.run([sys.executable, "-m", "inferlab.process_tree", "end-run"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "usage: python -m inferlab.process_tree end-run RUN_ID" in proc.stderr
