@@ -1,22 +1,25 @@
-"""After the restore that ends converge: no link profile of ours is left (the restore's tc_profile undo removes the
-root qdisc; the lab's stock-driver profile comes back at the next driver reload, not here), and no iperf3 server and
-no sampler is left on any ring host."""
+"""After the restore that ends converge: each ring host's link has the qdisc tree it had before the suite (each
+tc_profile entry recorded the tree it replaced, and its undo puts exactly that back: the lab's stock-driver profile,
+which the clean play removed), and no iperf3 server and no sampler is left on any ring host."""
 
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import RING  # noqa: E402
+from labinfo import LAB_DIR, RING, lab_host  # noqa: E402
 
 from inferlab.lab import control as lab  # noqa: E402
 
 testinfra_hosts = RING
 
 
-def test_no_link_profile_is_left(host):
-    tc = lab.load_tc()
-    assert tc.classify_output(host.check_output("tc -j qdisc show dev thunderbolt0"))["profile"] == "clean"
+def test_the_link_has_the_labs_profile_back(host):
+    driver_profiles = json.loads((LAB_DIR / "link.json").read_text()).get("driver_profiles")
+    expected = lab.expected_link_profile(lab_host(host), driver_profiles)
+    found = lab.load_tc().classify_output(host.check_output("tc -j qdisc show dev thunderbolt0"))
+    assert expected and found["profile"] == expected, found
 
 
 def test_no_test_process_is_left(host):
