@@ -180,8 +180,11 @@ def test_the_heartbeat_renewed_the_switches_and_was_stopped_before_the_disarm(ho
                  if e["kind"] == "process" and " heartbeat " in " ".join(e["params"].get("cmdline") or [])]
     assert heartbeat and heartbeat[-1]["state"] == "undone"
     log = (state / "logs" / "heartbeat.log").read_text()
-    assert "stopped by SIGTERM (the undo of its process entry)" in log and " 0 beats" not in log
     assert "its renew process exited" not in log  # every host's renew connection held for the whole run
+    # its status file: why it stopped, and every host's renewals confirmed by the host itself, none failed
+    status = json.loads((state / "run" / "heartbeat.json").read_text())
+    assert status["reason"] == "stopped by SIGTERM (the undo of its process entry)", status
+    assert status["hosts"] and all(h["renewals"] > 0 and h["last_error"] is None for h in status["hosts"].values())
     assert host.run("pgrep -af '[i]nferlab_ledger.py renew'").stdout.strip() == ""
 
 
