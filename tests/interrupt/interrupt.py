@@ -7,7 +7,10 @@ A POINT is ``STAGE`` (SIGKILL to ansible-playbook's process group as soon as the
 started: a stage boundary), ``STAGE+SECONDS`` (that long into the stage, e.g. ``tp2_nextn+4``: the middle of the
 TP2+NEXTN ladder), or ``deadman:STAGE[+SECONDS]`` (the same kill, then NO restore.yml: the ring and gateway hosts'
 dead man's switches must undo their ledgers by themselves, with no controller; restore.yml runs afterwards only to
-verify, and must find nothing left to undo on the ring hosts). ``@STAGES`` (comma-separated) is the plan that point's
+verify, and must find nothing left to undo on the ring hosts), or ``hup:STAGE[+SECONDS]`` (``int:``, ``term:``: the
+experiment through `inferlab run`, and at the point SIGHUP, SIGINT or SIGTERM to that process alone, as a closed
+terminal or an operator would send it: `inferlab run` must end the playbook's processes, run its own restore, and
+exit 11). ``@STAGES`` (comma-separated) is the plan that point's
 run gets instead of --stages: the stages that lead to the point and nothing the point does not need, so that a
 scenario pays only for what each kill proves.
 
@@ -17,7 +20,9 @@ lab (ring hosts, gateway, controller) must be locked by the killed run (the run 
 After the restore the lab is checked from the controller, where all of its files live:
 - every restore fragment says verified;
 - every ledger of the lab has no open entry and no lock;
-- no process of the run is left (ranks, dead man's switches, link watchdogs, the prober, iperf3);
+- no process of the run is left on the hosts (ranks, dead man's switches, link watchdogs, the prober, iperf3), nor
+  on the controller (a process carrying the run's mark, INFERLAB_RUN_ID: ansible-core's task workers are session
+  leaders, outside the process group the kill ends, and the restore ends them before it takes the run's locks);
 - no tc profile on any host's direct link; no private build directory in any host's state directory;
 - the gateway config is byte-identical to its sha256 before the run, and every lab service and gateway daemon
   answers (`inferlab lab status`).
@@ -41,6 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
+from inferlab import process_tree  # noqa: E402
 from inferlab.lab import control as lab  # noqa: E402
 
 PLAYBOOK = REPO / "playbooks" / "experiment.yml"
@@ -50,20 +56,25 @@ RESTORE = REPO / "playbooks" / "restore.yml"
 RUN_PROCESS_MARKS = ("deadman", "watch-link", "inferlab.prober", "iperf3", "sglang-")
 
 
+# the points that signal `inferlab run` instead of killing ansible-playbook
+SIGNAL_POINTS = {"hup": signal.SIGHUP, "int": signal.SIGINT, "term": signal.SIGTERM}
+
+
 def parse_point(text: str) -> dict:
     text, _at, stages = text.partition("@")
-    deadman = text.startswith("deadman:")
-    spec = text.split(":", 1)[1] if deadman else text
+    kind, colon, rest = text.partition(":")
+    kind = kind if colon and kind in ("deadman", *SIGNAL_POINTS) else ""
+    spec = rest if kind else text
     stage, _plus, seconds = spec.partition("+")
-    return {"point": text, "stage": stage, "delay_s": float(seconds or 0), "deadman": deadman,
-            "stages": stages.split(",") if stages else None}
+    return {"point": text, "stage": stage, "delay_s": float(seconds or 0), "deadman": kind == "deadman",
+            "signal": SIGNAL_POINTS.get(kind), "stages": stages.split(",") if stages else None}
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def ansible_env() -> dict:
+def ansible_env(run_id: str | None = None) -> dict:
     """The environment `inferlab run` gives ansible-playbook: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False
     when the caller has not set it (and the molecule inventory turns off the lab's pinned host keys), so Mitogen's
     strategy would otherwise refuse the hosts here that it accepts under `inferlab run`."""
@@ -71,6 +82,8 @@ def ansible_env() -> dict:
     env["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
     env.setdefault("ANSIBLE_HOST_KEY_CHECKING", "False")
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    if run_id:  # the run's mark, as `inferlab run` gives it
+        env[process_tree.RUN_MARK] = run_id
     return env
 
 
@@ -145,7 +158,7 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK),
          "-e", f"@{run_dir / 'vars.json'}"],
-        cwd=REPO, env=ansible_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=REPO, env=ansible_env(run_dir.name), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started, reached = time.monotonic(), None
     while time.monotonic() - started < timeout_s:
         if proc.poll() is not None:
@@ -160,6 +173,53 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
         time.sleep(0.1)
     kill_run(proc)
     return {"killed": False, "reason": f"{point['point']} not reached within {timeout_s:.0f} s"}
+
+
+def run_until_signaled(point: dict, inventory: Path, run_dir: Path, extravars: dict, timeout_s: float) -> dict:
+    """Start the experiment through `inferlab run` in its own session; at the point send the point's signal to that
+    process alone, and wait for it to end its playbook, restore and exit."""
+    vars_file = run_dir.with_name(run_dir.name + "-vars.json")
+    vars_file.write_text(json.dumps(extravars))
+    log = run_dir.with_name(run_dir.name + "-inferlab.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "inferlab"), "run", "experiment", "-i", str(inventory),
+         "--run-dir", str(run_dir), "-e", f"@{vars_file}"],
+        cwd=REPO, env=ansible_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    started, reached = time.monotonic(), None
+    while time.monotonic() - started < timeout_s:
+        if proc.poll() is not None:
+            return {"killed": False, "reason": f"inferlab run exited {proc.returncode} before {point['point']}",
+                    "failed_task": failed_task(run_dir / "artifacts" / "ansible" / "stdout")}
+        if reached is None and journal_status(run_dir, point["stage"]) is not None:
+            reached = time.monotonic()
+        if reached is not None and time.monotonic() - reached >= point["delay_s"]:
+            proc.send_signal(point["signal"])
+            signaled = time.monotonic()
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return {"killed": True, "exit_code": None, "reason": f"inferlab run did not exit {timeout_s:.0f} s "
+                        f"after {point['signal'].name}"}
+            return {"killed": True, "stage_status": journal_status(run_dir, point["stage"]), "exit_code": rc,
+                    "signaled_after_s": round(signaled - started, 1),
+                    "restored_in_s": round(time.monotonic() - signaled, 1)}
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return {"killed": False, "reason": f"{point['point']} not reached within {timeout_s:.0f} s"}
+
+
+def own_restore(run_dir: Path) -> dict:
+    """The restore that `inferlab run` ran after the cancel, as restore() reports a separate one."""
+    fragments = {p.stem: json.loads(p.read_text()) for p in (run_dir / "fragments" / "restore").glob("*.json")}
+    status = run_dir / "artifacts" / "restore" / "status"
+    return {"rc": 0 if status.is_file() and status.read_text() == "successful" else 1, "dir": str(run_dir),
+            "failed_task": failed_task(run_dir / "artifacts" / "restore" / "stdout"),
+            "verified": {host: f.get("verified") for host, f in fragments.items()},
+            "undone": {host: (f.get("undo") or {}).get("undone", []) for host, f in fragments.items()},
+            "differences": {host: f.get("differences") for host, f in fragments.items() if f.get("differences")}}
 
 
 def wait_up(inventory: Path, timeout_s: float) -> dict:
@@ -250,11 +310,13 @@ def restore(inventory: Path, run_dir: Path) -> dict:
             "differences": {host: f.get("differences") for host, f in fragments.items() if f.get("differences")}}
 
 
-def leftovers(status: dict, lab_dir: Path, gateway_sha: str | None) -> dict:
+def leftovers(status: dict, lab_dir: Path, gateway_sha: str | None, run_id: str) -> dict:
     """What the run left behind, by kind; empty lists when nothing."""
     found = {"open_ledger_entries": [e for path in ledgers(lab_dir) for e in open_entries(path)],
              "ledger_locks": [f"{path}: held by {run_id}" for path, run_id in ledger_locks(lab_dir).items()],
-             "processes": [], "tc_profiles": [], "build_dirs": [], "gateway_config": [], "lab_problems": []}
+             "processes": [], "tc_profiles": [], "build_dirs": [], "gateway_config": [], "lab_problems": [],
+             "controller_processes": [f"{pid}: {(lab.proc_cmdline(pid) or '')[:160]}"
+                                      for pid in process_tree.marked(run_id)]}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         if pid == os.getpid():  # this driver: its own arguments may name a point such as deadman:tp2_baseline+2
             continue
@@ -316,8 +378,19 @@ def main(argv: list[str] | None = None) -> int:
         extravars = {**plan, **({"experiment_deadman_deadline_s": args.deadline_s} if point["deadman"] else {}),
                      **({"inferlab_trials": args.trials, "inferlab_prefix_trials": 0}
                         if args.trials is not None else {})}
-        result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
-        if result["killed"]:
+        if point["signal"]:
+            result = {"point": text, **run_until_signaled(point, args.inventory, run_dir, extravars, args.timeout_s)}
+            if result["killed"]:
+                result["restore"] = own_restore(run_dir)
+                result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha, run_dir.name)
+            result["ok"] = bool(result["killed"] and result["exit_code"] == 11 and result["restore"]["rc"] == 0
+                                and result["restore"]["verified"] and all(result["restore"]["verified"].values())
+                                and not any(result["leftovers"].values()))
+        else:
+            result = {"point": text, **run_until_killed(point, args.inventory, run_dir, extravars, args.timeout_s)}
+        if point["signal"]:
+            pass
+        elif result["killed"]:
             t_kill = time.monotonic()
             # what the kill left open: none at a point after the prober started would mean the ledgers were not read
             result["open_entries_at_kill"] = [e for path in ledgers(lab_dir) for e in open_entries(path)]
@@ -330,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                 result["deadman_s"] = wait_for_deadman(lab_dir, args.deadline_s + 60)
             result["restore"] = restore(args.inventory, run_dir)
             result["restore_s"] = round(time.monotonic() - t_kill, 1)
-            result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha)
+            result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha, run_dir.name)
             undone_by_restore = [u for host, u in result["restore"]["undone"].items() if u]
             result["ok"] = (locked_by_run and result["restore"]["rc"] == 0
                             and all(result["restore"]["verified"].values())
@@ -341,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result["ok"] = False
         print(f"interrupt: {text}: {'restored, nothing left' if result['ok'] else 'FAILED'} "
-              f"{json.dumps({k: result.get(k) for k in ('restore_s', 'deadman_s')})}", file=sys.stderr, flush=True)
+              f"{json.dumps({k: result.get(k) for k in ('restore_s', 'deadman_s', 'restored_in_s')})}", file=sys.stderr,
+              flush=True)
         results.append(result)
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0 if all(r["ok"] for r in results) else 1

@@ -2,6 +2,7 @@
 switch, and the plan a point's run gets."""
 
 import importlib.util
+import signal
 import socket
 import subprocess
 import sys
@@ -21,14 +22,19 @@ def fixture_interrupt():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("pause", {"point": "pause", "stage": "pause", "delay_s": 0.0, "deadman": False, "stages": None}),
+    ("pause", {"point": "pause", "stage": "pause", "delay_s": 0.0, "deadman": False, "signal": None, "stages": None}),
     ("tp2_nextn+4", {"point": "tp2_nextn+4", "stage": "tp2_nextn", "delay_s": 4.0, "deadman": False,
-                     "stages": None}),
+                     "signal": None, "stages": None}),
     ("deadman:tp2_baseline+2.5@verify,pause,tp2_baseline",
-     {"point": "deadman:tp2_baseline+2.5", "stage": "tp2_baseline", "delay_s": 2.5, "deadman": True,
+     {"point": "deadman:tp2_baseline+2.5", "stage": "tp2_baseline", "delay_s": 2.5, "deadman": True, "signal": None,
       "stages": ["verify", "pause", "tp2_baseline"]}),
+    ("hup:pause+1@verify,pause",
+     {"point": "hup:pause+1", "stage": "pause", "delay_s": 1.0, "deadman": False, "signal": signal.SIGHUP,
+      "stages": ["verify", "pause"]}),
+    ("term:tp2_nextn", {"point": "term:tp2_nextn", "stage": "tp2_nextn", "delay_s": 0.0, "deadman": False,
+                        "signal": signal.SIGTERM, "stages": None}),
     ("pause@verify,known_good,prober,fallback,pause",
-     {"point": "pause", "stage": "pause", "delay_s": 0.0, "deadman": False,
+     {"point": "pause", "stage": "pause", "delay_s": 0.0, "deadman": False, "signal": None,
       "stages": ["verify", "known_good", "prober", "fallback", "pause"]}),
 ])
 def test_a_point_names_its_stage_delay_switch_and_plan(interrupt, text, expected):
@@ -132,7 +138,7 @@ def test_the_leftover_scan_finds_its_own_labs_processes_and_not_a_lab_whose_name
     procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "iperf3",
                                str(tmp_path / name / "state")]) for name in ("imol", "imolnr")]
     try:
-        found = interrupt.leftovers({"hosts": []}, tmp_path / "imol", None)["processes"]
+        found = interrupt.leftovers({"hosts": []}, tmp_path / "imol", None, "no-such-run")["processes"]
     finally:
         for proc in procs:
             proc.kill()
