@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jsonschema
 
-from inferlab import paths
+from inferlab import paths, redaction
 from inferlab.private_files import write_private
 
 SCHEMA_VERSION = 1
@@ -120,7 +120,9 @@ def one_line(exc: RecordError) -> str:
 
 
 def write(run_dir: Path, run: dict) -> Path:
-    record = assemble(run_dir, run)
+    """record.json, assembled from the fragments, with every value shaped like a secret redacted wherever it is (a
+    rank's argv with --api-key, a URL with credentials: inferlab.redaction), validated, written whole."""
+    record = redaction.redact_value(assemble(run_dir, run))
     validate(record)
     target = run_dir / "record.json"
     write_private(target, json.dumps(record, indent=2, sort_keys=True) + "\n")

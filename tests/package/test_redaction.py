@@ -78,3 +78,20 @@ def test_the_hosts_copy_of_the_shape_rule_is_the_same():
         assert (ours.pattern, ours.flags) == (theirs.pattern, theirs.flags), name
     samples = [{k: v for k, v in place.items() if not redaction.is_secret_name(k)} for place in PLACES.values()]
     assert [host_redaction.redact_value(s) for s in samples] == [redaction.redact_value(s) for s in samples]
+
+
+def test_a_secret_in_a_fragment_is_redacted_in_the_record(tmp_path):
+    """A rank's argv as sglang_tp records it, with the site's extra args: the flag's value never reaches record.json."""
+    from inferlab import record
+
+    canary = "sk-canary-" + "record"
+    stage = tmp_path / "fragments" / "serve"
+    stage.mkdir(parents=True)
+    (stage / "lab-a.json").write_text(json.dumps({"argv": ["python", "-m", "sglang.launch_server", "--api-key", canary],
+                                                  "url": f"http://user:{canary}@127.0.0.1:30000/v1"}))
+    run = {"id": "r", "playbook": "p", "inventory": "i", "started": "2026-12-06T00:00:00Z",
+           "finished": "2026-12-06T00:00:01Z", "status": "successful", "exit_code": 0, "exit_meaning": "success",
+           "extravars": {}}
+    path = record.write(tmp_path, run)
+    assert canary not in path.read_text()
+    assert json.loads(path.read_text())["stages"]["serve"]["lab-a"]["argv"][-1] == "<redacted>"
