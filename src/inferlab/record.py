@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import platform
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 
-from inferlab import paths, redaction
+from inferlab import liveness, paths, redaction
 from inferlab.private_files import write_private
 
 SCHEMA_VERSION = 1
@@ -22,6 +23,10 @@ RECORD_FILE = "record.json"
 # or a float beyond a double cannot be formatted or compared as the readers do.
 MAX_DEPTH = 64
 MAX_INTEGER = 2**63 - 1
+# One command may read a record several times (runs list --where, reverify, matrix): what is wrong with a
+# record's bytes is kept, by their sha256, so that each is checked once.
+SCHEMA_CACHE_SIZE = 4096
+_PROBLEMS: dict[bytes, str | None] = {}
 # Stages with a dedicated section in the record; every other stage lands under "stages".
 SECTIONS = {"verify": "verification", "restore": "restore", "link_test": "link_tests", "serving": "serving",
             "continuity": "continuity", "fallback": "fallback", "candidate": "candidate",
@@ -64,6 +69,7 @@ def controller_versions() -> dict:
 
     return {
         "hostname": socket.gethostname(),
+        "machine_id": liveness.machine_id(),  # what tells two controllers apart: a short hostname may not
         "python": platform.python_version(),
         "ansible_core": version("ansible-core"),
         "ansible_runner": version("ansible-runner"),
@@ -143,7 +149,8 @@ def read(run: Path) -> dict:
     types."""
     target = record_path(run)
     try:
-        text = target.read_bytes().decode("utf-8")
+        raw = target.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise RecordError(f"{target}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -156,11 +163,27 @@ def read(run: Path) -> dict:
         raise RecordError(f"{target} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise RecordError(f"{target} holds a JSON {type(data).__name__}, not a record (an object)")
-    problem = _out_of_bounds(data)
+    problem = _problem(data, hashlib.sha256(raw).digest())
     if problem:
-        raise RecordError(f"{target}: {problem}")
-    validate(data, str(target))
+        raise RecordError(f"{target}{problem}")
     return data
+
+
+def _problem(data: dict, digest: bytes) -> str | None:
+    """What is wrong with a parsed record (beyond the bounds, or against the schema), as the end of a sentence that
+    names the file; None when nothing is. Kept by the sha256 of the record's bytes (SCHEMA_CACHE_SIZE)."""
+    if digest not in _PROBLEMS:
+        if len(_PROBLEMS) >= SCHEMA_CACHE_SIZE:
+            _PROBLEMS.clear()
+        beyond = _out_of_bounds(data)
+        problems = [] if beyond else schema_problems(data)
+        if beyond:
+            _PROBLEMS[digest] = f": {beyond}"
+        elif problems:
+            _PROBLEMS[digest] = " does not match record.schema.json:\n  " + "\n  ".join(problems)
+        else:
+            _PROBLEMS[digest] = None
+    return _PROBLEMS[digest]
 
 
 def _refuse_constant(name: str):
