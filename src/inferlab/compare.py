@@ -223,7 +223,8 @@ def load_record(path: Path) -> dict:
     try:
         data = record.read(path)
     except record.RecordError as exc:
-        raise RecordInputError(f"{exc}; is {path} a run directory?") from None
+        where = "" if record.record_path(path).is_file() else f"; is {path} a run directory?"
+        raise RecordInputError(record.one_line(exc) + where) from None
     return check_record(data, str(record.record_path(path)))
 
 
