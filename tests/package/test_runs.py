@@ -277,7 +277,7 @@ def test_a_live_pid_of_another_process_is_not_the_runs_controller(root):
     assert run.status == "interrupted"
 
 
-@pytest.mark.parametrize("pid", [1, os.getpid()])
+@pytest.mark.parametrize("pid", [1, os.getpid()], ids=["pid 1", "this test"])
 def test_a_pid_alone_that_started_after_the_run_is_not_its_controller(root, pid):
     """A run directory from before the start time was recorded: a live pid counts only when its process started
     before the run (pid 1 and this test started long after 2020)."""
@@ -287,7 +287,7 @@ def test_a_pid_alone_that_started_after_the_run_is_not_its_controller(root, pid)
     assert run.status == "interrupted"
 
 
-@pytest.mark.parametrize("pid", [2**70, -1, 0, True, "1", 1.5])
+@pytest.mark.parametrize("pid", [2**70, -1, 0, True, "1", 1.5], ids=["2**70", "-1", "0", "true", "'1'", "1.5"])
 def test_a_pid_that_cannot_be_one_is_not_alive(root, pid):
     path = make_run(root, "20261130T133000Z-serve")
     (path / "env" / "extravars").write_text(json.dumps({"inferlab_controller_pid": pid}))
