@@ -149,12 +149,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not record_path.is_file():
         raise UsageError(f"{record_path} not found: is {run_dir} a run directory?")
     try:
-        data = json.loads(record_path.read_text())
-        record.validate(data)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{record_path} is not JSON ({exc}): nothing rendered") from exc
+        data = record.read(run_dir)
     except record.RecordError as exc:
-        raise UsageError(f"{record_path}: {exc}; nothing rendered") from exc
+        raise UsageError(f"{record.one_line(exc)}; nothing rendered") from exc
     print(api.render_outputs(run_dir, data))
     return exit_codes.SUCCESS
 
@@ -177,9 +174,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         raise UsageError("--where selects what runs list shows; runs prune keeps the newest runs, whatever they hold")
     if args.keep is None or args.keep < 1:
         raise UsageError(f"runs prune needs --keep N with N >= 1 (got {args.keep}): it never removes every run")
-    doomed, running = runs.select_prunable(found, args.keep)
-    for run in running:
-        print(f"kept {run.path}: still running (controller pid {run.controller_pid})")
+    doomed, kept = runs.select_prunable(found, args.keep, named=set(args.unrestored or ()))
+    for run in kept:
+        print(f"kept {run.path}: {runs.kept_reason(run)}")
     verb = "would remove" if args.dry_run else "removed"
     for run in doomed:
         if not args.dry_run:
@@ -257,14 +254,15 @@ def cmd_reverify(args: argparse.Namespace) -> int:
     try:
         records_a = [load_compared(run) for run in specs_a]
         original = compare.compare(records_a, [load_compared(run) for run in specs_b])
-        reruns = [reverify.rerun_of(resolve_run(run), mode) for run, mode in map(compare.split_mode, specs_b)]
+        reruns = reverify.plan(original, [(resolve_run(run), mode) for run, mode in map(compare.split_mode, specs_b)],
+                               args.inventory)
     except (compare.CompareError, reverify.ReverifyError) as exc:
         raise UsageError(str(exc)) from None
     new_specs, code, outcomes = [], exit_codes.SUCCESS, None
     for rerun in reruns:
         print(f"inferlab: running {rerun.run_id} again ({rerun.playbook})", file=sys.stderr, flush=True)
         run_dir = runner.new_run_dir(Path(rerun.playbook))
-        result = api.run(rerun.playbook, args.inventory or rerun.inventory, reverify.rerun_vars(rerun), run_dir,
+        result = api.run(rerun.playbook, rerun.inventory, reverify.rerun_vars(rerun), run_dir,
                          strategy_name=args.strategy, event_handler=progress.Progress(run_dir))
         print(f"inferlab: {run_dir}: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)
         if result.rc != exit_codes.SUCCESS:
@@ -278,16 +276,14 @@ def cmd_reverify(args: argparse.Namespace) -> int:
             raise UsageError(f"the re-runs cannot be compared with A: {exc}") from None
         outcomes = reverify.judge(original, again)
     document = {**reverify.as_json(specs_a, specs_b, new_specs, outcomes), "time": runner.utc_iso()}
+    # the outcome first: keeping it beside each original run, and its report, must not lose it
+    print(json.dumps(document, indent=2) + "\n" if args.json else reverify.render_text(document), end="")
     for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(compare.split_mode, specs_b)):
         try:  # the original run's report shows it, kept beside its record
             reverify.keep(run_dir, document)
             report.write(run_dir, compare.load_record(run_dir))
-        except (OSError, compare.CompareError, reverify.ReverifyError) as exc:
-            print(f"inferlab: {run_dir}: the outcome could not be kept in the run directory: {exc}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(document, indent=2))
-    else:
-        print(reverify.render_text(document), end="")
+        except Exception as exc:  # noqa: BLE001 - whatever fails here, the outcome above stands
+            print(f"inferlab: {run_dir}: the outcome could not be kept in the run directory: {exc!r}", file=sys.stderr)
     return code
 
 
@@ -481,6 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_dirs.add_argument("--keep", type=int, metavar="N", help="prune: keep the N newest run directories")
     run_dirs.add_argument("--dry-run", action="store_true", help="prune: print what would be removed, remove nothing")
+    run_dirs.add_argument("--unrestored", action="append", metavar="NAME",
+                          help="prune: remove this run too although it awaits a restore (its known_good/ snapshots "
+                               "are the only baseline a later restore can verify against) or was made on another "
+                               "controller; repeatable")
     run_dirs.set_defaults(func=cmd_runs)
     return parser
 

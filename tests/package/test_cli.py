@@ -61,7 +61,7 @@ def test_usage_errors(argv, message, capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "record.json is not JSON"),
+        ("{not json", "record.json is not valid JSON"),
         ('{"schema_version": 1}', "record.json does not match record.schema.json"),
     ],
 )

@@ -270,11 +270,6 @@ def test_no_supported_verdict_is_not_run_again(tmp_path):
     assert rerun.run_id == "clean-1"
 
 
-CLI_CHANGE = ("cli.cmd_reverify must plan the re-runs with reverify.plan(original, runs_b, args.inventory), run "
-              "rerun.inventory, and print the outcome before keeping it (issue 39, section 4)")
-
-
-@pytest.mark.xfail(strict=True, reason=CLI_CHANGE)
 def test_inferlab_reverify_refuses_when_no_verdict_was_supported(tmp_path, reruns, capsys):
     a = run_dirs(tmp_path, group("link_lossy.json", 1, "lossy"), {})
     b = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
@@ -283,7 +278,6 @@ def test_inferlab_reverify_refuses_when_no_verdict_was_supported(tmp_path, rerun
     assert reruns.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=CLI_CHANGE)
 def test_inferlab_reverify_runs_the_inventory_the_user_names(tmp_path, reruns, capsys):
     a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
     b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
@@ -295,7 +289,6 @@ def test_inferlab_reverify_runs_the_inventory_the_user_names(tmp_path, reruns, c
     assert {str(c["inventory"]) for c in reruns.calls} == {str(site)}
 
 
-@pytest.mark.xfail(strict=True, reason=CLI_CHANGE)
 def test_a_report_that_cannot_be_rendered_after_the_reruns_keeps_the_printed_outcome(tmp_path, reruns, capsys,
                                                                                        monkeypatch):
     a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})

@@ -324,8 +324,12 @@ def test_an_interrupted_never_restored_run_is_kept_with_its_snapshots_unless_nam
     assert path.name in [r.name for r in kept] and "never restored" in runs.kept_reason(run)
     assert cli.main(["runs", "prune", "--keep", "1", "--root", str(root)]) == exit_codes.SUCCESS
     assert (path / "known_good" / "lab-a.json").is_file()
+    assert f"kept {path}: " in capsys.readouterr().out
     doomed, kept = runs.select_prunable(runs.list_runs(root), keep=1, named={path.name})
     assert path.name in [r.name for r in doomed]
+    # named on the command line, it goes
+    assert cli.main(["runs", "prune", "--keep", "1", "--root", str(root), "--unrestored", path.name]) == 0
+    assert not path.exists()
 
 
 def verified_restore(root, name, known_good_dir):
