@@ -14,7 +14,7 @@ from typing import Any
 
 import ansible_runner
 
-from inferlab import exit_codes, paths, process_tree, strategy
+from inferlab import exit_codes, liveness, paths, process_tree, strategy
 from inferlab.private_files import make_private_dir, write_private
 
 
@@ -113,7 +113,7 @@ def run_playbook(
     started = utc_iso()
     # The ledger lock names this process as the run's holder, so a lock left by a killed run is seen as stale.
     all_vars = {"inferlab_run_dir": str(run_dir), "inferlab_run_id": run_id or run_id_for(run_dir),
-                "inferlab_controller_pid": os.getpid(), **(extravars or {})}
+                **liveness.controller_vars(), **(extravars or {})}
     # Never on a command line: ansible-runner would put a dict of extra vars in ansible-playbook's argv (and in
     # artifacts/<ident>/command), where `ps` shows them. A file it passes as `-e @env/extravars` instead.
     write_private(run_dir / "env" / "extravars", json.dumps(all_vars))
