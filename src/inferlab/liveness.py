@@ -43,7 +43,7 @@ def valid_pid(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= PID_MAX else None
 
 
-def _stat_fields(pid: int, procfs: Path) -> list[str] | None:
+def stat_fields(pid: int, procfs: Path = PROCFS) -> list[str] | None:
     """/proc/PID/stat's fields from the third (state) on, or None when there is no such process."""
     try:
         raw = (procfs / str(pid) / "stat").read_bytes().decode("utf-8", "replace")
@@ -55,7 +55,7 @@ def _stat_fields(pid: int, procfs: Path) -> list[str] | None:
 
 def start_time(pid: int, procfs: Path = PROCFS) -> int | None:
     """The start time of a live (not zombie) process, in clock ticks after boot (/proc/PID/stat field 22), or None."""
-    fields = _stat_fields(pid, procfs)
+    fields = stat_fields(pid, procfs)
     if not fields or len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return int(fields[19]) if fields[19].isdigit() else None

@@ -21,7 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-PROCFS = Path("/proc")
+from inferlab import liveness
+
+PROCFS = liveness.PROCFS
 RUN_MARK = "INFERLAB_RUN_ID"  # the environment variable that marks a run's processes
 # how long end_tree waits for the killed members to be gone (SIGKILL is not refused; a process in uninterruptible
 # sleep takes until its I/O ends)
@@ -32,11 +34,9 @@ MAX_STOP_WALKS = 50
 
 def stat_fields(pid: int, procfs: Path = PROCFS) -> tuple[str, int, int] | None:
     """``(state, ppid, start_time)`` of ``pid`` from /proc/PID/stat, or None when it is gone."""
-    try:
-        raw = (procfs / str(pid) / "stat").read_bytes().decode("utf-8", "replace")
-    except OSError:
+    fields = liveness.stat_fields(pid, procfs)
+    if not fields or len(fields) < 20:
         return None
-    fields = raw[raw.rindex(")") + 2:].split()  # comm may hold ") ": fields start after the last ')'
     return fields[0], int(fields[1]), int(fields[19])
 
 
