@@ -97,7 +97,7 @@ def end_tree(root: int | None, run_id: str | None = None, procfs: Path = PROCFS,
         return tree + [pid for pid in (marked(run_id, procfs) if run_id else []) if pid not in tree]
 
     stopped: dict[int, int] = {}  # pid -> start time
-    for _ in range(MAX_STOP_WALKS):
+    for _walk in range(MAX_STOP_WALKS):
         new = [pid for pid in members() if pid not in stopped]
         if not new:
             break

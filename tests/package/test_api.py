@@ -47,13 +47,18 @@ PLAYBOOK = """\
 """
 
 
-@pytest.fixture
-def project(tmp_path):
+def tiny_project(tmp_path):
+    """The tiny playbook and an inventory of the controller alone, in ``tmp_path``."""
     playbook = tmp_path / "tiny.yml"
     playbook.write_text(PLAYBOOK)
     inventory = tmp_path / "hosts.ini"
     inventory.write_text(f"local ansible_connection=local ansible_python_interpreter={sys.executable}\n")
     return playbook, inventory
+
+
+@pytest.fixture
+def project(tmp_path):
+    return tiny_project(tmp_path)
 
 
 def test_success_returns_status_rc_run_dir_and_record(project, tmp_path):

@@ -5,9 +5,15 @@ returns an exit code of the contract with the reason, never a traceback."""
 import errno
 import json
 
-from test_api import RESTORE, project  # noqa: F401 - the fixture
+import pytest
+from test_api import RESTORE, tiny_project
 
 from inferlab import api, exit_codes, record, report, runner
+
+
+@pytest.fixture(name="project")
+def fixture_project(tmp_path):
+    return tiny_project(tmp_path)
 
 
 def full_disk_for(monkeypatch, module, name: str, function: str = "write_private"):
@@ -22,7 +28,7 @@ def full_disk_for(monkeypatch, module, name: str, function: str = "write_private
     monkeypatch.setattr(module, function, write)
 
 
-def test_a_canceled_run_whose_run_json_cannot_be_written_is_still_restored(project, tmp_path, monkeypatch):  # noqa: F811
+def test_a_canceled_run_whose_run_json_cannot_be_written_is_still_restored(project, tmp_path, monkeypatch):
     playbook, inventory = project
     restore = tmp_path / "restore.yml"
     restore.write_text(RESTORE)
@@ -37,8 +43,7 @@ def test_a_canceled_run_whose_run_json_cannot_be_written_is_still_restored(proje
     assert not (run_dir / "run.json").exists() and not (run_dir / ".run.json.tmp").exists()
 
 
-def test_a_record_that_cannot_be_written_is_12_with_the_reason_and_no_part_of_it_left(project, tmp_path,  # noqa: F811
-                                                                                      monkeypatch):
+def test_a_record_that_cannot_be_written_is_12_with_the_reason_and_no_part_of_it_left(project, tmp_path, monkeypatch):
     playbook, inventory = project
     run_dir = tmp_path / "run"
     full_disk_for(monkeypatch, record, "record.json")
@@ -49,7 +54,7 @@ def test_a_record_that_cannot_be_written_is_12_with_the_reason_and_no_part_of_it
     assert not (run_dir / "record.json").exists()
 
 
-def test_a_report_that_cannot_be_rendered_keeps_the_runs_code_and_says_so(project, tmp_path, monkeypatch):  # noqa: F811
+def test_a_report_that_cannot_be_rendered_keeps_the_runs_code_and_says_so(project, tmp_path, monkeypatch):
     playbook, inventory = project
 
     def crash(*_args):

@@ -289,8 +289,8 @@ def test_inferlab_reverify_runs_the_inventory_the_user_names(tmp_path, reruns, c
     assert {str(c["inventory"]) for c in reruns.calls} == {str(site)}
 
 
-def test_a_report_that_cannot_be_rendered_after_the_reruns_keeps_the_printed_outcome(tmp_path, reruns, capsys,
-                                                                                       monkeypatch):
+def test_a_report_that_cannot_be_rendered_after_the_reruns_keeps_the_printed_outcome(
+        tmp_path, reruns, capsys, monkeypatch):
     a = run_dirs(tmp_path, group("link_lossy.json", 5, "lossy"), {"inferlab_layer_link_profile": "lossy"})
     b = run_dirs(tmp_path, group("link_clean_fresh.json", 5, "clean"), {"inferlab_layer_link_profile": "clean"})
 

@@ -119,7 +119,7 @@ def test_ids_of_concurrent_writers_never_collide():
     """Processes that make ids at once never make the same one (16 random bits a second made equal ones here)."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / ".collections"))
     writers = [subprocess.Popen([sys.executable, "-c", ID_WRITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                text=True, env=env) for _ in range(WRITERS)]
+                                text=True, env=env) for _writer in range(WRITERS)]
     try:
         for writer in writers:
             writer.stdin.write("go\n")

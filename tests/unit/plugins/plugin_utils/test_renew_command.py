@@ -26,8 +26,8 @@ NO_PASSWORD = ["-o", "KbdInteractiveAuthentication=no", "-o",
                "PasswordAuthentication=no"]
 
 
-def argv(become=None, connection=SSH, **ssh):
-    return rc.renew_command("gpu-a", connection, dict(DEFAULTS, **ssh), become, RENEW)["argv"]
+def argv(become=None, connection=None, **ssh):
+    return rc.renew_command("gpu-a", connection or SSH, dict(DEFAULTS, **ssh), become, RENEW)["argv"]
 
 
 def test_with_nothing_set_the_command_is_ansibles_ssh_behind_the_heartbeats_own_options():
@@ -40,8 +40,8 @@ def test_with_nothing_set_the_command_is_ansibles_ssh_behind_the_heartbeats_own_
     # ansible_port / ansible_ssh_port / remote_port
     ({"port": 2222}, ["ssh", *OWN, "-o", "Port=2222", *NO_PASSWORD, "-o", "ConnectTimeout=10", "gpu-a", REMOTE]),
     # ansible_user / ansible_ssh_user / remote_user in ansible.cfg / ANSIBLE_REMOTE_USER
-    ({"remote_user": "ops"}, ["ssh", *OWN, *NO_PASSWORD, "-o", 'User="ops"', "-o", "ConnectTimeout=10", "gpu-a",
-                              REMOTE]),
+    ({"remote_user": "ops"},
+     ["ssh", *OWN, *NO_PASSWORD, "-o", 'User="ops"', "-o", "ConnectTimeout=10", "gpu-a", REMOTE]),
     # ansible_ssh_private_key_file / ansible_private_key_file / private_key_file in ansible.cfg, ~ expanded
     ({"private_key_file": "/keys/id_ed25519"}, ["ssh", *OWN, "-o", 'IdentityFile="/keys/id_ed25519"', *NO_PASSWORD,
                                                "-o", "ConnectTimeout=10", "gpu-a", REMOTE]),
@@ -54,8 +54,8 @@ def test_with_nothing_set_the_command_is_ansibles_ssh_behind_the_heartbeats_own_
      ["ssh", *OWN, *NO_PASSWORD, "-o", "ConnectTimeout=10", "-o", "UserKnownHostsFile=/lab/known hosts", "-o",
       "ProxyJump=bastion", "gpu-a", REMOTE]),
     # ansible_ssh_executable
-    ({"ssh_executable": "/opt/openssh/bin/ssh"}, ["/opt/openssh/bin/ssh", *OWN, *NO_PASSWORD, "-o",
-                                                 "ConnectTimeout=10", "gpu-a", REMOTE]),
+    ({"ssh_executable": "/opt/openssh/bin/ssh"},
+     ["/opt/openssh/bin/ssh", *OWN, *NO_PASSWORD, "-o", "ConnectTimeout=10", "gpu-a", REMOTE]),
     # Ansible's ConnectTimeout: ansible_ssh_timeout / timeout in ansible.cfg / ANSIBLE_TIMEOUT
     ({"timeout": 33}, ["ssh", *OWN, *NO_PASSWORD, "-o", "ConnectTimeout=33", "gpu-a", REMOTE]),
     # host_key_checking = False (ansible.cfg, ANSIBLE_HOST_KEY_CHECKING, ansible_host_key_checking)
