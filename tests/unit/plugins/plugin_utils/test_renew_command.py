@@ -43,8 +43,9 @@ def test_with_nothing_set_the_command_is_ansibles_ssh_behind_the_heartbeats_own_
     ({"remote_user": "ops"},
      ["ssh", *OWN, *NO_PASSWORD, "-o", 'User="ops"', "-o", "ConnectTimeout=10", "gpu-a", REMOTE]),
     # ansible_ssh_private_key_file / ansible_private_key_file / private_key_file in ansible.cfg, ~ expanded
-    ({"private_key_file": "/keys/id_ed25519"}, ["ssh", *OWN, "-o", 'IdentityFile="/keys/id_ed25519"', *NO_PASSWORD,
-                                               "-o", "ConnectTimeout=10", "gpu-a", REMOTE]),
+    ({"private_key_file": "/keys/id_ed25519"},
+     ["ssh", *OWN, "-o", 'IdentityFile="/keys/id_ed25519"', *NO_PASSWORD, "-o", "ConnectTimeout=10", "gpu-a",
+      REMOTE]),
     # ansible_ssh_args / ssh_args in ansible.cfg: after the heartbeat's own (whose ControlMaster=no wins)
     ({"ssh_args": "-C -o ControlMaster=auto -o ControlPersist=60s"},
      ["ssh", *OWN, "-C", "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", *NO_PASSWORD, "-o",
