@@ -117,7 +117,8 @@ print("\\n".join(_ledger_core.new_id("process") for _ in range({IDS_PER_WRITER})
 
 def test_ids_of_concurrent_writers_never_collide():
     """Processes that make ids at once never make the same one (16 random bits a second made equal ones here)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / ".collections"))
+    # where this test imported the collection from: the checkout's .collections, or ansible-test's copy of the tree
+    env = dict(os.environ, PYTHONPATH=str(Path(_ledger_core.__file__).parents[5]))
     writers = [subprocess.Popen([sys.executable, "-c", ID_WRITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True, env=env) for _writer in range(WRITERS)]
     try:
