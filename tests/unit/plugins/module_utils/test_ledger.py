@@ -23,6 +23,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (
 )
 from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger, ledger_files, ledger_script
 from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import COLLECTIONS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 HOST = "lab-a"
@@ -117,8 +118,7 @@ print("\\n".join(_ledger_core.new_id("process") for _ in range({IDS_PER_WRITER})
 
 def test_ids_of_concurrent_writers_never_collide():
     """Processes that make ids at once never make the same one (16 random bits a second made equal ones here)."""
-    # where this test imported the collection from: the checkout's .collections, or ansible-test's copy of the tree
-    env = dict(os.environ, PYTHONPATH=str(Path(_ledger_core.__file__).parents[5]))
+    env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_DIR))
     writers = [subprocess.Popen([sys.executable, "-c", ID_WRITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True, env=env) for _writer in range(WRITERS)]
     try:
