@@ -33,7 +33,7 @@ class RunResult:
     run_dir: Path
     record: dict | None  # the validated record.json; None when it could not be assembled
     ansible_rc: int | None = None  # ansible-playbook's own exit status (254 when canceled or timed out)
-    record_error: str | None = None  # why there is no record
+    record_error: str | None = None  # why there is no record, or why its report could not be rendered
     restore: dict | None = None  # the restore run after a cancel: {status, ansible_rc, verified}
     canceled_by: str | None = None  # a signal's name (SIGINT, SIGTERM, SIGHUP) or "callback"
     problems: tuple[str, ...] = ()  # what failed beside the playbook: ansible-runner itself, a file not written
@@ -226,7 +226,7 @@ def run(
                 run_id=run_id,
             )
         except Exception as exc:  # noqa: BLE001 - whatever failed, what the run changed is unknown: restore it
-            outcome = runner.aborted_outcome(playbook_path, inventory_path, target, chosen, started, exc)
+            outcome = runner.aborted_outcome(playbook_path, inventory_path, target, chosen, started, run_id, exc)
         outcome.canceled_by, outcome.ended_pids = canceler.requested_by, canceler.ended
         bookkeeping_error = runner.write_run_json(outcome)
         restore = (

@@ -162,12 +162,12 @@ def run_playbook(
     return outcome
 
 
-def aborted_outcome(playbook: Path, inventory: Path, run_dir: Path, strategy_name: str, started: str,
+def aborted_outcome(playbook: Path, inventory: Path, run_dir: Path, strategy_name: str, started: str, run_id: str,
                     error: BaseException) -> RunOutcome:
     """The outcome of a run whose ansible-runner call raised (a full disk under its artifacts, a crash): status
     `failed` with no play stats, so what it changed is unknown and the restore after a cancel runs."""
     return RunOutcome(run_dir=run_dir, playbook=playbook, inventory=inventory, status="failed", rc=-1,
-                      started=started, finished=utc_iso(), strategy=strategy_name, run_id=run_id_for(run_dir),
+                      started=started, finished=utc_iso(), strategy=strategy_name, run_id=run_id,
                       error=f"{type(error).__name__}: {error}")
 
 

@@ -65,3 +65,23 @@ def test_a_report_that_cannot_be_rendered_keeps_the_runs_code_and_says_so(projec
     assert result.rc == exit_codes.SUCCESS and result.record is not None
     assert "the report could not be rendered: KeyError" in result.record_error
     assert json.loads((tmp_path / "run" / "record.json").read_text())["run"]["exit_code"] == 0
+
+
+def test_ansible_runner_failing_itself_is_an_aborted_run_that_is_restored(project, tmp_path, monkeypatch):
+    """ansible-runner raising for the run (a full disk under its artifacts): what the run changed is unknown, so the
+    restore runs, and the exit code and the problems say what happened."""
+    playbook, inventory = project
+    restore = tmp_path / "restore.yml"
+    restore.write_text(RESTORE)
+    real = runner.ansible_runner.run
+
+    def run(**kwargs):
+        if kwargs["ident"] == "ansible":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(**kwargs)
+
+    monkeypatch.setattr(runner.ansible_runner, "run", run)
+    result = api.run(playbook, inventory, {}, tmp_path / "run", restore_playbook=restore)
+    assert result.status == "failed" and result.restore["verified"] is True
+    assert result.rc == exit_codes.EXPERIMENT_FAILED_RESTORED
+    assert result.problems[0] == "OSError: [Errno 28] No space left on device"
