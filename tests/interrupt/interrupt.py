@@ -178,6 +178,7 @@ def run_until_killed(point: dict, inventory: Path, run_dir: Path, extravars: dic
 def run_until_signaled(point: dict, inventory: Path, run_dir: Path, extravars: dict, timeout_s: float) -> dict:
     """Start the experiment through `inferlab run` in its own session; at the point send the point's signal to that
     process alone, and wait for it to end its playbook, restore and exit."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)  # the run directory itself is inferlab run's to make
     vars_file = run_dir.with_name(run_dir.name + "-vars.json")
     vars_file.write_text(json.dumps(extravars))
     log = run_dir.with_name(run_dir.name + "-inferlab.log").open("w")
