@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferlab import cancel, exit_codes, paths, plots, record, report, runner, strategy
+from inferlab import cancel, exit_codes, paths, plots, record, report, runner, runs, strategy
 from inferlab.redaction import redact_vars
 
 
@@ -74,7 +74,7 @@ def exit_code(outcome: runner.RunOutcome) -> int:
     """runner.classify, except that an aborted run without play stats is not taken to have changed nothing:
     ansible-playbook was stopped before it could count, so only a verified restore makes it 11."""
     if aborted(outcome) and not outcome.stats:
-        if runner.restore_verified(outcome.run_dir):
+        if runs.restore_verified(outcome.run_dir):
             return exit_codes.EXPERIMENT_FAILED_RESTORED
         return exit_codes.RESTORE_UNVERIFIED
     return runner.classify(outcome)
@@ -117,9 +117,9 @@ def restore_after_cancel(
             event_handler=event_handler,
         )
     except Exception as exc:  # noqa: BLE001 - ansible-runner itself failed (a full disk): the fragments say the rest
-        return {"status": "failed", "ansible_rc": None, "verified": runner.restore_verified(outcome.run_dir),
+        return {"status": "failed", "ansible_rc": None, "verified": runs.restore_verified(outcome.run_dir),
                 "error": f"{type(exc).__name__}: {exc}"}
-    return {"status": restored.status, "ansible_rc": restored.rc, "verified": runner.restore_verified(outcome.run_dir)}
+    return {"status": restored.status, "ansible_rc": restored.rc, "verified": runs.restore_verified(outcome.run_dir)}
 
 
 def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict:

@@ -118,8 +118,7 @@ def end_tree(root: int | None, run_id: str | None = None, procfs: Path = PROCFS,
 
 def alive(pid: int, start_time: int, procfs: Path = PROCFS) -> bool:
     """Whether ``pid`` is still the live (not zombie) process that started at ``start_time``."""
-    fields = stat_fields(pid, procfs)
-    return fields is not None and fields[0] not in ("Z", "X") and fields[2] == start_time
+    return liveness.start_time(pid, procfs) == start_time
 
 
 def main(argv: list[str] | None = None) -> int:

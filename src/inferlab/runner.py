@@ -14,7 +14,7 @@ from typing import Any
 
 import ansible_runner
 
-from inferlab import exit_codes, liveness, paths, process_tree, strategy
+from inferlab import exit_codes, liveness, paths, process_tree, runs, strategy
 from inferlab.private_files import make_private_dir, write_private
 
 
@@ -196,14 +196,9 @@ def outcome_summary(outcome: RunOutcome) -> dict:
     }
 
 
-def restore_fragments(run_dir: Path) -> list[dict]:
-    return [json.loads(f.read_text()) for f in sorted((run_dir / "fragments" / "restore").glob("*.json"))]
-
-
-def restore_verified(run_dir: Path) -> bool:
-    """True when every restore fragment of the run says the restore was verified."""
-    fragments = restore_fragments(run_dir)
-    return bool(fragments) and all(f.get("verified") is True for f in fragments)
+def restore_ran(run_dir: Path) -> bool:
+    """Whether a restore in the run wrote a fragment (runs.restore_verified says whether it verified)."""
+    return any((run_dir / "fragments" / "restore").glob("*.json"))
 
 
 def classify(outcome: RunOutcome) -> int:
@@ -215,10 +210,10 @@ def classify(outcome: RunOutcome) -> int:
     """
     if outcome.succeeded:
         return exit_codes.SUCCESS
-    if restore_fragments(outcome.run_dir) and not restore_verified(outcome.run_dir):
+    if restore_ran(outcome.run_dir) and not runs.restore_verified(outcome.run_dir):
         return exit_codes.RESTORE_UNVERIFIED
     if outcome.changed_total == 0:
         return exit_codes.PRECONDITION_FAILED
-    if restore_verified(outcome.run_dir):
+    if runs.restore_verified(outcome.run_dir):
         return exit_codes.EXPERIMENT_FAILED_RESTORED
     return exit_codes.RESTORE_UNVERIFIED
