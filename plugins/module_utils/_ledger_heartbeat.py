@@ -148,9 +148,12 @@ class Heartbeat:
                 pass  # it is exiting: its reader records why, the next beat starts it again
 
     def _start(self, host):
+        # in a process group of its own: the undo's SIGTERM to the heartbeat's group reaches the heartbeat alone,
+        # which ends its renew processes itself (end()), so their exit is never taken for a lost connection; a
+        # heartbeat killed outright closes their input, and a renew returns at its end
         try:
             host.process = subprocess.Popen(host.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE)
+                                            stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             self.error(host, f'cannot start its renew process {host.argv[0]}: {exc}')
             return False

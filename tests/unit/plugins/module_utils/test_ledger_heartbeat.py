@@ -103,8 +103,9 @@ class Beat:
     def __init__(self, tmp_path, children, interval="0.1", *extra):
         self.status_file = tmp_path / "heartbeat.json"
         self.watched = subprocess.Popen(["sleep", "60"])
+        # a process group of its own, as managed_process starts it (the undo signals that group)
         self.process = subprocess.Popen(heartbeat_argv(self.watched, children, self.status_file, interval, *extra),
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
     def status(self):
         return status(self.status_file)
@@ -193,6 +194,20 @@ def test_sigterm_stops_the_heartbeat_and_its_renew_processes(running):
     assert result["reason"] == "stopped by SIGTERM (the undo of its process entry)"
     assert children and all(proc.read_proc_stat(pid) is None for pid in children)
     assert beat.status()["reason"] == result["reason"]
+
+
+def test_sigterm_to_the_heartbeats_process_group_reaches_the_heartbeat_alone(running):
+    """The undo of the heartbeat's process entry signals its whole process group. Its renew processes are in groups
+    of their own, so that SIGTERM never races the heartbeat to end them (an exit it would record as a lost
+    connection): the heartbeat ends them itself, and no host has an error."""
+    beat, _renew_file = running
+    children = renew_children(beat.process.pid)
+    assert children and all(proc.read_proc_stat(pid)["pgrp"] == pid for pid in children)
+    os.killpg(beat.process.pid, signal.SIGTERM)
+    result, _err = beat.finish()
+    assert result["reason"] == "stopped by SIGTERM (the undo of its process entry)"
+    assert all(proc.read_proc_stat(pid) is None for pid in children)
+    assert beat.status()["hosts"]["lab-a"]["last_error"] is None
 
 
 def test_a_heartbeat_whose_playbook_is_gone_at_its_start_ends_at_once(tmp_path):
