@@ -9,6 +9,12 @@ lines=${2:-25}
 [ -r "$log" ] || { echo "(no log at $log)"; exit 0; }
 plain=$(sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' "$log" | cut -c1-400)
 start=$(grep -n -E '(fatal|failed): \[|FAILED!' <<< "$plain" | tail -n 1 | cut -d: -f1 || true)
+if grep -q 'Verifier tests failed' <<< "$plain"; then
+  # the tasks passed and a testinfra verifier failed: its failures' headers and assertion lines say which and why
+  echo "why $(basename "$log" .log) failed (the verifier's failed tests and their assertions; the whole log: $log):"
+  grep -E '^[ │]*(_{3,} .* _{3,}|E  |FAILED |[^ ]*\.py:[0-9]+: )' <<< "$plain" | head -n "$((lines * 2))" || true
+  exit 0
+fi
 echo "why $(basename "$log" .log) failed (the last failed task; the whole log: $log):"
 excerpt=''
 if [ -n "$start" ]; then
