@@ -60,9 +60,11 @@ import time
 
 try:
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _redaction as redaction
     from ansible_collections.inferlab.distributed.plugins.module_utils import _tc as tc
 except ImportError:  # on a host, installed beside them (see the module docstring)
     import inferlab_ledger_proc as proc
+    import inferlab_redaction as redaction
     import inferlab_tc as tc
 
 FORMAT = 'inferlab.ledger/1'
@@ -322,8 +324,13 @@ def _redact_assignment(text):
 
 
 def redact_command(argv):
-    """A start command with the values of its environment assignments redacted: systemd-run's ``--setenv=K=V``,
-    docker's and podman's ``-e K=V``, ``--env K=V`` and ``--env=K=V``."""
+    """A start command with the values of its environment assignments redacted (systemd-run's ``--setenv=K=V``,
+    docker's and podman's ``-e K=V``, ``--env K=V`` and ``--env=K=V``), then every secret by its shape
+    (``_redaction``: a secret flag's value, a URL's userinfo)."""
+    return redaction.redact_argv(_redact_env_assignments(argv))
+
+
+def _redact_env_assignments(argv):
     redacted, value_next = [], False
     for arg in argv:
         if not isinstance(arg, str):
@@ -340,12 +347,13 @@ def redact_command(argv):
 
 
 def redact_params(params):
-    """An entry's params as shown to callers: ``environment`` and ``command`` redacted."""
-    shown = dict(params)
-    if isinstance(shown.get('environment'), dict):
-        shown['environment'] = redact_environment(shown['environment'])
-    if isinstance(shown.get('command'), list):
-        shown['command'] = redact_command(shown['command'])
+    """An entry's params as shown to callers: ``environment`` by name, ``command`` (redact_command), and every
+    other value by its shape (a process's ``cmdline``, a unit's ``exec_start``)."""
+    shown = {key: redaction.redact_value(value) for key, value in params.items()}
+    if isinstance(params.get('environment'), dict):
+        shown['environment'] = redact_environment(params['environment'])
+    if isinstance(params.get('command'), list):
+        shown['command'] = redact_command(params['command'])
     return shown
 
 
@@ -513,30 +521,36 @@ def locked_message(host, holder, problem=None):
 
 
 def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stale=False, holder_alive=None,
-                 check_mode=False):
+                 check_mode=False, start_time=None, machine_id=None):
     """Take the lock of ``host`` for ``run_id``. Returns ``{changed, lock, took_over, held_before, message}``.
 
     Re-acquiring by the same run_id from the same ``controller`` is a no-op (``held_before``: a role inside a run
     that locked every host for its whole length leaves that lock to the run's restore); the same run_id from
     another controller is another run (a run id copied, or two controllers that named their runs alike) and is
     refused like one. A lock held by another run raises LockError naming the holder, unless ``break_stale`` and
-    the holder is known dead: it must have taken the lock from the same ``controller`` and its pid must not be
-    alive there. ``holder_alive`` is that liveness as checked on the controller by the
-    caller; when None it is checked here, which is only valid when this machine is that controller (same
-    hostname). An empty or malformed lock file (a run killed while taking it) is taken over by ``break_stale``."""
+    the holder is known dead: it must have taken the lock from the same controller (``machine_id`` when both locks
+    have one, else the ``controller`` hostname: two controllers may share a hostname) and its process must not be
+    alive there (its ``pid`` with its ``start_time`` when recorded: a pid is reused). ``holder_alive`` is that
+    liveness as checked on the controller by the caller; when None it is checked here, which is only valid when this
+    machine is that controller (same hostname). An empty or malformed lock file (a run killed while taking it) is
+    taken over by ``break_stale``."""
     if not run_id:
         raise LockError(f'a run_id is needed to take the ledger lock of {host}')
     controller = controller or socket.gethostname()
     pid = int(pid) if pid is not None else os.getpid()
     path = lock_path(ledger_dir, host)
     mine = {'run_id': run_id, 'controller': controller, 'pid': pid, 'time': utc_now()}
+    if start_time is not None:
+        mine['start_time'] = int(start_time)
+    if machine_id:
+        mine['machine_id'] = machine_id
     with DirGuard(ledger_dir):
         holder, problem = read_lock(ledger_dir, host)
         if holder and holder.get('run_id') == run_id:
-            if holder.get('controller') != controller:
+            if not _same_controller(holder, mine):
                 raise LockError(f'{locked_message(host, holder)}: the same run id {run_id}, but taken from '
-                                f'controller {holder.get("controller")}, not from this controller {controller}; '
-                                'two runs may not share an id', holder=holder)
+                                f'controller {_controller_name(holder)}, not from this controller '
+                                f'{_controller_name(mine)}; two runs may not share an id', holder=holder)
             return {'changed': False, 'lock': holder, 'took_over': None, 'held_before': True,
                     'message': f'the ledger of {host} is already locked by this run {run_id}'}
         if holder is None:
@@ -552,7 +566,7 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
             took_over = {'problem': problem}
             what = problem
         else:
-            _check_stale(host, holder, controller, holder_alive, path)
+            _check_stale(host, holder, mine, holder_alive, path)
             took_over = dict(holder)
             what = describe_holder(holder)
         if not check_mode:
@@ -564,18 +578,35 @@ def acquire_lock(ledger_dir, host, run_id, controller=None, pid=None, break_stal
                 'message': f'took over the stale ledger lock of {host} from {what}'}
 
 
-def _check_stale(host, holder, controller, holder_alive, path):
-    """Raise LockError unless ``holder`` is known dead on ``controller``."""
+def _same_controller(holder, mine):
+    """Whether the lock ``holder`` was taken from the controller taking ``mine``: the same machine id when both
+    have one, else the same hostname."""
+    if holder.get('machine_id') and mine.get('machine_id'):
+        return holder['machine_id'] == mine['machine_id']
+    return holder.get('controller') == mine['controller']
+
+
+def _controller_name(lock):
+    """A lock's controller as messages name it: its hostname, and its machine id when recorded."""
+    machine_id = lock.get('machine_id')
+    return f'{lock.get("controller")} (machine id {machine_id})' if machine_id else f'{lock.get("controller")}'
+
+
+def _check_stale(host, holder, mine, holder_alive, path):
+    """Raise LockError unless ``holder`` is known dead on the controller taking ``mine``."""
     locked = locked_message(host, holder)
-    if holder.get('controller') != controller:
-        raise LockError(f'{locked}; it was taken from controller {holder.get("controller")}, not from this '
-                        f'controller {controller}, so its pid cannot be checked from here: break it from '
+    controller = mine['controller']
+    if not _same_controller(holder, mine):
+        raise LockError(f'{locked}; it was taken from controller {_controller_name(holder)}, not from this '
+                        f'controller {_controller_name(mine)}, so its pid cannot be checked from here: break it from '
                         f'{holder.get("controller")}, or remove {path} by hand once you know that run is dead')
     if holder_alive is None:
         if socket.gethostname() != controller:
             raise LockError(f'{locked}; breaking it needs the liveness of pid {holder.get("pid")} on controller '
                             f'{controller}, which cannot be checked on {socket.gethostname()}')
-        holder_alive = proc.pid_alive(holder.get('pid'))
+        start_time = holder.get('start_time')
+        holder_alive = (proc.same_process(holder.get('pid'), start_time) if isinstance(start_time, int)
+                        else proc.pid_alive(holder.get('pid')))
     if holder_alive:
         raise LockError(f'{locked}; not breaking it: pid {holder.get("pid")} is still alive on controller '
                         f'{controller}', holder=holder)

@@ -82,6 +82,16 @@ options:
       - PID on the controller of the process that lives as long as the run (the C(inferlab run) process or
         C(ansible-playbook)). Required for O(action=lock); O(break_stale) uses it to tell a dead holder.
     type: int
+  controller_start_time:
+    description:
+      - With O(action=lock), the start time of O(controller_pid) on the controller (C(/proc/PID/stat) field 22, clock
+        ticks after boot), recorded in the lock so that a later O(break_stale) never takes a reused pid for the holder.
+    type: int
+  controller_machine_id:
+    description:
+      - With O(action=lock), the controller's C(/etc/machine-id), recorded in the lock. When both the holder's lock
+        and this one have a machine id, they tell the same controller (two controllers may share a hostname).
+    type: str
   break_stale:
     description:
       - With O(action=lock), take over a lock whose holder is dead - it took the lock from the same O(controller)
@@ -242,16 +252,16 @@ previous_state:
   sample: pending
 lock:
   description:
-    - The lock holder C({run_id, controller, pid, time}) after O(action=lock); the holder released by
-      O(action=unlock) (null when there was no lock); the current holder for O(action=status) (null when free,
-      an empty dict when the lock file is malformed).
+    - The lock holder C({run_id, controller, pid, time}), with C(start_time) and C(machine_id) when given, after
+      O(action=lock); the holder released by O(action=unlock) (null when there was no lock); the current holder
+      for O(action=status) (null when free, an empty dict when the lock file is malformed).
   returned: success, when O(action=lock), O(action=unlock) or O(action=status)
   type: dict
   sample: {run_id: 20261130T101500Z-experiment, controller: ctl1, pid: 4242, time: "2026-11-30T10:15:00Z"}
 held_by:
   description:
-    - The holder of a lock that O(action=lock) could not take, C({run_id, controller, pid, time}), or C({problem})
-      for a malformed lock file. A caller that may break a stale lock checks this holder's pid on its controller
+    - The holder of a lock that O(action=lock) could not take, as in RV(lock), or C({problem}) for a malformed
+      lock file. A caller that may break a stale lock checks this holder's pid on its controller
       and asks again with O(break_stale) and O(holder_alive).
   returned: failure, when another run holds the lock
   type: dict
@@ -376,6 +386,8 @@ class ChangeLedger:
     def do_lock(self):
         result = _ledger_core.acquire_lock(self.ledger_dir, self.host, self.params['run_id'],
                                            controller=self.params['controller'], pid=self.params['controller_pid'],
+                                           start_time=self.params['controller_start_time'],
+                                           machine_id=self.params['controller_machine_id'],
                                            break_stale=self.params['break_stale'],
                                            holder_alive=self.params['holder_alive'], check_mode=self.check_mode)
         return dict(changed=result['changed'], lock=result['lock'], took_over=result['took_over'],
@@ -463,6 +475,8 @@ def build_module():
             run_id=dict(type='str'),
             controller=dict(type='str'),
             controller_pid=dict(type='int'),
+            controller_start_time=dict(type='int'),
+            controller_machine_id=dict(type='str'),
             break_stale=dict(type='bool', default=False),
             holder_alive=dict(type='bool'),
             kind=dict(type='str'),

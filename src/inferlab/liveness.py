@@ -11,6 +11,7 @@ be the run's controller).
 from __future__ import annotations
 
 import os
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -105,3 +106,28 @@ def controller_state(extravars: dict, run_started: datetime | None = None, procf
         return DEAD
     # the stamp has whole seconds and the controller started before it named the directory
     return ALIVE if run_started is None or began <= run_started.timestamp() + 1 else DEAD
+
+
+def _optional(text: str, kind=str):
+    return kind(text) if text else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``state PID [START_TIME [MACHINE_ID]]``: prints alive, dead or elsewhere for a controller process as a ledger
+    lock names it (the ledger role runs it on the controller before it takes a stale lock over; an empty
+    START_TIME or MACHINE_ID is one the lock does not hold)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if not 2 <= len(args) <= 4 or args[0] != "state":
+            raise ValueError(args)
+        extravars = {PID_VAR: int(args[1]), START_TIME_VAR: _optional(args[2] if len(args) > 2 else "", int),
+                     MACHINE_ID_VAR: _optional(args[3] if len(args) > 3 else "")}
+    except ValueError:
+        print("usage: python -m inferlab.liveness state PID [START_TIME [MACHINE_ID]]", file=sys.stderr)
+        return 2
+    print(controller_state(extravars))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -353,6 +353,34 @@ def test_break_stale_refuses_another_controller(ledger_dir):
         _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True)
 
 
+def test_break_stale_takes_over_a_holder_whose_pid_now_names_another_process(ledger_dir):
+    """The lock records the holder's start time: a live pid that started at another time is a reused pid, and the
+    holder is dead (a pid alone would keep the lock forever)."""
+    me = socket.gethostname()
+    mine = _ledger_proc.read_proc_stat(os.getpid())["start_time"]
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=os.getpid(), start_time=mine + 1)
+    result = _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=1, break_stale=True)
+    assert result["took_over"]["start_time"] == mine + 1
+    _ledger_core.release_lock(ledger_dir, HOST, run_id="new")
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller=me, pid=os.getpid(), start_time=mine)
+    with pytest.raises(_ledger_core.LockError, match=f"not breaking it: pid {os.getpid()} is still alive"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller=me, pid=1, break_stale=True)
+
+
+def test_two_controllers_with_one_hostname_are_told_apart_by_machine_id(ledger_dir):
+    _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller="ctl1", pid=dead_pid(), machine_id="a" * 32)
+    with pytest.raises(_ledger_core.LockError, match=f"taken from controller ctl1 \\(machine id {'a' * 32}\\), "
+                                                     f"not from this controller ctl1 \\(machine id {'b' * 32}\\)"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl1", pid=1, break_stale=True,
+                                  holder_alive=False, machine_id="b" * 32)
+    with pytest.raises(_ledger_core.LockError, match="two runs may not share an id"):
+        _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller="ctl1", pid=1, machine_id="b" * 32)
+    # the same machine under another hostname (renamed) is the same controller
+    result = _ledger_core.acquire_lock(ledger_dir, HOST, "new", controller="ctl1-renamed", pid=1, break_stale=True,
+                                       holder_alive=False, machine_id="a" * 32)
+    assert result["took_over"]["machine_id"] == "a" * 32 and result["lock"]["machine_id"] == "a" * 32
+
+
 def test_break_stale_with_liveness_checked_by_the_caller(ledger_dir):
     # the module runs on the host; the role checks the pid on the controller and passes holder_alive
     _ledger_core.acquire_lock(ledger_dir, HOST, "old", controller="ctl-remote", pid=4242)

@@ -284,3 +284,25 @@ def test_no_result_shows_a_paused_services_environment_values(ledger_dir):
     assert status["entries"][0]["params"]["environment"] == shown
     assert CANARY not in json.dumps([recorded, marked, status])  # the echo of the arguments (invocation) included
     assert CANARY in (Path(ledger_dir) / f"{HOST}.jsonl").read_text()  # kept where the undo needs it
+
+
+def test_no_result_shows_a_secret_in_a_command_line_by_its_shape(ledger_dir):
+    """A secret in a paused service's argv or a process's cmdline, whatever it is named: a secret flag's value (the
+    next item, or after '='), a URL's userinfo; the ledger file keeps them for the undo."""
+    argv = ["/usr/bin/server", "--api-key", CANARY, f"--hf-token={CANARY}", f"--upstream=https://ops:{CANARY}@a:1/v1",
+            "--port", "30000"]
+    params = {"manager": "process", "name": "original-a", "pidfile": "/run/a.pid", "argv": argv, "environment": {},
+              "working_dir": "/srv", "log_path": "/dev/null"}
+    failed, recorded = run(ledger_dir, action="record", kind="service_pause", params=params)
+    assert not failed, recorded
+    assert recorded["entry"]["params"]["argv"] == [
+        "/usr/bin/server", "--api-key", "<redacted>", "--hf-token=<redacted>",
+        "--upstream=https://<redacted>@a:1/v1", "--port", "30000"]
+    process = {"pid": 1, "cmdline": ["sglang", "--token", CANARY], "process_group": False}
+    failed, process_entry = run(ledger_dir, action="record", kind="process", params=process)
+    assert not failed, process_entry
+    assert process_entry["entry"]["params"]["cmdline"] == ["sglang", "--token", "<redacted>"]
+    failed, status = run(ledger_dir, action="status")
+    assert not failed, status
+    assert CANARY not in json.dumps([recorded, process_entry, status])
+    assert CANARY in (Path(ledger_dir) / f"{HOST}.jsonl").read_text()
