@@ -1,4 +1,4 @@
-"""The experiment's heartbeat (roles/experiment/tasks/heartbeat.yml) in real ansible-playbook runs on the
+"""The heartbeat of the deadman role (roles/deadman/tasks/heartbeat.yml) in real ansible-playbook runs on the
 controller: each host's renew command resolved from Ansible's own settings, the heartbeat started through a real
 ledger, every host's first renewal awaited, the check a stage's start runs, the stop; a host refused over SSH fails
 the run in seconds with its name and the reason; a password is refused before the heartbeat starts."""
@@ -20,31 +20,32 @@ from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ans
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PLAYBOOK = """
-- name: The heartbeat of the switches, as the experiment runs it
+- name: The heartbeat of the switches, as a run drives it
   hosts: localhost
   gather_facts: false
+  vars:
+    deadman_hosts: "{{ groups['ring'] + ['localhost'] }}"
   tasks:
     - name: Resolve the renew commands (before anything changes)
       ansible.builtin.include_role:
-        name: inferlab.distributed.experiment
-        tasks_from: heartbeat
-      vars:
-        __experiment_heartbeat: resolve
+        name: inferlab.distributed.deadman
+        tasks_from: resolve
 
     - name: Start it
       ansible.builtin.include_role:
-        name: inferlab.distributed.experiment
+        name: inferlab.distributed.deadman
         tasks_from: heartbeat
-      vars:
-        __experiment_heartbeat: start
 
     - name: Check it as a stage's start does
+      ansible.builtin.include_role:
+        name: inferlab.distributed.deadman
+        tasks_from: check
+
+    - name: Check it again, keeping what the check saw
       inferlab.distributed.heartbeat_check:
-        status_file: "{{ hostvars['localhost'].__experiment_heartbeat_status_file }}"
-        run_id: "{{ __experiment_run_id }}"
-        within_s: "{{ experiment_deadman_deadline_s | float / 2 }}"
-      vars:
-        __experiment_run_id: "{{ inferlab_run_dir | inferlab.distributed.run_id('') }}"
+        status_file: "{{ hostvars['localhost'].deadman_heartbeat_status_file }}"
+        run_id: "{{ inferlab_run_dir | inferlab.distributed.run_id('') }}"
+        within_s: "{{ deadman_deadline_s | float / 2 }}"
       register: checked
 
     - name: Keep what the check saw
@@ -53,12 +54,10 @@ PLAYBOOK = """
         dest: "{{ inferlab_run_dir }}/checked.json"
         mode: "0644"
 
-    - name: Stop it
+    - name: Stop it (no switch was armed here, so the disarm stops the heartbeat only)
       ansible.builtin.include_role:
-        name: inferlab.distributed.experiment
-        tasks_from: heartbeat
-      vars:
-        __experiment_heartbeat: stop
+        name: inferlab.distributed.deadman
+        tasks_from: disarm
 """
 
 
@@ -96,7 +95,7 @@ def run(site, ring):
     (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     extra = {"inferlab_run_dir": str(tmp_path / "run"), "inferlab_controller_state_dir": str(state["localhost"]),
-             "experiment_deadman_deadline_s": 2}
+             "deadman_deadline_s": 2}
     return subprocess.run([ansible_playbook(), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e",
                            json.dumps(extra)], cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"),
                           capture_output=True, text=True, timeout=300, check=False)
@@ -126,7 +125,7 @@ def test_a_host_refused_over_ssh_fails_the_run_at_the_start_with_its_name_and_th
     proc = run(site, {"gpu-b": {"ansible_host": "127.0.0.1", "ansible_port": port, "ansible_user": "nobody",
                                 "inferlab_state_dir": str(state["lab-a"])}})
     assert proc.returncode == 2, proc.stdout[-4000:]
-    assert "TASK [inferlab.distributed.experiment : Wait for every host's first renewal" in proc.stdout
+    assert "TASK [inferlab.distributed.deadman : Wait for every host's first renewal" in proc.stdout
     assert ("the dead man's switches are not all renewed (each host must renew within 1s, or its switch fires and "
             "undoes the run's changes): gpu-b: its renew process exited 255: ssh: connect to host 127.0.0.1 port "
             f"{port}: Connection refused; no renewal confirmed in ") in said(proc)
