@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, REPO_ROOT, RUN_DIR, assert_records_valid  # noqa: E402
+from labinfo import LAB_DIR, REPO_ROOT, RUN_DIR, assert_guarded_and_disarmed, assert_records_valid  # noqa: E402
 
 DRAINED = RUN_DIR / "fallback-drained"
 SINGLE = RUN_DIR / "fallback-single"
@@ -132,3 +132,9 @@ def test_the_upstream_file_is_the_labs_again_and_the_lab_is_healthy():
 
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0
+
+
+def test_the_run_was_guarded_by_dead_mans_switches_then_disarmed():
+    """Every host it could change, and the controller, had a switch armed after the checks and before the first
+    change, renewed by the controller's heartbeat, and disarmed at the end (playbooks/deadman_arm.yml)."""
+    assert_guarded_and_disarmed(["lab-a", "lab-b", "lab-gw", "localhost"])

@@ -13,6 +13,7 @@ from labinfo import (  # noqa: E402
     RING,
     RING_NAMES,
     RUN_DIR,
+    assert_guarded_and_disarmed,
     assert_records_valid,
     files_holding,
     lab_canary,
@@ -185,3 +186,9 @@ def test_the_ranks_secret_is_nowhere_in_the_run_directory():
     # the lab gives every rank a canary secret (inferlab_sglang_secret_environment): no record, fragment or rank log
     # may hold it
     assert files_holding(lab_canary(), RUN_DIR) == []
+
+
+def test_the_run_was_guarded_by_dead_mans_switches_then_disarmed():
+    """Every host it could change, and the controller, had a switch armed after the checks and before the first
+    change, renewed by the controller's heartbeat, and disarmed at the end (playbooks/deadman_arm.yml)."""
+    assert_guarded_and_disarmed(["lab-a", "lab-b", "localhost"])

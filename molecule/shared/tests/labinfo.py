@@ -84,3 +84,35 @@ def assert_records_valid(run_dir: Path = RUN_DIR) -> int:
         record.validate(data)
         checked += 1
     return checked
+
+
+def ledger_entries(ledger: Path) -> dict:
+    """The current state of every entry of a ledger file (its last line per id)."""
+    last = {}
+    for line in ledger.read_text().splitlines():
+        entry = json.loads(line)
+        last[entry["id"]] = entry
+    return last
+
+
+def assert_guarded_and_disarmed(hosts: list) -> None:
+    """The run armed a dead man's switch on each of ``hosts`` (host names, ``localhost`` the controller) and its
+    heartbeat on the controller, each recorded in its host's ledger, and its end disarmed them all: every such entry
+    undone, the heartbeat stopped by that undo with every host's renewals confirmed."""
+    def ledger_of(name):
+        folder = LAB_DIR / ("controller" if name == "localhost" else "gateway" if name == "lab-gw"
+                            else f"hosts/{name[-1]}")
+        return ledger_entries(folder / "state" / "ledger" / f"{name}.jsonl")
+
+    def processes(name, word):
+        return [e for e in ledger_of(name).values()
+                if e["kind"] == "process" and f" {word} " in " ".join(e["params"].get("cmdline") or [])]
+
+    for name in hosts:
+        switches = processes(name, "deadman")
+        assert switches and {e["state"] for e in switches} == {"undone"}, (name, switches)
+    heartbeats = processes("localhost", "heartbeat")
+    assert heartbeats and {e["state"] for e in heartbeats} == {"undone"}, heartbeats
+    status = json.loads((LAB_DIR / "controller" / "state" / "run" / "heartbeat.json").read_text())
+    assert status["reason"] == "stopped by SIGTERM (the undo of its process entry)", status
+    assert set(status["hosts"]) == set(hosts) and all(h["renewals"] > 0 for h in status["hosts"].values()), status

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_guarded_and_disarmed, assert_records_valid  # noqa: E402
 
 testinfra_hosts = RING
 RUN = RUN_DIR / "topology"
@@ -95,3 +95,9 @@ def test_the_originals_serve_again(host):
 def test_every_record_matches_the_schema():
     # the quarantine run and its restore (the refused run wrote no fragment)
     assert assert_records_valid() >= 2
+
+
+def test_the_run_was_guarded_by_dead_mans_switches_then_disarmed():
+    """Every host it could change, and the controller, had a switch armed after the checks and before the first
+    change, renewed by the controller's heartbeat, and disarmed at the end (playbooks/deadman_arm.yml)."""
+    assert_guarded_and_disarmed(["lab-a", "lab-b", "lab-gw", "localhost"])
