@@ -43,6 +43,10 @@ TIMINGS_FIELDS = ("cache_n", "prompt_n", "prompt_ms", "prompt_per_second", "pred
                   "predicted_per_second", "draft_n", "draft_n_accepted")
 
 
+_VERSION = re.compile(r'^version: (\S+) \(build (\d+), commit (\w+)\)\s*$', re.M)
+_FLAG = re.compile(r'(?<![\w-])(--?[A-Za-z][\w-]*)')
+
+
 class MetricsError(ValueError):
     """The text is not llama-server's /metrics."""
 
@@ -145,3 +149,28 @@ def _ratio(numerator, denominator):
     if numerator is None or not denominator:
         return None
     return numerator / denominator
+
+
+def parse_version(text):
+    """``{"version", "build", "commit"}`` from ``llama-server --version`` (``version: 0.5.0-dev (build 1, commit
+    0c1e570)``), or None when no such line is there."""
+    match = _VERSION.search(text or "")
+    if not match:
+        return None
+    return {"version": match.group(1), "build": int(match.group(2)), "commit": match.group(3)}
+
+
+def help_flags(text):
+    """Every flag a ``--help`` text offers: the names that start an option's line (``-c,    --ctx-size N``,
+    ``--spec-draft-model, -md, --model-draft FNAME``: each name but the last ends with a comma), so that a launch's
+    argv can be checked against the build that will run it."""
+    flags = set()
+    for line in (text or "").splitlines():
+        for token in line.split():
+            found = _FLAG.match(token)
+            if not found or found.group(1) != token.rstrip(","):
+                break
+            flags.add(found.group(1))
+            if not token.endswith(","):
+                break
+    return flags

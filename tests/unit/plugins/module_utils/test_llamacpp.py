@@ -11,8 +11,10 @@ import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import (
     MetricsError,
+    help_flags,
     metrics_delta,
     parse_metrics,
+    parse_version,
     response_timings,
 )
 
@@ -99,3 +101,24 @@ def test_text_that_is_not_llama_servers_metrics_is_refused_with_the_line(text, m
     with pytest.raises(MetricsError) as error:
         parse_metrics(text)
     assert str(error.value) == message
+
+
+def test_the_real_help_gives_every_name_of_an_option_and_no_word_of_a_description():
+    flags = help_flags((FIXTURES / "llama-server_help.txt").read_text())
+    assert {"-h", "--help", "--usage", "-c", "--ctx-size", "--spec-draft-model", "-md", "--model-draft", "--rpc",
+            "--spec-type", "-ngl"} <= flags
+    assert {"-Cr", "--cpu-range"} <= flags  # "-Cr,   --cpu-range lo-hi": the argument is not a flag
+    assert "lo-hi" not in flags
+    assert not [flag for flag in flags if not flag.startswith("-") or flag.endswith(",")]
+
+
+def test_a_help_line_that_is_a_description_adds_nothing():
+    text = "                     when set without -c/--ctx-size, the pool\n(env: X)\n-1 means all\n"
+    assert help_flags(text) == set()
+
+
+def test_the_real_version_is_read_and_another_shape_is_none():
+    assert parse_version((FIXTURES / "llama-server_version.txt").read_text()) == {
+        "version": "0.5.0-dev", "build": 1, "commit": "0c1e570"}
+    assert parse_version("llama.cpp b4000\n") is None
+    assert parse_version("") is None
