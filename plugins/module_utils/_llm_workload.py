@@ -62,9 +62,16 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import response_timings
+from ansible_collections.inferlab.distributed.plugins.module_utils._prompt_fit import (
+    ServerTokenizer,
+    TokenizerError,
+    fit_words,
+)
 from ansible_collections.inferlab.distributed.plugins.module_utils._sse import SSEError, SSEParser
 
 KINDS = ("single_stream", "concurrent", "repeated_prefix", "long_context")
+PROMPT_SIZINGS = ("words", "tokenizer")
 APIS = ("openai_chat", "sglang_generate")
 # Each request in flight is a thread of this process: more than this is a typo, not a workload.
 MAX_CONCURRENCY = 1024
@@ -109,6 +116,13 @@ DEFINITIONS = {
     "wall_s": "from the first request sent to the last byte received, over every request of the batch",
     "aggregate_output_tok_s": "sum of output_tokens over OK requests / wall_s",
     "mean/median/p99/min/max": "over OK requests; p99 and median as numpy.percentile's default linear interpolation",
+    "server_timings": "llama-server's own timings of a request (the stream's last chunk): prompt_n tokens processed "
+                      "in prompt_ms, predicted_n tokens generated in predicted_ms, draft_n drafted, draft_n_accepted "
+                      "accepted; null from servers that send none",
+    "server.decode_tok_s": "predicted_n / predicted_ms per request (all generated tokens over the server's generation "
+                           "time), the server's definition: compare it with decode_tok_s knowing they differ",
+    "server.prompt_tok_s": "sum of prompt_n / sum of prompt_ms over OK requests (uncached prompt tokens only)",
+    "server.acceptance_rate": "sum of draft_n_accepted / sum of draft_n over OK requests",
 }
 
 
@@ -167,11 +181,45 @@ def build_prompts(kind, requests, prompt_tokens=None, prefix_tokens=None, seed=0
     return [(" ".join(_words("inferlab:%d:unique:%d" % (seed, index), length)), length) for index in range(requests)]
 
 
+def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefix_tokens=None, seed=0):
+    """The batch's prompts as ``build_prompts`` makes them, each sized in the server's tokens (``count_tokens``,
+    _prompt_fit): ``[(text, requested_tokens, content_tokens)]``. The same word streams, so a long_context prompt
+    still starts with the repeated_prefix batch's prefix."""
+    def fitted(stream, target, before=""):
+        words, tokens = fit_words(lambda text: count_tokens(before + text),
+                                  lambda count: " ".join(_words(stream, count)), target)
+        return " ".join(_words(stream, words)), tokens
+
+    if kind == "repeated_prefix":
+        total = prefix_tokens + SUFFIX_TOKENS if prompt_tokens is None else prompt_tokens
+        prefix, _tokens = fitted("inferlab:%d:prefix" % seed, prefix_tokens)
+        prompts = []
+        for index in range(requests):
+            suffix, tokens = fitted("inferlab:%d:suffix:%d" % (seed, index), total, before=prefix + " ")
+            prompts.append((prefix + " " + suffix, total, tokens))
+        return prompts
+    if kind == "long_context":
+        text, tokens = fitted("inferlab:%d:prefix" % seed, prompt_tokens)
+        return [(text, prompt_tokens, tokens)] * requests
+    length = DEFAULT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
+    prompts = []
+    for index in range(requests):
+        text, tokens = fitted("inferlab:%d:unique:%d" % (seed, index), length)
+        prompts.append((text, length, tokens))
+    return prompts
+
+
 def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1, prompt_tokens=None,
                   prefix_tokens=None, output_tokens=64, first_token_timeout_s=30.0, total_timeout_s=300.0,
-                  extra_body=None):
+                  extra_body=None, prompt_sizing="words", context_tokens=None, flush_method="flush_cache"):
     """Raise WorkloadError, saying what was expected and what was found, for options that cannot make a batch."""
     problems = []
+    if flush_method not in FLUSH_METHODS:
+        problems.append("flush_method must be one of %s, got %r" % (", ".join(FLUSH_METHODS), flush_method))
+    if prompt_sizing not in PROMPT_SIZINGS:
+        problems.append("prompt_sizing must be one of %s, got %r" % (", ".join(PROMPT_SIZINGS), prompt_sizing))
+    if context_tokens is not None and context_tokens < 1:
+        problems.append("context_tokens must be at least 1, got %d" % context_tokens)
     if kind not in KINDS:
         problems.append("kind must be one of %s, got %r" % (", ".join(KINDS), kind))
     if api not in APIS:
@@ -329,6 +377,7 @@ class _Stream:
         self.chunks = 0
         self.done_at = None
         self.usage = None
+        self.timings = None
         self.meta = None
         self.events = 0
         self._completion = 0
@@ -360,6 +409,8 @@ class _Stream:
                         self._token(event.time)
                 if value.get("usage"):
                     self.usage = value["usage"]
+                if value.get("timings") is not None:  # llama-server's own figures, on the last chunk
+                    self.timings = response_timings(value)
             else:
                 meta = value["meta_info"]
                 completion = meta.get("completion_tokens")
@@ -408,13 +459,14 @@ def _read_body(sock, response, deadline):
         return "(the body could not be read: %s: %s)" % (type(exc).__name__, exc)
 
 
-def new_record(index, requested_prompt_tokens, capture_headers):
+def new_record(index, requested_prompt_tokens, capture_headers, content_tokens=None):
     return {
         "index": index, "ok": False, "status": None, "error": None, "start": None, "end_offset_s": None,
-        "requested_prompt_tokens": requested_prompt_tokens, "prompt_tokens": None, "cached_tokens": None,
+        "requested_prompt_tokens": requested_prompt_tokens, "content_tokens": content_tokens,
+        "prompt_tokens": None, "cached_tokens": None,
         "output_tokens": None, "chunks": 0, "ttft_s": None, "latency_s": None, "output_tok_s": None,
         "decode_tok_s": None, "tpot_s": None, "itl_s": [], "spec_accept_length": None, "spec_verify_ct": None,
-        "headers": dict((name, None) for name in capture_headers),
+        "server_timings": None, "headers": dict((name, None) for name in capture_headers),
     }
 
 
@@ -509,6 +561,7 @@ def stream_request(target, api, payload, headers, record, first_token_timeout_s,
         conn.close()
     record["chunks"] = stream.chunks
     record["itl_s"] = stream.itl
+    record["server_timings"] = stream.timings
     return record
 
 
@@ -545,9 +598,15 @@ def _in_waves(run_one, indices, concurrency):
         raise crashed[0]
 
 
-def flush_cache(target, headers, timeout):
-    """POST ``/flush_cache``: ``(True, detail)`` when the server flushed, ``(False, reason)`` when it refused or
-    could not be asked (SGLang answers 400 while requests are running)."""
+FLUSH_METHODS = ("flush_cache", "slots")
+
+
+def flush_cache(target, headers, timeout, method="flush_cache"):
+    """Empty the server's prefix cache: ``(True, detail)`` when it did, ``(False, reason)`` when it refused or could
+    not be asked. ``flush_cache``: SGLang's ``POST /flush_cache`` (it answers 400 while requests are running).
+    ``slots``: llama-server's ``GET /slots``, then ``POST /slots/ID?action=erase`` for every slot."""
+    if method == "slots":
+        return _erase_slots(target, headers, timeout)
     try:
         status, body = target.call("POST", "/flush_cache", timeout, headers=headers)
     except (OSError, http.client.HTTPException) as exc:
@@ -555,6 +614,25 @@ def flush_cache(target, headers, timeout):
     if status != 200:
         return False, "POST %s/flush_cache answered HTTP %d: %s" % (target.prefix, status, _cut(body.strip(), 500))
     return True, body.strip()
+
+
+def _erase_slots(target, headers, timeout):
+    try:
+        status, body = target.call("GET", "/slots", timeout, headers=headers)
+        if status != 200:
+            return False, "GET %s/slots answered HTTP %d: %s" % (target.prefix, status, _cut(body.strip(), 500))
+        try:
+            ids = [int(slot["id"]) for slot in json.loads(body)]
+        except (ValueError, KeyError, TypeError):
+            return False, "GET %s/slots answered no list of slots: %s" % (target.prefix, _cut(body.strip(), 300))
+        for slot in ids:
+            status, body = target.call("POST", "/slots/%d?action=erase" % slot, timeout, headers=headers)
+            if status != 200:
+                return False, "POST %s/slots/%d?action=erase answered HTTP %d: %s" % (
+                    target.prefix, slot, status, _cut(body.strip(), 500))
+    except (OSError, http.client.HTTPException) as exc:
+        return False, "erasing %s/slots failed: %s: %s" % (target.prefix, type(exc).__name__, exc)
+    return True, "erased slots %s" % ids
 
 
 def server_spec_accept_length(target, headers, timeout):
@@ -582,6 +660,33 @@ def server_spec_accept_length(target, headers, timeout):
     return result
 
 
+def server_summary(records):
+    """The server's own figures over OK requests that carry ``server_timings`` (llama-server), or None when none
+    does: request count, token sums, ``decode_tok_s`` statistics, ``prompt_tok_s`` and the draft acceptance."""
+    timed = [r["server_timings"] for r in records if r["ok"] and r["server_timings"]]
+    if not timed:
+        return None
+
+    def total(field):
+        values = [t[field] for t in timed if t[field] is not None]
+        return sum(values) if values else None
+
+    prompt_n, prompt_ms = total("prompt_n"), total("prompt_ms")
+    drafted, accepted = total("draft_n"), total("draft_n_accepted")
+    return {
+        "n": len(timed),
+        "prompt_tokens": prompt_n,
+        "cached_tokens": total("cache_n"),
+        "predicted_tokens": total("predicted_n"),
+        "prompt_tok_s": prompt_n / prompt_ms * 1000.0 if prompt_n and prompt_ms else None,
+        "decode_tok_s": stats([t["predicted_n"] / t["predicted_ms"] * 1000.0 for t in timed
+                               if t["predicted_n"] and t["predicted_ms"]]),
+        "draft_tokens": drafted,
+        "accepted_tokens": accepted,
+        "acceptance_rate": accepted / drafted if drafted and accepted is not None else None,
+    }
+
+
 def summarize(records, wall_s):
     """The batch figures of ``records`` (see the module docstring); every statistic over OK requests only."""
     good = [r for r in records if r["ok"]]
@@ -602,47 +707,76 @@ def summarize(records, wall_s):
         else:
             values = [r[name] for r in good if r[name] is not None]
         summary[name] = stats(values)
+    summary["server"] = server_summary(records)
     return summary
 
 
 def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1, concurrency=1, prompt_tokens=None,
               prefix_tokens=None, output_tokens=64, flush=False, first_token_timeout_s=30.0, total_timeout_s=300.0,
-              seed=0, capture_headers=None, extra_body=None):
+              seed=0, capture_headers=None, extra_body=None, prompt_sizing="words", context_tokens=None,
+              flush_method="flush_cache"):
     """Send one batch and return its dict: options, ``cache`` label, figures, ``definitions``, raw ``records``.
 
-    Raises WorkloadError for options or a URL that cannot make a batch (nothing sent). A refused flush returns the
+    Raises WorkloadError for options or a URL that cannot make a batch (nothing sent). A refused flush, a tokenizer
+    that cannot be asked (``prompt_sizing="tokenizer"``) or a prompt that cannot fit ``context_tokens`` returns the
     batch with ``error`` set and no request sent; request failures are in the records and in ``failed``.
     """
     check_options(kind, api=api, model=model, requests=requests, concurrency=concurrency,
                   prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, output_tokens=output_tokens,
                   first_token_timeout_s=first_token_timeout_s, total_timeout_s=total_timeout_s,
-                  extra_body=extra_body)
+                  extra_body=extra_body, prompt_sizing=prompt_sizing, context_tokens=context_tokens,
+                  flush_method=flush_method)
     target = Target(url)
     capture_headers = [name.lower() for name in (DEFAULT_CAPTURE_HEADERS if capture_headers is None
                                                  else capture_headers)]
     auth = {"Authorization": "Bearer %s" % api_key} if api_key else {}
     headers = dict(auth, **{"Content-Type": "application/json", "Accept": "text/event-stream",
                             "User-Agent": "inferlab-llm-workload"})
-    prompts = build_prompts(kind, requests, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, seed=seed)
-    payloads = [json.dumps(request_body(api, model, text, output_tokens, extra_body)).encode("utf-8")
-                for text, _requested in prompts]
     batch = {
         "kind": kind, "api": api, "url": url, "model": model, "requests": requests, "concurrency": concurrency,
-        "requested_prompt_tokens": prompts[0][1], "prefix_tokens": prefix_tokens,
+        "requested_prompt_tokens": None, "content_tokens": None, "prompt_sizing": prompt_sizing,
+        "tokenize_calls": 0, "context_tokens": context_tokens, "prefix_tokens": prefix_tokens,
         "requested_output_tokens": output_tokens, "seed": seed, "cache": "warm", "cache_flushed": False,
         "flush_detail": None, "error": None, "started": _utc_now(),
     }
+
+    def refused(reason):
+        batch["error"] = reason
+        batch.update(summarize([], 0.0), spec_accept_length={"value": None, "source": None, "note": None},
+                     definitions=DEFINITIONS, records=[])
+        return batch
+
+    if prompt_sizing == "tokenizer":
+        tokenizer = ServerTokenizer(target.call, dict(auth, **{"Content-Type": "application/json"}),
+                                    min(first_token_timeout_s, total_timeout_s))
+        try:
+            prompts = build_fitted_prompts(kind, requests, tokenizer.count, prompt_tokens=prompt_tokens,
+                                           prefix_tokens=prefix_tokens, seed=seed)
+        except TokenizerError as exc:
+            batch["tokenize_calls"] = tokenizer.calls
+            return refused("prompt_sizing=tokenizer could not size the prompts, so the batch was not sent: %s" % exc)
+        batch["tokenize_calls"] = tokenizer.calls
+    else:
+        prompts = [(text, requested, None) for text, requested in build_prompts(
+            kind, requests, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, seed=seed)]
+    batch.update(requested_prompt_tokens=prompts[0][1], content_tokens=prompts[0][2])
+    if context_tokens is not None:
+        longest = max(tokens if tokens is not None else requested for _text, requested, tokens in prompts)
+        if longest + output_tokens > context_tokens:
+            return refused("a prompt of %d tokens (%s) and %d output tokens cannot fit the context of %d tokens "
+                           "(context_tokens), so the batch was not sent"
+                           % (longest, "the server's count" if prompt_sizing == "tokenizer" else "requested",
+                              output_tokens, context_tokens))
+    payloads = [json.dumps(request_body(api, model, text, output_tokens, extra_body)).encode("utf-8")
+                for text, _requested, _tokens in prompts]
     if flush:
-        flushed, detail = flush_cache(target, auth, min(first_token_timeout_s, total_timeout_s))
+        flushed, detail = flush_cache(target, auth, min(first_token_timeout_s, total_timeout_s), flush_method)
         batch["flush_detail"] = detail
         if not flushed:
-            batch["error"] = "flush_cache was asked for and refused, so the batch was not sent: %s" % detail
-            batch.update(summarize([], 0.0), spec_accept_length={"value": None, "source": None, "note": None},
-                         definitions=DEFINITIONS, records=[])
-            return batch
+            return refused("flush_cache was asked for and refused, so the batch was not sent: %s" % detail)
         batch.update(cache="cold", cache_flushed=True)
 
-    records = [new_record(index, prompts[index][1], capture_headers) for index in range(requests)]
+    records = [new_record(index, prompts[index][1], capture_headers, prompts[index][2]) for index in range(requests)]
     origin = time.perf_counter()
 
     def run_one(index):

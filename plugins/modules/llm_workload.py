@@ -118,6 +118,29 @@ options:
         module fails with the server's reason.
     type: bool
     default: false
+  flush_method:
+    description:
+      - How O(flush_cache) empties the cache. V(flush_cache) is SGLang's C(POST /flush_cache). V(slots) is
+        llama-server's, C(GET /slots) then C(POST /slots/ID?action=erase) for every slot.
+    type: str
+    choices: [flush_cache, slots]
+    default: flush_cache
+  prompt_sizing:
+    description:
+      - V(words) makes a prompt of O(prompt_tokens) words (one token a word for the lab's emulator).
+      - V(tokenizer) asks the server's C(POST /tokenize) (llama-server's) and sends the most words whose text has at
+        most O(prompt_tokens) tokens (O(prefix_tokens) for the shared prefix); each record keeps the count found
+        (C(content_tokens)) beside the one requested. A tokenizer that cannot be asked fails the batch before any
+        request is sent.
+    type: str
+    choices: [words, tokenizer]
+    default: words
+  context_tokens:
+    description:
+      - The server's context length in tokens. When set, a batch whose longest prompt (the server's count with
+        O(prompt_sizing=tokenizer), else the requested tokens) and O(output_tokens) exceed it is refused before any
+        request is sent, with both numbers.
+    type: int
   first_token_timeout_s:
     description:
       - A request with no generated token this many seconds after it was sent fails as C(hang). Connecting must
@@ -274,6 +297,17 @@ batch:
       returned: success
       type: dict
       sample: {value: 2.6, source: meta_info, note: null}
+    server:
+      description:
+        - The server's own figures, from the C(timings) a llama-server sends on each stream's last chunk, over the OK
+          requests that carry them; null from servers that send none (SGLang, a gateway that drops them).
+        - C({n, prompt_tokens, cached_tokens, predicted_tokens, prompt_tok_s, decode_tok_s, draft_tokens,
+          accepted_tokens, acceptance_rate}); C(decode_tok_s) is statistics as for RV(batch.ttft_s) of each
+          request's predicted_n / predicted_ms, the server's definition (all generated tokens over its generation
+          time), not the client's RV(batch.records[].decode_tok_s).
+      returned: success
+      type: dict
+      sample: {n: 3, prompt_tokens: 240, predicted_tokens: 72, prompt_tok_s: 752.5, acceptance_rate: 0.22}
     definitions:
       description: Each figure's name mapped to its one-line definition.
       returned: success
@@ -282,7 +316,11 @@ batch:
       description:
         - One per request, in request order, C({index, ok, status, error, start, end_offset_s,
           requested_prompt_tokens, prompt_tokens, cached_tokens, output_tokens, chunks, ttft_s, latency_s,
-          output_tok_s, decode_tok_s, tpot_s, itl_s, spec_accept_length, spec_verify_ct, headers}).
+          output_tok_s, decode_tok_s, tpot_s, itl_s, spec_accept_length, spec_verify_ct, server_timings,
+          headers}).
+        - C(server_timings) is the llama-server C(timings) of the request (C(cache_n), C(prompt_n), C(prompt_ms),
+          C(prompt_per_second), C(predicted_n), C(predicted_ms), C(predicted_per_second), C(draft_n),
+          C(draft_n_accepted)), or null.
         - C(start) is C({wall, offset_s}) (UTC time, and seconds since the batch began); C(error) is null or
           C({kind, message, body}).
       returned: success
@@ -298,7 +336,9 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import (  # noqa: E402
     APIS,
     DEFAULT_CAPTURE_HEADERS,
+    FLUSH_METHODS,
     KINDS,
+    PROMPT_SIZINGS,
     WorkloadError,
     failure_summary,
     run_batch,
@@ -324,7 +364,9 @@ class LlmWorkload:
                 prefix_tokens=params['prefix_tokens'], output_tokens=params['output_tokens'],
                 flush=params['flush_cache'], first_token_timeout_s=params['first_token_timeout_s'],
                 total_timeout_s=params['total_timeout_s'], seed=params['seed'],
-                capture_headers=params['capture_headers'], extra_body=params['extra_body'])
+                capture_headers=params['capture_headers'], extra_body=params['extra_body'],
+                prompt_sizing=params['prompt_sizing'], context_tokens=params['context_tokens'],
+                flush_method=params['flush_method'])
         except WorkloadError as err:
             self.module.fail_json(msg=str(err), cache_flushed=False)
         if params['record_path']:
@@ -375,6 +417,9 @@ def build_module():
             prefix_tokens=dict(type='int', no_log=False),
             output_tokens=dict(type='int', default=64, no_log=False),
             flush_cache=dict(type='bool', default=False),
+            flush_method=dict(type='str', choices=list(FLUSH_METHODS), default='flush_cache'),
+            prompt_sizing=dict(type='str', choices=list(PROMPT_SIZINGS), default='words'),
+            context_tokens=dict(type='int', no_log=False),
             first_token_timeout_s=dict(type='float', default=30.0, no_log=False),
             total_timeout_s=dict(type='float', default=300.0),
             seed=dict(type='int', default=0),

@@ -5,6 +5,7 @@
 which paths answer, with what status, headers and SSE events, and how fast."""
 
 import json
+import os
 import re
 import socket
 import threading
@@ -15,7 +16,11 @@ import pytest
 import yaml
 
 from ansible_collections.inferlab.distributed.plugins.modules import llm_workload
-from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module, set_module_args
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
+    FIXTURES,
+    run_module,
+    set_module_args,
+)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -599,3 +604,120 @@ def test_a_key_the_server_echoes_in_an_error_is_removed_from_the_records(server,
     assert failed
     error = result["batch"]["records"][0]["error"]
     assert "invalid key <redacted>" in error["body"] and key not in json.dumps(result)
+
+
+# --- llama-server's own timings -------------------------------------------------------------------------------------
+
+def test_a_real_llama_server_stream_gives_its_timings_beside_the_clients_figures(server):
+    """The capture of a real llama-server stream with a draft model (tests/unit/fixtures/llamacpp/README.md), replayed
+    event by event: the client's figures come from usage as always, and the server's timings (the last chunk's) are
+    kept per request and summed per batch."""
+    captured = (FIXTURES / "llamacpp" / "chat_stream_draft.sse").read_bytes()
+    events = [part + b"\n\n" for part in captured.split(b"\n\n") if part.strip()]
+    server.routes[("POST", "/v1/chat/completions")] = stream(events, gap=0.002)
+    failed, result = run(server, **CHAT, requests=2, output_tokens=24)
+    assert not failed, result.get("msg", result)
+    batch = result["batch"]
+    first = batch["records"][0]
+    assert first["output_tokens"] == 24 and first["prompt_tokens"] == 80
+    assert first["server_timings"]["predicted_n"] == 24
+    assert (first["server_timings"]["draft_n"], first["server_timings"]["draft_n_accepted"]) == (46, 10)
+    assert batch["server"]["n"] == 2
+    assert batch["server"]["predicted_tokens"] == 48
+    assert batch["server"]["acceptance_rate"] == pytest.approx(10 / 46)
+    assert batch["server"]["decode_tok_s"]["median"] == pytest.approx(24 / 353.525 * 1000)
+    assert batch["server"]["prompt_tok_s"] == pytest.approx(80 / 106.318 * 1000)
+
+
+def test_a_server_without_timings_gives_no_server_figures(server):
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a", "b"]))
+    failed, result = run(server, **CHAT, output_tokens=2)
+    assert not failed, result.get("msg", result)
+    assert result["batch"]["records"][0]["server_timings"] is None
+    assert result["batch"]["server"] is None
+
+
+# --- prompts sized by the server's tokenizer, the context, and llama-server's slots ---------------------------------
+
+def byte_tokens(text):
+    """How the lab's byte-vocabulary llama-server counts (tests/unit/fixtures/llamacpp/tokenize.json: "one two three"
+    is 20 tokens): a leading U+2581, then every byte, each space spelt as the three bytes of U+2581."""
+    return len(("\u2581" + text.replace(" ", "\u2581")).encode("utf-8"))
+
+
+def tokenize_route(handler, seen):
+    send(handler, 200, json.dumps({"tokens": [0] * byte_tokens(seen["body"]["content"])}).encode())
+
+
+def test_the_byte_counter_agrees_with_the_real_capture():
+    assert byte_tokens("one two three") == len(json.loads((FIXTURES / "llamacpp" / "tokenize.json").read_text())[
+        "tokens"])
+
+
+def test_prompts_sized_by_the_tokenizer_fit_the_request_in_the_servers_tokens(server):
+    server.routes[("POST", "/tokenize")] = tokenize_route
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
+    failed, result = run(server, **dict(CHAT, kind="concurrent"), requests=2, concurrency=2, prompt_tokens=500,
+                         prompt_sizing="tokenizer")
+    assert not failed, result.get("msg", result)
+    batch = result["batch"]
+    sent = [s["body"]["messages"][0]["content"] for s in server.requests_to("/v1/chat/completions")]
+    for record in batch["records"]:
+        assert record["requested_prompt_tokens"] == 500
+        # the most words that fit: one word more would not
+        assert 500 - 12 < record["content_tokens"] <= 500
+    assert sorted(byte_tokens(text) for text in sent) == sorted(r["content_tokens"] for r in batch["records"])
+    assert batch["prompt_sizing"] == "tokenizer" and 2 <= batch["tokenize_calls"] <= 2 * 12
+    # in words, the same request would be several times longer than asked
+    assert byte_tokens(sent[0]) * 5 < byte_tokens(" ".join(["word"] * 500))
+
+
+def test_a_long_context_prompt_sized_by_the_tokenizer_starts_with_the_repeated_prefix(server):
+    server.routes[("POST", "/tokenize")] = tokenize_route
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
+    for kind, extra in (("repeated_prefix", {"requests": 2, "prefix_tokens": 300, "prompt_tokens": 400}),
+                        ("long_context", {"prompt_tokens": 900})):
+        failed, result = run(server, **dict(CHAT, kind=kind), prompt_sizing="tokenizer", **extra)
+        assert not failed, result.get("msg", result)
+    prompts = [s["body"]["messages"][0]["content"] for s in server.requests_to("/v1/chat/completions")]
+    prefix = os.path.commonprefix(prompts[:2])
+    assert 250 < byte_tokens(prefix) <= 400
+    assert prompts[2].startswith(prefix.rsplit(" ", 1)[0])
+    assert byte_tokens(prompts[2]) <= 900
+
+
+def test_a_batch_that_cannot_fit_the_context_is_refused_before_any_request(server):
+    server.routes[("POST", "/tokenize")] = tokenize_route
+    failed, result = run(server, **CHAT, prompt_tokens=4000, output_tokens=200, context_tokens=4096,
+                         prompt_sizing="tokenizer", fail_on_error=False)
+    batch = result["batch"]
+    assert batch["error"].startswith(f"a prompt of {batch['content_tokens']} tokens (the server's count) and 200 "
+                                     "output tokens cannot fit the context of 4096 tokens (context_tokens)")
+    assert server.requests_to("/v1/chat/completions") == []
+
+
+def test_a_server_without_a_tokenizer_fails_the_batch_before_any_request(server):
+    failed, result = run(server, **CHAT, prompt_sizing="tokenizer", fail_on_error=False)
+    assert result["batch"]["error"] == ('prompt_sizing=tokenizer could not size the prompts, so the batch was not '
+                                        'sent: POST /tokenize answered HTTP 404: {"detail": "Not Found"}')
+    assert server.requests_to("/v1/chat/completions") == []
+
+
+def test_llama_servers_slots_are_erased_for_a_cold_batch(server):
+    server.routes[("GET", "/slots")] = reply(200, b'[{"id": 0, "n_ctx": 8192}, {"id": 1, "n_ctx": 8192}]')
+    for slot in (0, 1):
+        server.routes[("POST", f"/slots/{slot}?action=erase")] = reply(200, b'{"id_slot": %d, "n_erased": 3}' % slot)
+    server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
+    failed, result = run(server, **CHAT, flush_cache=True, flush_method="slots")
+    assert not failed, result.get("msg", result)
+    assert (result["batch"]["cache"], result["batch"]["flush_detail"]) == ("cold", "erased slots [0, 1]")
+    erased = [s["path"] for s in server.seen if s["path"].startswith("/slots/")]
+    assert erased == ["/slots/0?action=erase", "/slots/1?action=erase"]
+
+
+def test_a_slot_that_cannot_be_erased_refuses_the_batch(server):
+    server.routes[("GET", "/slots")] = reply(200, b'[{"id": 0}]')
+    failed, result = run(server, **CHAT, flush_cache=True, flush_method="slots", fail_on_error=False)
+    assert result["batch"]["error"].startswith("flush_cache was asked for and refused, so the batch was not sent: "
+                                               "POST /slots/0?action=erase answered HTTP 404")
+    assert server.requests_to("/v1/chat/completions") == []
