@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, inferlab developers (@inferlab)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""llama.cpp RPC ring launch filters: llamacpp_rpc_server_argv, llamacpp_server_argv, llamacpp_spec_problems.
+
+Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
+after it (plugins/filter/<filter>.yml). The logic is in plugins/plugin_utils/_llamacpp_launch.py (standard library
+only); these wrappers turn its SpecError into AnsibleFilterError.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _llamacpp_launch
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
+
+
+def _call(name, function, *args):
+    try:
+        return function(*[plain(arg) for arg in args])
+    except _llamacpp_launch.SpecError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc)) from None
+
+
+def llamacpp_rpc_server_argv(spec):
+    """See plugins/filter/llamacpp_rpc_server_argv.yml."""
+    return _call("llamacpp_rpc_server_argv", _llamacpp_launch.rpc_server_argv, spec)
+
+
+def llamacpp_server_argv(spec):
+    """See plugins/filter/llamacpp_server_argv.yml."""
+    return _call("llamacpp_server_argv", _llamacpp_launch.server_argv, spec)
+
+
+def llamacpp_spec_problems(spec, kind):
+    """See plugins/filter/llamacpp_spec_problems.yml."""
+    return _call("llamacpp_spec_problems", _llamacpp_launch.spec_problems, spec, kind)
+
+
+class FilterModule(object):
+    """inferlab llama.cpp launch filters."""
+
+    def filters(self):
+        return {
+            "llamacpp_rpc_server_argv": llamacpp_rpc_server_argv,
+            "llamacpp_server_argv": llamacpp_server_argv,
+            "llamacpp_spec_problems": llamacpp_spec_problems,
+        }
