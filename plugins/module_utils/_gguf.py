@@ -99,7 +99,7 @@ class _Reader:
             if item_type == _ARRAY:
                 raise _Malformed("nested arrays are not read")
             items = []
-            for _ in range(count):
+            for _index in range(count):
                 item = self.value(item_type)
                 if digest is not None:
                     digest.update(repr(item).encode("utf-8"))
@@ -137,7 +137,7 @@ def read_header(path):
         return result
     if result["data_bytes_expected"] is not None and result["bytes"] < result["data_bytes_expected"]:
         result["problems"].append(
-            "%s is cut short: its tensors need %d bytes, the file has %d (a partial copy or download?)"
+            "%s is cut short: its tensors need %s bytes, the file has %s (a partial copy or download?)"
             % (path, result["data_bytes_expected"], result["bytes"]))
     return result
 
@@ -156,7 +156,7 @@ def _read_into(handle, result):
     vocab_digest = hashlib.sha256()
     types_digest = hashlib.sha256()
     raw = {}
-    for _ in range(metadata_count):
+    for _index in range(metadata_count):
         key = reader.string()
         value_type = reader.scalar("<I")
         digest = {"tokenizer.ggml.tokens": vocab_digest, "tokenizer.ggml.token_type": types_digest}.get(key)
@@ -181,15 +181,15 @@ def _read_into(handle, result):
         raise _Malformed("general.alignment must be a power of two, found %r" % (alignment,))
     data_end = 0
     unknown_types = set()
-    for _ in range(tensor_count):
+    for _index in range(tensor_count):
         name = reader.string()
-        dims = [reader.scalar("<Q") for _ in range(reader.scalar("<I"))]
+        dims = [reader.scalar("<Q") for _dim in range(reader.scalar("<I"))]
         tensor_type = reader.scalar("<I")
         offset = reader.scalar("<Q")
         if tensor_type not in TENSOR_TYPES:
             unknown_types.add(tensor_type)
             continue
-        _, block, block_bytes = TENSOR_TYPES[tensor_type]
+        block, block_bytes = TENSOR_TYPES[tensor_type][1:]
         elements = 1
         for dim in dims:
             elements *= dim

@@ -36,7 +36,7 @@ def fit_words(count_tokens, text_of, target, max_calls=MAX_CALLS):
     ``count_tokens``, within ``max_calls`` counts; ``(0, 0)`` when even one word is too many."""
     low, high = (0, 0), None  # (words, tokens) known to fit; the fewest words known not to fit
     words = target
-    for _ in range(max_calls):
+    for _call in range(max_calls):
         tokens = count_tokens(text_of(words))
         if tokens <= target:
             low = max(low, (words, tokens))

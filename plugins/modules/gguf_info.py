@@ -11,12 +11,12 @@ module: gguf_info
 short_description: Read a GGUF model file's header, and check a draft model's vocabulary against it
 version_added: 0.1.0
 description:
-  - Reads the header of a GGUF file (llama.cpp's model format, versions 2 and 3) without loading the model: its
-    architecture, shape, tokenizer and tensor count; and checks that the file is as long as its tensors need, so a
+  - Reads the header of a GGUF file (llama.cpp's model format, versions 2 and 3) without loading the model (its
+    architecture, shape, tokenizer and tensor count), and checks that the file is as long as its tensors need, so a
     partial copy or download is found before a server tries to load it.
   - With O(draft_path), reads the draft model too and compares the two vocabularies (tokenizer model, size, BOS and
-    EOS ids, and a sha256 of the token list and of the token types): llama.cpp refuses a draft whose vocabulary
-    differs.
+    EOS ids, and a sha256 of the token list and of the token types), since llama.cpp refuses a draft whose
+    vocabulary differs.
   - Reports problems in RV(problems) and fails only with O(fail_on_problems=true), so that a role can name its own
     variables in the message.
 author:

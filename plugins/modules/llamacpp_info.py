@@ -12,8 +12,8 @@ short_description: Read a llama.cpp install's version and whether it can serve o
 version_added: 0.1.0
 description:
   - Runs C(llama-server --version) and C(--help) and C(ggml-rpc-server --help) from O(bin_dir), and reports the
-    version, the build number and commit, every flag each program offers, the speculative decoding types, and what is
-    missing for an RPC ring: C(ggml-rpc-server) itself, or C(llama-server)'s C(--rpc) (absent from a build without
+    version, the build number and commit, every flag each program offers, the speculative decoding types, and what
+    an RPC ring lacks, C(ggml-rpc-server) itself or C(llama-server)'s C(--rpc) (absent from a build without
     C(GGML_RPC=ON)).
   - Reports problems in RV(problems) and fails only with O(fail_on_problems=true), so that a role can name its own
     variables in the message.
@@ -111,7 +111,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _llamacpp  # noqa: E402
 
-SERVER, RPC_SERVER = 'llama-server', 'ggml-rpc-server'
+SERVER = 'llama-server'
+RPC_SERVER = 'ggml-rpc-server'
 
 
 def run(module, program, flag):

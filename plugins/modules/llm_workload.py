@@ -304,7 +304,7 @@ batch:
         - C({n, prompt_tokens, cached_tokens, predicted_tokens, prompt_tok_s, decode_tok_s, draft_tokens,
           accepted_tokens, acceptance_rate}); C(decode_tok_s) is statistics as for RV(batch.ttft_s) of each
           request's predicted_n / predicted_ms, the server's definition (all generated tokens over its generation
-          time), not the client's RV(batch.records[].decode_tok_s).
+          time), not the client's C(decode_tok_s) of each record.
       returned: success
       type: dict
       sample: {n: 3, prompt_tokens: 240, predicted_tokens: 72, prompt_tok_s: 752.5, acceptance_rate: 0.22}

@@ -187,7 +187,7 @@ def ensure_models(out_dir: Path, shape: Shape) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     defaults = Shape()
-    parser = argparse.ArgumentParser(prog="python -m inferlab.lab.gguf_model", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m inferlab.lab.gguf_model", description=__doc__.split("\n", 1)[0])
     parser.add_argument("out_dir", type=Path)
     for field, value in asdict(defaults).items():
         parser.add_argument("--" + field.replace("_", "-"), type=type(value), default=value)

@@ -92,8 +92,8 @@ def test_a_non_number_timing_is_none():
 @pytest.mark.parametrize("text, message", [
     ("<html>not found</html>", "line 1 is not a Prometheus sample: '<html>not found</html>'"),
     ("llamacpp:prompt_tokens_total many", "line 1: llamacpp:prompt_tokens_total has the value 'many', not a number"),
-    ("# HELP x\nprocess_cpu_seconds_total 3\n", "no llamacpp: sample in the text (is --metrics on, and is this "
-                                                 "llama-server?)"),
+    ("# HELP x\nprocess_cpu_seconds_total 3\n",
+     "no llamacpp: sample in the text (is --metrics on, and is this llama-server?)"),
     ('llamacpp:spec_decode_num_accepted_tokens_per_pos_total{slot="1"} 3',
      "line 1: spec_decode_num_accepted_tokens_per_pos_total without a numeric position label"),
 ])

@@ -16,7 +16,8 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._prompt_fit i
     fit_words,
 )
 
-WORDS = [random.Random(3).choice(["link", "ring", "rank", "tensor", "a", "throughput", "of"]) for _ in range(20000)]
+VOCABULARY = ["link", "ring", "rank", "tensor", "a", "throughput", "of"]
+WORDS = random.Random(3).choices(VOCABULARY, k=20000)
 
 
 def text_of(count):

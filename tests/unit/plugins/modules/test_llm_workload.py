@@ -657,8 +657,9 @@ def test_the_byte_counter_agrees_with_the_real_capture():
 def test_prompts_sized_by_the_tokenizer_fit_the_request_in_the_servers_tokens(server):
     server.routes[("POST", "/tokenize")] = tokenize_route
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
-    failed, result = run(server, **dict(CHAT, kind="concurrent"), requests=2, concurrency=2, prompt_tokens=500,
-                         prompt_sizing="tokenizer")
+    args = {**CHAT, "kind": "concurrent", "requests": 2, "concurrency": 2, "prompt_tokens": 500,
+            "prompt_sizing": "tokenizer"}
+    failed, result = run(server, **args)
     assert not failed, result.get("msg", result)
     batch = result["batch"]
     sent = [s["body"]["messages"][0]["content"] for s in server.requests_to("/v1/chat/completions")]
@@ -677,7 +678,8 @@ def test_a_long_context_prompt_sized_by_the_tokenizer_starts_with_the_repeated_p
     server.routes[("POST", "/v1/chat/completions")] = stream(chat_events(["a"]))
     for kind, extra in (("repeated_prefix", {"requests": 2, "prefix_tokens": 300, "prompt_tokens": 400}),
                         ("long_context", {"prompt_tokens": 900})):
-        failed, result = run(server, **dict(CHAT, kind=kind), prompt_sizing="tokenizer", **extra)
+        args = {**CHAT, "kind": kind, "prompt_sizing": "tokenizer", **extra}
+        failed, result = run(server, **args)
         assert not failed, result.get("msg", result)
     prompts = [s["body"]["messages"][0]["content"] for s in server.requests_to("/v1/chat/completions")]
     prefix = os.path.commonprefix(prompts[:2])
