@@ -11,10 +11,10 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv \
-	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd
+	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection demo test lint sanity unit contract install changelog molecule molecule-kernel kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -57,6 +57,24 @@ collection: $(COLLECTION_LINK)
 $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
+
+# The lab's real engine: llama.cpp's llama-server and ggml-rpc-server (GGML_RPC=ON), built from the pinned,
+# hash-checked llama-cpp-python sdist by the script roles/llamacpp_engine runs on real hosts, once per machine: the
+# install is cached by the source's sha256 and the build options under ENGINE_CACHE (outside the checkout, so every
+# checkout on the machine shares it). About 6 minutes of 2 CPUs the first time, nothing after. ENGINE_INFO says where
+# it is (its build-info.json: bin_dir, version, whether it was cached).
+ENGINE_CACHE ?= $(or $(INFERLAB_ENGINE_CACHE),$(HOME)/.cache/inferlab/engine)
+ENGINE_INFO := .cache/engine.json
+engine: deb venv
+	mkdir -p .cache
+	bash roles/llamacpp_engine/files/build_llamacpp.sh $(ENGINE_CACHE) > $(ENGINE_INFO).partial
+	mv $(ENGINE_INFO).partial $(ENGINE_INFO)
+	$(PY) -c 'import json, sys; info = json.load(open(sys.argv[1])); print("engine:", info["version"], "in", info["bin_dir"], "(cached)" if info["cached"] else "(built in %d s)" % info["build_seconds"])' $(ENGINE_INFO)
+
+# The engine's own tests (tests/engine/): the project's model loaded by the built llama-server over RPC, real
+# completions, the server's counters and the speculative decoder's acceptance.
+engine-test: engine
+	$(BIN)/pytest -q -p no:cacheprovider tests/engine
 
 # The full staged experiment on the lab; it ends with the run directory's path (stdout) and a short summary, then
 # what `inferlab compare` says of stage 12 (the candidate driver) against stage 9 (the stock one): the lab's driver
@@ -161,9 +179,12 @@ kernel-cache: deb
 # (out of the lab daemons' way too). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
 # for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
 # the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
-# processes and servers they start, and bound ratios or generous ceilings, never tight wall times.
+# processes and servers they start, and bound ratios or generous ceilings, never tight wall times. A third chain, in a
+# session of its own like the kernel's, builds the engine (engine: gcc on both CPUs when they are idle, nothing once
+# cached) and runs its tests (engine-test).
 TEST_BACKGROUND_GATES := install unit lint contract sanity
 TEST_KERNEL_GATES := kernel-cache molecule-kernel
+TEST_ENGINE_GATES := engine engine-test
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	test_start=$$(date +%s)
@@ -178,26 +199,28 @@ test:
 	  return $$failed
 	}
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
-	kernel= checks=
+	kernel= checks= engine=
 	if [ $$status = 0 ]; then
 	  # the checks stay in make's session (no setsid): the unit tests' timing bounds failed when their autogroup got
 	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
 	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel & kernel=$$!
-	  trap 'wait $$kernel $$checks 2> /dev/null || true' EXIT  # never leave them running
+	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) $(TEST_ENGINE_GATES) & engine=$$!
+	  trap 'wait $$kernel $$checks $$engine 2> /dev/null || true' EXIT  # never leave them running
 	fi
 	if [ $$status = 0 ]; then
 	  bash tests/gate.sh molecule $(TEST_TIMES) MOLECULE_SCENARIOS="$(MOLECULE_LAB_SCENARIOS)" || status=1
 	fi
 	if [ -n "$$checks" ]; then wait $$checks || true; background_failed $(TEST_BACKGROUND_GATES) || status=1; fi
 	if [ -n "$$kernel" ]; then wait $$kernel || true; background_failed $(TEST_KERNEL_GATES) || status=1; fi
-	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES)"
+	if [ -n "$$engine" ]; then wait $$engine || true; background_failed $(TEST_ENGINE_GATES) || status=1; fi
+	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES) $(TEST_ENGINE_GATES)"
 	if [ -s $(FAILED_SCENARIO_LOGS) ]; then
 	  while read -r log; do bash tests/failure_excerpt.sh "$$log"; done < $(FAILED_SCENARIO_LOGS)
 	fi
 	exit $$status
 
-bench: bootstrap
+bench: bootstrap engine
 	$(PY) tests/bench/bench_lab.py goals --runs 3 --json .cache/bench-goals.json
 	$(PY) tests/bench/bench_lab.py lab --json .cache/bench-lab.json
 	$(PY) tests/bench/bench_lab.py sampler --runs 3 --json .cache/bench-sampler.json
@@ -205,6 +228,7 @@ bench: bootstrap
 	$(PY) tests/bench/bench_workload.py --runs 5 --json .cache/bench-workload.json
 	$(PY) tests/bench/bench_report.py --runs 5 --json .cache/bench-report.json
 	$(PY) tests/bench/bench_lab.py interrupt --runs 1 --json .cache/bench-interrupt.json
+	$(PY) tests/bench/bench_engine.py --runs 5 --json .cache/bench-engine.json
 
 clean:
 	rm -rf .cache .collections tests/output
