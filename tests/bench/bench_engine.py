@@ -1,0 +1,178 @@
+"""Benchmark the lab's real engine (llama.cpp over RPC) through the project's workload client, for
+docs/PERFORMANCE.md.
+
+Not a test: it prints figures (median, min, max of N runs) and the machine they were taken on. It starts the build of
+`make engine` (.cache/engine.json) on 127.0.0.1: a `ggml-rpc-server` holding every layer and a `llama-server` in
+front of it (one thread each), serving the lab's model (`inferlab.lab.gguf_model`, the default shape), once without
+and once with the draft model. Per mode and run: one single-stream batch of `--requests` requests through the
+module's own code (`run_batch` of `_llm_workload`: prompts sized by the server's tokenizer, `ignore_eos`), and the
+server's `/metrics` before and after it. Reported per mode:
+1. the client's decode rate (the median over requests of (output_tokens - 1) / (latency_s - ttft_s)) against the
+   server's own (the median of predicted_n / predicted_ms from each response's timings), and their ratio: the first
+   measurement of the project's own measurement error (the definitions differ: the client excludes the first token
+   and includes the stream's delivery, the server counts every token over its generation time);
+2. the server's decode rate from its /metrics counters over the batch (tokens_predicted_total /
+   tokens_predicted_seconds_total deltas), which must agree with the timings' sum;
+3. with the draft: the acceptance rate and mean acceptance length from the server's counters.
+
+    .venv/bin/python tests/bench/bench_engine.py [--runs 5] [--requests 5] [--output-tokens 64] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / ".collections"))
+
+from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import (  # noqa: E402
+    metrics_delta,
+    parse_metrics,
+)
+from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import run_batch  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._llamacpp_launch import (  # noqa: E402
+    rpc_server_argv,
+    server_argv,
+)
+from inferlab.lab.gguf_model import Shape, ensure_models  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (loopback only)
+        return response.read().decode()
+
+
+def wait_until(condition, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit("timed out waiting for the engine")
+        time.sleep(0.1)
+
+
+def healthy(url):
+    try:
+        return json.loads(get(url + "/health", 2)).get("status") == "ok"
+    except (OSError, ValueError):
+        return False
+
+
+def listening(port):
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return any(row.split()[3] == "0A" and row.split()[1] == f"0100007F:{port:04X}" for row in rows)
+
+
+def start(argv, log):
+    handle = open(log, "wb")
+    proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    handle.close()
+    return proc
+
+
+def stop(procs):
+    for proc in procs:  # the server before the RPC server it uses
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def run_mode(bin_dir, models, work, draft, args):
+    rpc_port, port = free_port(), free_port()
+    rpc = start(rpc_server_argv({"bin_dir": bin_dir, "host": "127.0.0.1", "port": rpc_port}), work / "rpc.log")
+    wait_until(lambda: listening(rpc_port))
+    spec = {"bin_dir": bin_dir, "model_path": str(models / "model.gguf"), "host": "127.0.0.1", "port": port,
+            "rpc": [f"127.0.0.1:{rpc_port}"], "threads": 1}
+    if draft:
+        spec["draft"] = {"model_path": str(models / "draft.gguf"), "max_tokens": 4}
+    server = start(server_argv(spec), work / f"server-{port}.log")
+    url = f"http://127.0.0.1:{port}"
+    runs = []
+    try:
+        wait_until(lambda: healthy(url))
+        for index in range(args.runs):
+            before = parse_metrics(get(url + "/metrics"))
+            batch = run_batch(url, "single_stream", model="lab", requests=args.requests,
+                              prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens, seed=index,
+                              prompt_sizing="tokenizer", extra_body={"ignore_eos": True}, total_timeout_s=120)
+            engine = metrics_delta(before, parse_metrics(get(url + "/metrics")))
+            if batch["failed"]:
+                raise SystemExit(f"run {index}: {batch['failed']} requests failed: {batch['records']}")
+            client = batch["decode_tok_s"]["median"]
+            server_rate = batch["server"]["decode_tok_s"]["median"]
+            runs.append({
+                "client_decode_tok_s": client,
+                "server_decode_tok_s": server_rate,
+                "client_over_server": client / server_rate,
+                "metrics_decode_tok_s": engine["decode_tokens_per_s"],
+                "metrics_tokens": engine["counters"]["tokens_predicted_total"],
+                "timings_tokens": batch["server"]["predicted_tokens"],
+                "prompt_content_tokens": batch["content_tokens"],
+                "prompt_tokens": batch["records"][0]["prompt_tokens"],
+                "ttft_s": batch["ttft_s"]["median"],
+                "acceptance_rate": engine["speculative"]["acceptance_rate"],
+                "mean_acceptance_length": engine["speculative"]["mean_acceptance_length"],
+            })
+    finally:
+        stop([server, rpc])
+    summary = {name: spread([run[name] for run in runs]) for name in runs[0]}
+    return {"runs": runs, "summary": summary}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument("--prompt-tokens", type=int, default=256)
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    info = json.loads((REPO / ".cache" / "engine.json").read_text())
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
+        work = Path(tmp)
+        models = work / "models"
+        manifest = ensure_models(models, Shape())
+        result = {
+            "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+            "engine": {"version": info["version"], "cmake_options": info["cmake_options"]},
+            "model": manifest["shape"],
+            "settings": vars(args) | {"json": str(args.json) if args.json else None},
+            "modes": {mode: run_mode(info["bin_dir"], models, work, mode == "draft", args)
+                      for mode in ("baseline", "draft")},
+        }
+    for mode, figures in result["modes"].items():
+        print(mode)
+        for name, value in figures["summary"].items():
+            if value:
+                print(f"  {name:24s} median {value['median']:10.3f}  min {value['min']:10.3f}"
+                      f"  max {value['max']:10.3f}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
