@@ -10,7 +10,8 @@ server's `/metrics` before and after it. Reported per mode:
 1. the client's decode rate (the median over requests of (output_tokens - 1) / (latency_s - ttft_s)) against the
    server's own (the median of predicted_n / predicted_ms from each response's timings), and their ratio: the first
    measurement of the project's own measurement error (the definitions differ: the client excludes the first token
-   and includes the stream's delivery, the server counts every token over its generation time);
+   and includes the stream's delivery, the server counts every token over its generation time), and the same ratio
+   with the server's rate in the client's definition ((predicted_n - 1) / predicted_ms);
 2. the server's decode rate from its /metrics counters over the batch (tokens_predicted_total /
    tokens_predicted_seconds_total deltas), which must agree with the timings' sum;
 3. with the draft: the acceptance rate and mean acceptance length from the server's counters.
@@ -128,6 +129,9 @@ def run_mode(bin_dir, models, work, draft, args):
                 "client_decode_tok_s": client,
                 "server_decode_tok_s": server_rate,
                 "client_over_server": client / server_rate,
+                # the server's rate in the client's definition (the first token left out: predicted_n - 1 tokens
+                # over predicted_ms), so that the ratio compares like with like
+                "client_over_server_aligned": client / server_rate * args.output_tokens / (args.output_tokens - 1),
                 "metrics_decode_tok_s": engine["decode_tokens_per_s"],
                 "metrics_tokens": engine["counters"]["tokens_predicted_total"],
                 "timings_tokens": batch["server"]["predicted_tokens"],
