@@ -62,10 +62,10 @@ def run(tmp_path, **variables):
 
 
 def ring(engine, **extra):
-    return dict({"llamacpp_rpc_bin_dir": str(engine),
-                 "llamacpp_rpc_model_path": str(FIXTURES / "gguf" / "tiny-target.gguf"),
-                 "llamacpp_rpc_draft_model_path": str(FIXTURES / "gguf" / "tiny-draft.gguf"),
-                 "llamacpp_rpc_port": free_port(), "llamacpp_rpc_server_port": free_port()}, **extra)
+    return {"llamacpp_rpc_bin_dir": str(engine),
+            "llamacpp_rpc_model_path": str(FIXTURES / "gguf" / "tiny-target.gguf"),
+            "llamacpp_rpc_draft_model_path": str(FIXTURES / "gguf" / "tiny-draft.gguf"),
+            "llamacpp_rpc_port": free_port(), "llamacpp_rpc_server_port": free_port(), **extra}
 
 
 def test_a_good_ring_passes(tmp_path, engine):
