@@ -123,6 +123,8 @@ DEFINITIONS = {
                            "time), the server's definition: compare it with decode_tok_s knowing they differ",
     "server.prompt_tok_s": "sum of prompt_n / sum of prompt_ms over OK requests (uncached prompt tokens only)",
     "server.acceptance_rate": "sum of draft_n_accepted / sum of draft_n over OK requests",
+    "server.client_over_server": "per request, decode_tok_s / ((predicted_n - 1) / predicted_ms): the client's decode "
+                                 "rate against the server's in the client's definition (1.0: they agree)",
 }
 
 
@@ -660,9 +662,21 @@ def server_spec_accept_length(target, headers, timeout):
     return result
 
 
+def client_over_server(record):
+    """The client's decode rate over the server's, in the client's definition (the first token left out: the
+    server's predicted_n - 1 tokens over its predicted_ms), for one OK request with timings; None without a rate."""
+    timings = record["server_timings"]
+    if not record["ok"] or not timings or record["decode_tok_s"] is None:
+        return None
+    if not timings["predicted_n"] or timings["predicted_n"] < 2 or not timings["predicted_ms"]:
+        return None
+    return record["decode_tok_s"] / ((timings["predicted_n"] - 1) / timings["predicted_ms"] * 1000.0)
+
+
 def server_summary(records):
     """The server's own figures over OK requests that carry ``server_timings`` (llama-server), or None when none
-    does: request count, token sums, ``decode_tok_s`` statistics, ``prompt_tok_s`` and the draft acceptance."""
+    does: request count, token sums, ``decode_tok_s`` statistics, ``prompt_tok_s``, the draft acceptance, and the
+    client's decode rate against the server's in one definition (``client_over_server``)."""
     timed = [r["server_timings"] for r in records if r["ok"] and r["server_timings"]]
     if not timed:
         return None
@@ -684,6 +698,7 @@ def server_summary(records):
         "draft_tokens": drafted,
         "accepted_tokens": accepted,
         "acceptance_rate": accepted / drafted if drafted and accepted is not None else None,
+        "client_over_server": stats([ratio for ratio in map(client_over_server, records) if ratio is not None]),
     }
 
 

@@ -121,7 +121,8 @@ options:
   flush_method:
     description:
       - How O(flush_cache) empties the cache. V(flush_cache) is SGLang's C(POST /flush_cache). V(slots) is
-        llama-server's, C(GET /slots) then C(POST /slots/ID?action=erase) for every slot.
+        llama-server's, C(GET /slots) then C(POST /slots/ID?action=erase) for every slot (llama-server allows it only
+        when started with C(--slot-save-path), and answers 501 otherwise).
     type: str
     choices: [flush_cache, slots]
     default: flush_cache
@@ -302,9 +303,11 @@ batch:
         - The server's own figures, from the C(timings) a llama-server sends on each stream's last chunk, over the OK
           requests that carry them; null from servers that send none (SGLang, a gateway that drops them).
         - C({n, prompt_tokens, cached_tokens, predicted_tokens, prompt_tok_s, decode_tok_s, draft_tokens,
-          accepted_tokens, acceptance_rate}); C(decode_tok_s) is statistics as for RV(batch.ttft_s) of each
-          request's predicted_n / predicted_ms, the server's definition (all generated tokens over its generation
-          time), not the client's C(decode_tok_s) of each record.
+          accepted_tokens, acceptance_rate, client_over_server}); C(decode_tok_s) is statistics as for
+          RV(batch.ttft_s) of each request's predicted_n / predicted_ms, the server's definition (all generated
+          tokens over its generation time), not the client's C(decode_tok_s) of each record.
+        - C(client_over_server) is statistics of each request's client decode rate over the server's in the
+          client's definition, (predicted_n - 1) / predicted_ms; 1.0 when the two measurements agree.
       returned: success
       type: dict
       sample: {n: 3, prompt_tokens: 240, predicted_tokens: 72, prompt_tok_s: 752.5, acceptance_rate: 0.22}

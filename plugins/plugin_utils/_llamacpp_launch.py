@@ -17,8 +17,11 @@ RPC server spec: ``bin_dir`` (str), ``host`` (str), ``port`` (int); optional ``t
 Server spec, required: ``bin_dir``, ``model_path``, ``host``, ``port``, ``rpc`` (a list of ``HOST:PORT``, the
 members in ring order; may be empty for a head alone). Optional (default in brackets): ``gpu_layers`` [99: every
 layer offloaded], ``threads`` [None: llama.cpp's own], ``context_length`` [None: the model's], ``parallel`` [None:
-llama.cpp's slots], ``metrics`` [true], ``draft`` [None, or ``{model_path, max_tokens [4], gpu_layers [99]}``: a
-draft model for speculative decoding, ``--spec-type draft-simple``], ``extra_args`` [[]], appended verbatim.
+llama.cpp's slots], ``metrics`` [true], ``slot_save_path`` [None; a directory, which also enables the slots'
+erase action that empties the slots' prompt cache], ``cache_ram_mib`` [None: llama.cpp's 8,192 MiB; 0 turns off
+the prompt cache in host memory, which keeps prompts beyond the slots and which no request can empty], ``draft``
+[None, or ``{model_path, max_tokens [4], gpu_layers [99]}``: a draft model for speculative decoding, ``--spec-type
+draft-simple``], ``extra_args`` [[]], appended verbatim.
 Any other key is an error, so a misspelt option fails instead of being dropped.
 
 Nothing secret on a command line (it shows in ``ps`` and in the start records): ``spec_problems`` refuses
@@ -46,8 +49,8 @@ class SpecError(ValueError):
 _RPC_KEYS = {"bin_dir": str, "host": str, "port": int, "threads": int}
 _RPC_REQUIRED = ("bin_dir", "host", "port")
 _SERVER_KEYS = {"bin_dir": str, "model_path": str, "host": str, "port": int, "rpc": list, "gpu_layers": int,
-                "threads": int, "context_length": int, "parallel": int, "metrics": bool, "draft": dict,
-                "extra_args": list}
+                "threads": int, "context_length": int, "parallel": int, "metrics": bool, "slot_save_path": str,
+                "cache_ram_mib": int, "draft": dict, "extra_args": list}
 _SERVER_REQUIRED = ("bin_dir", "model_path", "host", "port", "rpc")
 _DRAFT_KEYS = {"model_path": str, "max_tokens": int, "gpu_layers": int}
 
@@ -92,6 +95,10 @@ def server_argv(spec):
             argv += [flag, str(spec[key])]
     if spec.get("metrics", True):
         argv.append("--metrics")
+    if spec.get("slot_save_path"):
+        argv += ["--slot-save-path", spec["slot_save_path"]]
+    if spec.get("cache_ram_mib") is not None:
+        argv += ["--cache-ram", str(spec["cache_ram_mib"])]
     draft = spec.get("draft")
     if draft:
         draft = _checked(draft, _DRAFT_KEYS, ("model_path",), "the server spec's draft")

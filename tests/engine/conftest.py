@@ -101,7 +101,10 @@ class Servers:
         """llama-server on the command line the llamacpp filters build (roles use the same)."""
         port = free_port()
         spec = {"bin_dir": str(self.bin_dir), "model_path": str(model), "host": "127.0.0.1", "port": port,
-                "rpc": [r.endpoint for r in rpc], "threads": 1, "context_length": 4096}
+                "rpc": [r.endpoint for r in rpc], "threads": 1, "context_length": 4096,
+                # the slots' prompt cache, which a client can erase (with a slot save path), and none in host memory,
+                # which it cannot
+                "slot_save_path": str(self.tmp_path), "cache_ram_mib": 0}
         if draft:
             spec["draft"] = {"model_path": str(draft), "max_tokens": 4}
         proc = self.start(server_argv(spec), log=f"server-{port}.log")

@@ -16,6 +16,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp imp
     parse_metrics,
     response_timings,
 )
+from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import run_batch
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._llamacpp_launch import rpc_server_argv, server_argv
 
 PROMPT = "The link between the two hosts carries every activation of the model, one layer after another."
@@ -92,3 +93,24 @@ def test_a_killed_rpc_server_fails_the_request_and_takes_the_server_down(servers
         complete(server, 16)
     wait_for(lambda: server.poll() is not None, "llama-server to exit once its RPC server is gone")
     assert "Remote RPC server crashed" in server.log.read_text()
+
+
+def test_the_workload_client_measures_the_real_server_as_it_measures_itself(servers, models):
+    """The project's client (run_batch) against the real server: prompts sized by its tokenizer, its prompt cache
+    emptied by erasing its slots (the warm repeat's cached tokens fall to 0), each request's timings kept, and the
+    client's decode rate agreeing with the server's in one definition (bound loosely: both run on this shared
+    machine, at the lowest priority in make test)."""
+    server = servers.llama_server(models / "model.gguf", [servers.rpc_server()])
+    servers.wait_ready(server)
+    common = {"model": "lab", "prompt_tokens": 200, "output_tokens": 32, "prompt_sizing": "tokenizer",
+              "extra_body": {"ignore_eos": True}, "total_timeout_s": 120}
+    cold = run_batch(server.url, "single_stream", requests=2, seed=7, **common)
+    warm = run_batch(server.url, "single_stream", requests=2, seed=7, **common)
+    flushed = run_batch(server.url, "single_stream", requests=1, seed=7, flush=True, flush_method="slots", **common)
+    for batch in (cold, warm, flushed):
+        assert batch["failed"] == 0, batch["records"]
+        assert 180 < batch["content_tokens"] <= 200
+    assert warm["records"][0]["cached_tokens"] > 150
+    assert flushed["cache"] == "cold" and flushed["records"][0]["cached_tokens"] == 0
+    assert cold["server"]["predicted_tokens"] == 64
+    assert 0.75 < cold["server"]["client_over_server"]["median"] < 1.33

@@ -19,7 +19,9 @@ RPC_FLAGS = help_flags((FIXTURES / "ggml-rpc-server_help.txt").read_text())
 RPC = {"bin_dir": "/opt/llama.cpp/bin", "host": "169.254.177.2", "port": 50052}
 SERVER = {"bin_dir": "/opt/llama.cpp/bin", "model_path": "/srv/models/target.gguf", "host": "169.254.77.1",
           "port": 8080, "rpc": ["169.254.177.2:50052", "169.254.177.3:50052"]}
-FULL = dict(SERVER, threads=2, context_length=8192, parallel=4, metrics=True, extra_args=["--no-webui"],
+FULL = dict(SERVER, threads=2, context_length=8192, parallel=4, metrics=True, slot_save_path="/var/lib/x/slots",
+            cache_ram_mib=0,
+            extra_args=["--no-webui"],
             draft={"model_path": "/srv/models/draft.gguf", "max_tokens": 6, "gpu_layers": 10})
 
 

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _llm_workload as workload
+from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import TIMINGS_FIELDS
 from ansible_collections.inferlab.distributed.plugins.module_utils._sse import SSEError, SSEEvent
 
 
@@ -339,3 +340,34 @@ def test_missing_usage_and_error_events():
     with pytest.raises(workload._Failure) as caught:
         workload._Stream("sglang_generate").counts()
     assert caught.value.kind == "no_usage"
+
+
+# --- the client against the server ----------------------------------------------------------------------------------
+
+def timed(decode_tok_s, predicted_n, predicted_ms, ok=True):
+    rec = workload.new_record(0, 128, [])
+    timings = dict.fromkeys(TIMINGS_FIELDS)  # as response_timings gives them: every field, None where absent
+    timings.update(predicted_n=predicted_n, predicted_ms=predicted_ms)
+    rec.update(ok=ok, decode_tok_s=decode_tok_s, server_timings=timings)
+    return rec
+
+
+def test_client_over_server_compares_one_definition():
+    """64 tokens, the 63 after the first in 0.5 s by the client's clock and predicted_ms 500 by the server's: the
+    raw ratio would be 63/64 = 0.984 by the definitions alone; in one definition they agree."""
+    assert workload.client_over_server(timed(126.0, 64, 500.0)) == pytest.approx(1.0)
+    assert workload.client_over_server(timed(113.4, 64, 500.0)) == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("record", [timed(None, 64, 500.0), timed(126.0, 1, 5.0), timed(126.0, 64, 0.0),
+                                    timed(126.0, None, 500.0), timed(126.0, 64, 500.0, ok=False)])
+def test_client_over_server_has_no_value_without_both_rates(record):
+    assert workload.client_over_server(record) is None
+
+
+def test_the_batch_keeps_the_ratio_of_every_timed_request():
+    records = [timed(126.0, 64, 500.0), timed(113.4, 64, 500.0), workload.new_record(2, 128, [])]
+    records[2]["ok"] = True  # a request from a server that sends no timings
+    summary = workload.server_summary(records)
+    assert summary["n"] == 2
+    assert summary["client_over_server"]["median"] == pytest.approx(0.95)

@@ -627,6 +627,9 @@ def test_a_real_llama_server_stream_gives_its_timings_beside_the_clients_figures
     assert batch["server"]["acceptance_rate"] == pytest.approx(10 / 46)
     assert batch["server"]["decode_tok_s"]["median"] == pytest.approx(24 / 353.525 * 1000)
     assert batch["server"]["prompt_tok_s"] == pytest.approx(80 / 106.318 * 1000)
+    # the replay's pace is the fake server's, not llama-server's: each request has its ratio, whose value says
+    # nothing here (tests/bench/bench_engine.py measures it against the real server)
+    assert batch["server"]["client_over_server"]["n"] == 2
 
 
 def test_a_server_without_timings_gives_no_server_figures(server):
