@@ -3,18 +3,14 @@ engine of stand-ins that print the real build's captures, the writer's real GGUF
 passes; a model cut short, a draft of another vocabulary, a member on every address, a secret in the extra flags, a
 port in use and no engine at all are each refused before anything starts, naming the variable to set."""
 
-import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
+from ansible_collections.inferlab.distributed.tests.unit.llamacpp_standins import run_playbook, standin_engine
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CAPTURES = FIXTURES / "llamacpp"
 
 PLAYBOOK = """
 - name: The preflight of a llama.cpp ring
@@ -28,19 +24,9 @@ PLAYBOOK = """
 """
 
 
-def program(path, script):
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
-
-
 @pytest.fixture
 def engine(tmp_path):
-    directory = tmp_path / "bin"
-    directory.mkdir()
-    program(directory / "llama-server", f'case "$1" in --version) cat {CAPTURES / "llama-server_version.txt"} ;; '
-                                        f'--help) cat {CAPTURES / "llama-server_help.txt"} ;; esac\n')
-    program(directory / "ggml-rpc-server", f'cat {CAPTURES / "ggml-rpc-server_help.txt"} >&2\n')
-    return directory
+    return standin_engine(tmp_path / "bin")
 
 
 def free_port():
@@ -50,15 +36,9 @@ def free_port():
 
 
 def run(tmp_path, **variables):
-    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    inventory = {"ring": {"hosts": {"lab-a": dict(host, ansible_host="127.0.0.1", inferlab_link_address="127.0.0.1"),
-                                    "lab-b": dict(host, ansible_host="127.0.0.1",
-                                                  inferlab_link_address="127.0.0.2")}}}
-    (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
-    return subprocess.run([ansible_playbook(), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
-                           "-e", json.dumps(variables)], capture_output=True, text=True, env=playbook_env(tmp_path),
-                          timeout=300, check=False)
+    hosts = {"lab-a": {"ansible_host": "127.0.0.1", "inferlab_link_address": "127.0.0.1"},
+             "lab-b": {"ansible_host": "127.0.0.1", "inferlab_link_address": "127.0.0.2"}}
+    return run_playbook(tmp_path, PLAYBOOK, hosts, variables)
 
 
 def ring(engine, **extra):

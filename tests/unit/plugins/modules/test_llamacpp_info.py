@@ -10,26 +10,14 @@ import os
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.modules import llamacpp_info
-from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, run_module
-
-CAPTURES = FIXTURES / "llamacpp"
-
-
-def program(path, script):
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
+from ansible_collections.inferlab.distributed.tests.unit.llamacpp_standins import program, standin_engine
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module
 
 
 @pytest.fixture
 def install(tmp_path):
     """A bin dir whose programs print the real captures."""
-    help_text = tmp_path / "server_help.txt"
-    help_text.write_text((CAPTURES / "llama-server_help.txt").read_text())
-    program(tmp_path / "llama-server",
-            f'case "$1" in --version) cat {CAPTURES / "llama-server_version.txt"} >&2 ;; '
-            f'--help) cat {help_text} ;; esac\n')
-    program(tmp_path / "ggml-rpc-server", f'cat {CAPTURES / "ggml-rpc-server_help.txt"} >&2\n')
-    return tmp_path
+    return standin_engine(tmp_path)
 
 
 def test_the_real_builds_output_reads_as_an_rpc_capable_install(install):
