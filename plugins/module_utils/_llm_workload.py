@@ -166,49 +166,53 @@ def _words(stream, count):
     return random.Random(stream).choices(WORDS, k=count)
 
 
-def build_prompts(kind, requests, prompt_tokens=None, prefix_tokens=None, seed=0):
-    """The batch's prompts, ``[(text, requested_tokens)]`` per request index; see the module docstring per kind.
-
-    Deterministic for a given seed (on any Python 3.8+), so a rerun sends the same text and its cache label means
-    what it says.
-    """
+def _sized_prompts(kind, requests, sized, prompt_tokens=None, prefix_tokens=None, seed=0):
+    """``[(text, requested_tokens, content_tokens)]`` per request index, each text made by ``sized(stream, target,
+    before)``: the words of ``stream`` that make ``before`` + text ``target`` tokens long, and their count (None when
+    not counted). One word stream per role, so a long_context prompt starts with the repeated_prefix batch's prefix."""
     if kind == "repeated_prefix":
         total = prefix_tokens + SUFFIX_TOKENS if prompt_tokens is None else prompt_tokens
-        prefix = _words("inferlab:%d:prefix" % seed, prefix_tokens)
-        return [(" ".join(prefix + _words("inferlab:%d:suffix:%d" % (seed, index), total - prefix_tokens)), total)
-                for index in range(requests)]
-    if kind == "long_context":
-        return [(" ".join(_words("inferlab:%d:prefix" % seed, prompt_tokens)), prompt_tokens)] * requests
-    length = DEFAULT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
-    return [(" ".join(_words("inferlab:%d:unique:%d" % (seed, index), length)), length) for index in range(requests)]
-
-
-def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefix_tokens=None, seed=0):
-    """The batch's prompts as ``build_prompts`` makes them, each sized in the server's tokens (``count_tokens``,
-    _prompt_fit): ``[(text, requested_tokens, content_tokens)]``. The same word streams, so a long_context prompt
-    still starts with the repeated_prefix batch's prefix."""
-    def fitted(stream, target, before=""):
-        words, tokens = fit_words(lambda text: count_tokens(before + text),
-                                  lambda count: " ".join(_words(stream, count)), target)
-        return " ".join(_words(stream, words)), tokens
-
-    if kind == "repeated_prefix":
-        total = prefix_tokens + SUFFIX_TOKENS if prompt_tokens is None else prompt_tokens
-        prefix, _tokens = fitted("inferlab:%d:prefix" % seed, prefix_tokens)
+        prefix, _tokens = sized("inferlab:%d:prefix" % seed, prefix_tokens, "")
         prompts = []
         for index in range(requests):
-            suffix, tokens = fitted("inferlab:%d:suffix:%d" % (seed, index), total, before=prefix + " ")
+            suffix, tokens = sized("inferlab:%d:suffix:%d" % (seed, index), total, prefix + " ")
             prompts.append((prefix + " " + suffix, total, tokens))
         return prompts
     if kind == "long_context":
-        text, tokens = fitted("inferlab:%d:prefix" % seed, prompt_tokens)
+        text, tokens = sized("inferlab:%d:prefix" % seed, prompt_tokens, "")
         return [(text, prompt_tokens, tokens)] * requests
     length = DEFAULT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
     prompts = []
     for index in range(requests):
-        text, tokens = fitted("inferlab:%d:unique:%d" % (seed, index), length)
+        text, tokens = sized("inferlab:%d:unique:%d" % (seed, index), length, "")
         prompts.append((text, length, tokens))
     return prompts
+
+
+def build_prompts(kind, requests, prompt_tokens=None, prefix_tokens=None, seed=0):
+    """The batch's prompts, ``[(text, requested_tokens)]`` per request index, one word a token; see the module
+    docstring per kind.
+
+    Deterministic for a given seed (on any Python 3.8+), so a rerun sends the same text and its cache label means
+    what it says.
+    """
+    def in_words(stream, target, before):
+        return " ".join(_words(stream, target - len(before.split()))), None
+
+    return [(text, requested) for text, requested, _tokens in _sized_prompts(
+        kind, requests, in_words, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, seed=seed)]
+
+
+def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefix_tokens=None, seed=0):
+    """The batch's prompts as ``build_prompts`` makes them, each sized in the server's tokens (``count_tokens``,
+    _prompt_fit): ``[(text, requested_tokens, content_tokens)]``, content_tokens the count found."""
+    def fitted(stream, target, before):
+        words, tokens = fit_words(lambda text: count_tokens(before + text),
+                                  lambda count: " ".join(_words(stream, count)), target)
+        return " ".join(_words(stream, words)), tokens
+
+    return _sized_prompts(kind, requests, fitted, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens,
+                          seed=seed)
 
 
 def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1, prompt_tokens=None,
