@@ -25,74 +25,23 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / ".collections"))
+sys.path.insert(0, str(REPO / "tests" / "engine"))
+
+from local_servers import Servers, http  # noqa: E402 (tests/engine: the engine tests' servers)
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import (  # noqa: E402
     metrics_delta,
     parse_metrics,
 )
 from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import run_batch  # noqa: E402
-from ansible_collections.inferlab.distributed.plugins.plugin_utils._llamacpp_launch import (  # noqa: E402
-    rpc_server_argv,
-    server_argv,
-)
 from inferlab.lab.gguf_model import Shape, ensure_models  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def get(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (loopback only)
-        return response.read().decode()
-
-
-def wait_until(condition, timeout=120):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit("timed out waiting for the engine")
-        time.sleep(0.1)
-
-
-def healthy(url):
-    try:
-        return json.loads(get(url + "/health", 2)).get("status") == "ok"
-    except (OSError, ValueError):
-        return False
-
-
-def listening(port):
-    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    return any(row.split()[3] == "0A" and row.split()[1] == f"0100007F:{port:04X}" for row in rows)
-
-
-def start(argv, log):
-    handle = open(log, "wb")
-    proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-    handle.close()
-    return proc
-
-
-def stop(procs):
-    for proc in procs:  # the server before the RPC server it uses
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
 
 
 def spread(values):
@@ -103,24 +52,21 @@ def spread(values):
 
 
 def run_mode(bin_dir, models, work, draft, args):
-    rpc_port, port = free_port(), free_port()
-    rpc = start(rpc_server_argv({"bin_dir": bin_dir, "host": "127.0.0.1", "port": rpc_port}), work / "rpc.log")
-    wait_until(lambda: listening(rpc_port))
-    spec = {"bin_dir": bin_dir, "model_path": str(models / "model.gguf"), "host": "127.0.0.1", "port": port,
-            "rpc": [f"127.0.0.1:{rpc_port}"], "threads": 1}
-    if draft:
-        spec["draft"] = {"model_path": str(models / "draft.gguf"), "max_tokens": 4}
-    server = start(server_argv(spec), work / f"server-{port}.log")
-    url = f"http://127.0.0.1:{port}"
+    servers = Servers(Path(bin_dir), work)
     runs = []
     try:
-        wait_until(lambda: healthy(url))
+        # the server as it was benched: the model's context, llama.cpp's own prompt caches
+        server = servers.llama_server(models / "model.gguf", [servers.rpc_server()],
+                                      draft=models / "draft.gguf" if draft else None,
+                                      context_length=None, slot_save_path=None, cache_ram_mib=None)
+        servers.wait_ready(server)
+        url = server.url
         for index in range(args.runs):
-            before = parse_metrics(get(url + "/metrics"))
+            before = parse_metrics(http(url + "/metrics"))
             batch = run_batch(url, "single_stream", model="lab", requests=args.requests,
                               prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens, seed=index,
                               prompt_sizing="tokenizer", extra_body={"ignore_eos": True}, total_timeout_s=120)
-            engine = metrics_delta(before, parse_metrics(get(url + "/metrics")))
+            engine = metrics_delta(before, parse_metrics(http(url + "/metrics")))
             if batch["failed"]:
                 raise SystemExit(f"run {index}: {batch['failed']} requests failed: {batch['records']}")
             client = batch["decode_tok_s"]["median"]
@@ -142,7 +88,7 @@ def run_mode(bin_dir, models, work, draft, args):
                 "mean_acceptance_length": engine["speculative"]["mean_acceptance_length"],
             })
     finally:
-        stop([server, rpc])
+        servers.stop()
     summary = {name: spread([run[name] for run in runs]) for name in runs[0]}
     return {"runs": runs, "summary": summary}
 

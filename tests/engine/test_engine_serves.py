@@ -7,7 +7,7 @@ import subprocess
 import urllib.error
 
 import pytest
-from conftest import http, wait_for
+from local_servers import http, wait_for
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._gguf import read_header
 from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import (
