@@ -1,7 +1,7 @@
 """The report's cold-against-warm prefix part: each served mode's prefix trials by label, and the warm-minus-cold
 shift of each figure with its interval, from the rank-sum statistics `inferlab compare` uses (stats.py).
 
-A mode's `prefix_trials` (roles/sglang_tp, tasks/prefix_trials.yml): pairs of one long prompt, sent cold (the
+A mode's `prefix_trials` (roles/acceptance, tasks/prefix_trials.yml): pairs of one long prompt, sent cold (the
 prefix cache flushed first) then warm, each label confirmed per trial by the server's cached_tokens (the record's
 `proven`). Only confirmed trials carry figures. The shift is an observation of this run, read as `compare` reads a
 metric; with few pairs no interval reaches 95 % and the report says so instead of printing one.
