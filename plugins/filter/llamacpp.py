@@ -2,11 +2,13 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""llama.cpp RPC ring launch filters: llamacpp_rpc_server_argv, llamacpp_server_argv, llamacpp_spec_problems.
+"""llama.cpp RPC ring filters: llamacpp_rpc_server_argv, llamacpp_server_argv, llamacpp_spec_problems (the launch) and
+llamacpp_metrics_delta (what the server counted in a window).
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
 after it (plugins/filter/<filter>.yml). The logic is in plugins/plugin_utils/_llamacpp_launch.py (standard library
-only); these wrappers turn its SpecError into AnsibleFilterError.
+only); these wrappers turn its SpecError into AnsibleFilterError. The metrics are parsed by
+plugins/module_utils/_llamacpp.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +17,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _llamacpp
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _llamacpp_launch
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
@@ -41,6 +44,16 @@ def llamacpp_spec_problems(spec, kind):
     return _call("llamacpp_spec_problems", _llamacpp_launch.spec_problems, spec, kind)
 
 
+def llamacpp_metrics_delta(before, after):
+    """See plugins/filter/llamacpp_metrics_delta.yml."""
+    if not isinstance(before, str) or not isinstance(after, str):
+        return {"problems": ["the window's /metrics were not both read (the server did not answer)"]}
+    try:
+        return _llamacpp.metrics_delta(_llamacpp.parse_metrics(before), _llamacpp.parse_metrics(after))
+    except _llamacpp.MetricsError as exc:
+        return {"problems": ["/metrics could not be read: %s" % exc]}
+
+
 class FilterModule(object):
     """inferlab llama.cpp launch filters."""
 
@@ -49,4 +62,5 @@ class FilterModule(object):
             "llamacpp_rpc_server_argv": llamacpp_rpc_server_argv,
             "llamacpp_server_argv": llamacpp_server_argv,
             "llamacpp_spec_problems": llamacpp_spec_problems,
+            "llamacpp_metrics_delta": llamacpp_metrics_delta,
         }

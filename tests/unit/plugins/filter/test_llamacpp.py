@@ -30,8 +30,34 @@ def flags(argv):
 
 
 def test_registered():
-    assert sorted(llamacpp.FilterModule().filters()) == ["llamacpp_rpc_server_argv", "llamacpp_server_argv",
-                                                         "llamacpp_spec_problems"]
+    assert sorted(llamacpp.FilterModule().filters()) == ["llamacpp_metrics_delta", "llamacpp_rpc_server_argv",
+                                                         "llamacpp_server_argv", "llamacpp_spec_problems"]
+
+
+def test_the_metrics_delta_of_a_window_counts_the_servers_own_drafts():
+    """The draft server's capture against the same text with fewer requests: the delta is the difference, and the
+    acceptance comes from the server's counters."""
+    after = (FIXTURES / "metrics_draft.txt").read_text()
+    delta = llamacpp.llamacpp_metrics_delta(after, after)
+    assert delta["problems"] == [] and delta["counters"]["tokens_predicted_total"] == 0
+    assert delta["speculative"]["acceptance_rate"] is None      # no draft token in the window: no rate, not 0
+    empty = "\n".join(line if line.startswith("#") else line.rsplit(" ", 1)[0] + " 0" for line in after.splitlines()
+                      if "per_pos" not in line)
+    delta = llamacpp.llamacpp_metrics_delta(empty, after)
+    assert delta["problems"] == [] and delta["counters"]["tokens_predicted_total"] > 0
+    assert 0 < delta["speculative"]["acceptance_rate"] <= 1
+
+
+def test_a_metrics_delta_that_cannot_be_read_says_why_and_never_fails():
+    after = (FIXTURES / "metrics_baseline.txt").read_text()
+    assert llamacpp.llamacpp_metrics_delta(None, after) == {
+        "problems": ["the window's /metrics were not both read (the server did not answer)"]}
+    cut = llamacpp.llamacpp_metrics_delta("<html>proxy error</html>", after)
+    assert cut["problems"][0].startswith("/metrics could not be read: line 1 is not a Prometheus sample")
+    restarted = llamacpp.llamacpp_metrics_delta(after, after.replace("llamacpp:tokens_predicted_total 64",
+                                                                     "llamacpp:tokens_predicted_total 3"))
+    assert restarted["problems"] == ["tokens_predicted_total went down from 64 to 3: the server restarted inside "
+                                     "the window"]
 
 
 def test_the_rpc_servers_command_line_uses_its_flags_only():
