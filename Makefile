@@ -140,8 +140,9 @@ install: bootstrap
 # create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
 # guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
 # play names ansible-core's linear itself. experiment comes last: its lab has no router (a different lab spec), so
-# the lab is rebuilt once for it, not once more after it.
-MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt experiment
+# the lab is rebuilt once for it, not once more after it. engine (the real llama.cpp ring) comes after it: it needs
+# the engine's build, which `make test` runs in the background (the loop below waits for it there, or builds it).
+MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt experiment engine
 MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
@@ -153,6 +154,13 @@ molecule: bootstrap
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
 	for scenario in $(MOLECULE_SCENARIOS); do
+	  if [ $$scenario = engine ]; then
+	    # one build per cache at a time (flock): this waits for make test's background build, then finds it cached;
+	    # its own build-info file, so that the two never write one file
+	    $(MAKE) --no-print-directory engine ENGINE_INFO=.cache/engine-molecule.json > .cache/molecule-engine-build.log 2>&1 \
+	      || { cat .cache/molecule-engine-build.log; exit 1; }
+	    export INFERLAB_ENGINE_INFO=$(CURDIR)/.cache/engine-molecule.json
+	  fi
 	  bash tests/molecule_scenario.sh $$scenario $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	done
 
