@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, host_ledger  # noqa: E402
 
 testinfra_hosts = RING
 
@@ -90,13 +90,8 @@ def test_nothing_of_the_engine_is_left_running(host):
 
 
 def test_every_engine_process_in_the_ledger_is_undone(host):
-    name = host.backend.get_hostname()
-    ledger = host.file(f"{LAB_DIR}/hosts/{name[-1]}/state/ledger/{name}.jsonl")
-    last = {}
-    for line in ledger.content_string.splitlines():
-        entry = json.loads(line)
-        last[entry["id"]] = entry
-    engine = [e for e in last.values() if "llama-server" in json.dumps(e["params"])
+    entries = host_ledger(host.backend.get_hostname())
+    engine = [e for e in entries.values() if "llama-server" in json.dumps(e["params"])
               or "ggml-rpc-server" in json.dumps(e["params"])]
     assert engine, "no engine process was recorded in the ledger"
     assert {e["state"] for e in engine} == {"undone"}

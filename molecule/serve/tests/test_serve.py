@@ -16,6 +16,7 @@ from labinfo import (  # noqa: E402
     assert_guarded_and_disarmed,
     assert_records_valid,
     files_holding,
+    host_ledger,
     lab_canary,
 )
 
@@ -148,13 +149,8 @@ def test_no_rank_is_left_running(host):
 
 
 def test_every_rank_in_the_ledger_is_undone(host):
-    name = host.backend.get_hostname()
-    ledger = host.file(f"{LAB_DIR}/hosts/{name[-1]}/state/ledger/{name}.jsonl")
-    last = {}
-    for line in ledger.content_string.splitlines():
-        entry = json.loads(line)
-        last[entry["id"]] = entry
-    ranks = [e for e in last.values() if "sglang-" in json.dumps(e["params"])]
+    entries = host_ledger(host.backend.get_hostname())
+    ranks = [e for e in entries.values() if "sglang-" in json.dumps(e["params"])]
     assert ranks, "no rank was recorded in the ledger"
     assert {e["state"] for e in ranks} == {"undone"}
 

@@ -95,17 +95,20 @@ def ledger_entries(ledger: Path) -> dict:
     return last
 
 
+def host_ledger(name: str) -> dict:
+    """The current state of every entry of a lab host's ledger (``localhost`` the controller, ``lab-gw`` the
+    gateway), read from the lab's directory (one filesystem with the hosts)."""
+    folder = LAB_DIR / ("controller" if name == "localhost" else "gateway" if name == "lab-gw"
+                        else f"hosts/{name[-1]}")
+    return ledger_entries(folder / "state" / "ledger" / f"{name}.jsonl")
+
+
 def assert_guarded_and_disarmed(hosts: list) -> None:
     """The run armed a dead man's switch on each of ``hosts`` (host names, ``localhost`` the controller) and its
     heartbeat on the controller, each recorded in its host's ledger, and its end disarmed them all: every such entry
     undone, the heartbeat stopped by that undo with every host's renewals confirmed."""
-    def ledger_of(name):
-        folder = LAB_DIR / ("controller" if name == "localhost" else "gateway" if name == "lab-gw"
-                            else f"hosts/{name[-1]}")
-        return ledger_entries(folder / "state" / "ledger" / f"{name}.jsonl")
-
     def processes(name, word):
-        return [e for e in ledger_of(name).values()
+        return [e for e in host_ledger(name).values()
                 if e["kind"] == "process" and f" {word} " in " ".join(e["params"].get("cmdline") or [])]
 
     for name in hosts:
