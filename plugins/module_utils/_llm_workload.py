@@ -208,7 +208,8 @@ def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefi
     _prompt_fit): ``[(text, requested_tokens, content_tokens)]``, content_tokens the count found."""
     def fitted(stream, target, before):
         words, tokens = fit_words(lambda text: count_tokens(before + text),
-                                  lambda count: " ".join(_words(stream, count)), target)
+                                  lambda count: " ".join(_words(stream, count)), target,
+                                  base=count_tokens(before) if before else 0)
         return " ".join(_words(stream, words)), tokens
 
     return _sized_prompts(kind, requests, fitted, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens,

@@ -31,11 +31,15 @@ class TokenizerError(ValueError):
     """The server's tokenizer could not be asked, or answered something else than a token list."""
 
 
-def fit_words(count_tokens, text_of, target, max_calls=MAX_CALLS):
+def fit_words(count_tokens, text_of, target, max_calls=MAX_CALLS, base=0):
     """``(words, tokens)``: the most words whose ``text_of(words)`` has at most ``target`` tokens by
-    ``count_tokens``, within ``max_calls`` counts; ``(0, 0)`` when even one word is too many."""
+    ``count_tokens``, within ``max_calls`` counts; ``(0, 0)`` when even one word is too many.
+
+    ``base``: the tokens the count includes besides the words (a prefix that the words follow), so that the guesses
+    scale the words' own tokens. Without it a long prefix and a short suffix look like one slow ratio, and the search
+    runs out of calls before it reaches the few words that fit."""
     low, high = (0, 0), None  # (words, tokens) known to fit; the fewest words known not to fit
-    words = target
+    words = max(target - base, 1)
     for _call in range(max_calls):
         tokens = count_tokens(text_of(words))
         if tokens <= target:
@@ -44,7 +48,7 @@ def fit_words(count_tokens, text_of, target, max_calls=MAX_CALLS):
                 break
         else:
             high = words if high is None else min(high, words)
-        guess = int(words * target / tokens) if tokens else words * 2
+        guess = int(words * (target - base) / (tokens - base)) if tokens > base else words * 2
         if high is not None:
             guess = min(guess, high - 1)
         guess = max(guess, low[0] + 1)

@@ -55,6 +55,25 @@ def test_the_search_finds_what_brute_force_finds_within_its_calls(count, target)
     assert len(calls) <= MAX_CALLS
 
 
+@pytest.mark.parametrize("suffix", [1, 7, 16, 40])
+@pytest.mark.parametrize("prefix_words", [150, 600])
+def test_a_short_suffix_after_a_long_prefix_is_found_within_its_calls(prefix_words, suffix):
+    # the repeated_prefix step: a prefix of ~1,000-4,000 byte tokens, then a suffix of a few tokens after it
+    before = " ".join(WORDS[-prefix_words:]) + " "
+    base = byte_vocab(before)
+    calls = []
+
+    def counted(text):
+        calls.append(text)
+        return byte_vocab(before + text)
+
+    found = fit_words(counted, text_of, base + suffix, base=base)
+    assert found == brute_force(lambda text: byte_vocab(before + text), base + suffix)
+    assert len(calls) <= MAX_CALLS
+    if suffix >= 16:  # the longest word of the vocabulary is 11 tokens with its space
+        assert found[0] >= 1
+
+
 def test_one_word_too_many_tokens_gives_nothing():
     assert fit_words(lambda text: 50 * len(text.split()), text_of, 10) == (0, 0)
 
