@@ -31,10 +31,9 @@ def test_mode_passed_the_whole_ladder_with_real_tokens(mode):
     for step in acceptance["steps"]:
         batch = step["batch"]
         assert batch["failed"] == 0 and batch["output_tokens_total"] == 32 * batch["ok"], step["step"]
-        # prompts sized by the server's own tokenizer, never over what was asked (not the repeated prefix's: with
-        # one token a byte, its 16-token suffix after the prefix can be too short for one word, counted 0)
-        if step["step"] != "repeated_prefix":
-            assert 0 < batch["content_tokens"] <= batch["requested_prompt_tokens"], step["step"]
+        # prompts sized by the server's own tokenizer, never over what was asked; the repeated prefix's 16-token
+        # suffix included (one token a byte: a word or two after the prefix)
+        assert 0 < batch["content_tokens"] <= batch["requested_prompt_tokens"], step["step"]
     assert result["layers"] == {"runtime": "llamacpp_rpc2",
                                 "speculation": "draft" if mode == "draft" else "none"}
 
@@ -68,6 +67,27 @@ def test_each_request_carries_the_servers_timings_beside_the_clients(mode):
             server = batch["server"]
             assert server["n"] == batch["ok"] and server["predicted_tokens"] == 32 * batch["ok"]
             assert server["client_over_server"]["n"] > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_client_agrees_with_the_servers_own_timing(mode):
+    agreement = serving(mode)["engine"]["agreement"]
+    assert agreement["passed"], agreement["problems"]
+    # every single-stream request of the ladder, the trials and the prefix pair: 1 + 3 + 2 + 1 + 2 x 3 + 2
+    assert agreement["requests"] == 15
+    # the server's span lies inside the client's
+    assert agreement["latency_ratio"]["min"] >= 1.0 and agreement["tolerance"] == 0.25
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_link_bytes_per_token_come_from_the_same_window(mode):
+    engine = serving(mode)["engine"]
+    link = engine["link_bytes_per_token"]
+    assert link["problem"] is None and set(link["tx_bytes"]) == {"lab-a", "lab-b"}
+    assert link["generated_tokens"] == engine["window"]["counters"]["tokens_predicted_total"]
+    # the head sends the activations of every token to the member, which sends back less
+    assert link["tx_bytes"]["lab-a"] > link["tx_bytes"]["lab-b"] > 0
+    assert link["per_generated_token"] > link["per_processed_token"] > 0
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -331,7 +331,8 @@ def test_public_environment_hides_other_values():
 def test_filters_wrap_errors():
     assert set(FILTERS) == {"model_manifest", "rank_mismatches", "log_failure_lines", "rank_problems",
                             "ladder_step_verdict", "link_traffic", "trials_summary", "acceptance_summary",
-                            "public_environment", "prefix_trials_summary", "sweep_points"}
+                            "public_environment", "prefix_trials_summary", "sweep_points", "client_server_agreement",
+                            "link_bytes_per_token"}
     with pytest.raises(AnsibleFilterError, match="ladder_step_verdict: unknown ladder step"):
         FILTERS["ladder_step_verdict"]({"step": "nope"})
 
