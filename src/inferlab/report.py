@@ -3,8 +3,9 @@
 Sections, each only when the record has its data: what this run shows and what it does not show (generated from the
 record: report_findings), the stage journal, a throughput summary with one table per kind of figure, verification,
 the candidate driver, link tests, counter deltas per window and host, the serving ladders with their cold/warm prefix
-trials (report_prefix) and NCCL collectives (report_collectives), the link A/B, the fallback route, continuity, the
-restore, the re-verifications, and the plots (drawn or left out, and why). report_text prints the values.
+trials (report_prefix), the engine's own figures (report_engine) and NCCL collectives (report_collectives), the link
+A/B, the fallback route, continuity, the restore, the re-verifications, and the plots (drawn or left out, and why).
+report_text prints the values.
 
 Wording: observed, theory, supported. A figure is observed; a cause is a theory until a one-layer change that
 reproduces from a fresh start supports it. tests/package/test_report_sections.py scans every rendered fixture for words
@@ -16,7 +17,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inferlab import plots, record_view, report_collectives, report_findings, report_prefix, report_sweep, reverify
+from inferlab import (
+    plots,
+    record_view,
+    report_collectives,
+    report_engine,
+    report_findings,
+    report_prefix,
+    report_sweep,
+    reverify,
+)
 from inferlab import report_text as fmt
 from inferlab.private_files import write_private
 
@@ -906,6 +916,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
             lines += [f"- `{name}`: {fmt.value(text)}" for name, text in sorted(definitions.items())]
             lines.append("")
         lines += report_prefix.section(record["serving"])
+        lines += report_engine.section(record["serving"])
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
     lines += report_sweep.section(record, run_dir)
     if (record.get("stages") or {}).get("link_ab"):

@@ -3,7 +3,7 @@ alone (tests/package/test_report_sections.py scans them for words that claim mor
 
 from __future__ import annotations
 
-from inferlab import record_view, report_collectives, report_prefix, report_sweep
+from inferlab import record_view, report_collectives, report_engine, report_prefix, report_sweep
 from inferlab import report_text as fmt
 
 MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
@@ -229,6 +229,7 @@ def _shows(
         shows.append(text)
     shows += _serving_shows(record, batches)
     shows += report_prefix.shows(record.get("serving") or {})
+    shows += report_engine.shows(record.get("serving") or {})
     shows += report_sweep.shows(record)
     shows += report_collectives.shows(record.get("serving") or {}, emulated)
     shows += _counter_shows(windows, emulated)

@@ -10,6 +10,9 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
   trial batches' definitions left out too (the ladder's carry them), and each mode's cold/warm prefix trials, NCCL
   collectives (NCCL Inspector's records, as the lab writes them) and wire overhead from a molecule serve run of
   2026-12-04 (the same lab and request shapes);
+- serve_engine: the real engine (llama.cpp's RPC backend, the lab's model) in baseline and draft modes, from a
+  molecule engine run of 2026-12-06 (its killed-member test left out), with the client against the server and the
+  link's bytes per token in each mode's `engine`;
 - link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
 - fallback: the fallback route with its continuity prober;
 - candidate_emulated: the candidate on the emulated driver layer;
@@ -82,7 +85,7 @@ def section(text: str, heading: str) -> str:
 def test_the_fixture_set_is_what_the_docstring_says():
     assert [p.stem for p in RECORDS] == [
         "candidate_emulated", "experiment_kernel", "fallback", "lab_up", "link_ab", "link_test", "restore_driver",
-        "serve", "serve_trials", "verify_failed",
+        "serve", "serve_engine", "serve_trials", "verify_failed",
     ]
 
 
@@ -406,6 +409,25 @@ def test_the_gpus_show_who_holds_them_at_verify_and_after_the_restore():
     holders = "0: NVIDIA GeForce RTX 5090, 3814 MiB free, held by sglang::schedul (pid 4100, 27656 MiB)"
     assert table(text, "## Restore")[1][5] == holders
     assert f"- GPUs (snapshot): {holders}" in section(text, "## Verification (known-good snapshot)")
+
+
+def test_the_engine_section_judges_the_client_against_the_server_per_mode():
+    text = report.render(load("serve_engine"))
+    body = section(text, "## The engine's own figures")
+    assert "- **baseline** (llama.cpp 0.5.0-dev (build 1, commit 0c1e570), 4 slots of 4,096 tokens)" in body
+    assert body.count("within 25 % of 1: agrees") == 2
+    assert "acceptance rate 0.124 (accepted / draft tokens)" in body and "78,601 B per generated token" in body
+    assert "## The engine's own figures" not in report.render(load("serve_trials"))  # SGLang counts no window
+
+
+def test_an_engine_disagreement_and_missing_counters_are_shown_not_hidden():
+    broken = load("serve_engine")
+    engine = broken["serving"]["draft"]["engine"]
+    engine["agreement"].update(passed=False, latency_ratio={"median": 1.4, "min": 1.3, "max": 1.5, "n": 15})
+    engine["link_bytes_per_token"] = {"problem": "host lab-b has no tx_bytes for thunderbolt0 in the window"}
+    body = section(report.render(broken), "## The engine's own figures")
+    assert "(median ratio 1.400, 1.300-1.500; within 25 % of 1: **disagrees**)" in body
+    assert "link bytes per token: not counted (host lab-b has no tx_bytes for thunderbolt0 in the window)" in body
 
 
 def test_nccl_collectives_a_table_per_host_and_the_overhead_with_its_inputs():
