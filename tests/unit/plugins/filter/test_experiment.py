@@ -38,7 +38,20 @@ def test_each_measured_stage_changes_one_layer_in_the_default_table():
     assert rows['tp2_nextn']['layer_change'] == 'speculation none -> nextn'
     assert rows['tp2_nextn_candidate']['layer_change'] == 'driver stock -> candidate'
     assert not rows['link_ab']['selected'] and rows['restore']['selected'] and rows['restore']['always']
-    assert [row['index'] for row in rows.values()] == list(range(1, 15))
+    assert not rows['rpc_baseline']['selected'] and not rows['rpc_baseline_candidate']['selected']
+    assert [row['index'] for row in rows.values()] == list(range(1, 17))
+
+
+def test_the_real_engines_stages_change_the_runtime_then_the_driver():
+    stages = DEFAULT_STAGES + ['rpc_baseline', 'rpc_baseline_candidate']
+    assert _experiment_plan.plan_problems(stages, TABLE, LAYER_VALUES) == []
+    rows = {row['stage']: row for row in _experiment_plan.preview(stages, TABLE)}
+    assert rows['rpc_baseline']['layer_change'] == 'runtime sglang_tp -> llamacpp_rpc'
+    assert rows['rpc_baseline_candidate']['layer_change'] == 'driver stock -> candidate'
+    assert _experiment_plan.plan_problems(['verify', 'rpc_baseline_candidate'], TABLE, LAYER_VALUES) == [
+        'stage rpc_baseline_candidate needs stage pause in the plan: add pause to experiment_stages',
+        'stage rpc_baseline_candidate is measured against rpc_baseline, which is not in the plan: add rpc_baseline '
+        'to experiment_stages']
 
 
 def test_a_plan_changing_two_layers_is_refused_naming_them():
@@ -63,8 +76,8 @@ def test_a_measured_stage_without_a_change_is_refused():
      'stage tp2_nextn is measured against tp2_baseline, which is not in the plan: add tp2_baseline to '
      'experiment_stages'),
     (['verify', 'verfy'], 'unknown stage(s) verfy: the stages are verify, link_test, known_good, control, prober, '
-                          'fallback, pause, tp2_baseline, tp2_nextn, candidate_build, link_ab, tp2_nextn_candidate, '
-                          'restore, prober_stop'),
+                          'fallback, pause, tp2_baseline, tp2_nextn, rpc_baseline, candidate_build, link_ab, '
+                          'tp2_nextn_candidate, rpc_baseline_candidate, restore, prober_stop'),
     (['verify', 'verify'], 'stage(s) listed twice: verify'),
 ])
 def test_partial_plans(stages, problem):
@@ -95,4 +108,5 @@ def test_the_filters_and_the_plan_line():
     lines = [experiment.experiment_plan_line(row) for row in rows]
     assert lines[8] == (' 9 tp2_nextn            runs: starts SGLang TP with NEXTN, then stops it (ledger); needs '
                         'inferlab_allow_pause_production; measured against tp2_baseline (speculation none -> nextn)')
-    assert lines[10].startswith('11 link_ab              skipped: ')
+    assert lines[9].startswith('10 rpc_baseline         skipped: ')
+    assert lines[11].startswith('12 link_ab              skipped: ')
