@@ -76,15 +76,19 @@ engine: deb venv
 engine-test: engine
 	$(BIN)/pytest -q -p no:cacheprovider tests/engine
 
-# The full staged experiment on the lab; it ends with the run directory's path (stdout) and a short summary, then
-# what `inferlab compare` says of stage 12 (the candidate driver) against stage 9 (the stock one): the lab's driver
-# layer is emulated, and the comparison says so; one run a side, so the differences without a verdict, and the
-# command that would give one (repeated whole runs).
+# The full staged experiment on the lab with the real engine's two stages (inventory/plans/lab_demo.yml; the engine
+# is built beside the bootstrap, once per machine); it ends with the run directory's path (stdout) and a short
+# summary, then what `inferlab compare` says of the candidate driver against the stock one, on the lab's SGLang
+# stand-in (stage 13 against 9) and on the real engine (stage 14 against 10): the lab's driver layer is emulated, and
+# the comparison says so; one run a side, so the differences without a verdict, and the command that would give one
+# (repeated whole runs).
 DEMO_RUN := runs/$(shell date -u +%Y%m%dT%H%M%SZ)-demo
-demo: bootstrap
+demo:
+	$(MAKE) --no-print-directory -j2 bootstrap engine
 	$(BIN)/inferlab lab up
-	$(BIN)/inferlab run experiment --run-dir $(DEMO_RUN)
+	$(BIN)/inferlab run experiment --run-dir $(DEMO_RUN) -e @inventory/plans/lab_demo.yml
 	$(BIN)/inferlab compare $(DEMO_RUN):nextn $(DEMO_RUN):nextn_candidate
+	$(BIN)/inferlab compare $(DEMO_RUN):baseline_rpc $(DEMO_RUN):baseline_rpc_candidate
 
 lab-up: bootstrap
 	$(BIN)/inferlab lab up
