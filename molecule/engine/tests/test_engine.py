@@ -1,6 +1,6 @@
 """What playbooks/serve.yml with the real engine (llama.cpp RPC) left behind on the lab: both modes accepted by the
-ladder with the server's own counters beside the client's figures, the member killed mid-ladder caught, and nothing
-of the engine running."""
+ladder with the server's own counters beside the client's figures, a member killed and a member hung mid-ladder
+caught, and nothing of the engine running."""
 
 import json
 import sys
@@ -100,6 +100,13 @@ def test_the_killed_member_failed_its_mode_with_its_reason():
     acceptance = serving("baseline", "negative_member_killed")["acceptance"]
     assert not acceptance["passed"]
     assert any("rank 1 on lab-b" in problem for problem in acceptance["problems"]), acceptance["problems"]
+
+
+def test_the_hung_member_failed_its_mode_as_a_hang_or_a_timeout():
+    acceptance = serving("baseline", "negative_member_hung")["acceptance"]
+    assert not acceptance["passed"]
+    failed = [r for s in acceptance["steps"] for r in (s["batch"] or {}).get("records", []) if not r["ok"]]
+    assert failed and {r["error"]["kind"] for r in failed} <= {"hang", "timeout"}, failed
 
 
 def test_nothing_of_the_engine_is_left_running(host):

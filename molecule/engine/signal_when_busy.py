@@ -1,6 +1,10 @@
-"""Kill a process (SIGKILL, by the PID in its pidfile) once llama-server is busy with a request: its /slots shows a
-slot processing. Started in the background before the ladder, so that the kill lands in the middle of it, whatever
-the machine's speed. Loopback and lab addresses only; gives up (exit 2) after the timeout."""
+"""Send a process a signal (KILL: it dies; STOP: it hangs, alive), by the PID in its pidfile, once llama-server is
+busy with a request: its /slots shows a slot processing. Started in the background before the ladder, so that the
+signal lands in the middle of it, whatever the machine's speed. Loopback and lab addresses only; gives up (exit 2)
+after the timeout.
+
+    signal_when_busy.py HEAD_URL PIDFILE TIMEOUT_S [KILL|STOP]
+"""
 
 import json
 import os
@@ -19,14 +23,15 @@ def busy(url):
         return False
 
 
-def main(url, pidfile, timeout_s):
+def main(url, pidfile, timeout_s, name="KILL"):
+    number = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP}[name]
     deadline = time.monotonic() + float(timeout_s)
     while time.monotonic() < deadline:
         if os.path.exists(pidfile) and busy(url):
             with open(pidfile) as handle:
                 pid = int(handle.read().split()[0])
-            os.kill(pid, signal.SIGKILL)
-            print(f"killed {pid} while the head was busy")
+            os.kill(pid, number)
+            print(f"sent SIG{name} to {pid} while the head was busy")
             return 0
         time.sleep(0.05)  # polling interval of the condition above, not a wait for it
     print(f"the head was never busy within {timeout_s} s")
@@ -34,4 +39,4 @@ def main(url, pidfile, timeout_s):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))
