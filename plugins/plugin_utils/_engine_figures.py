@@ -98,11 +98,12 @@ def client_server_agreement(batches, tolerance):
             'no single-stream request carried the server\'s timings, so the client could not be checked against '
             'the server (is the URL llama-server itself, not a gateway that drops "timings"?)')
     elif abs(median - 1.0) > tolerance:
+        figures = (tolerance * 100, len(timed), result['client_latency_s'], result['server_latency_s'], median,
+                   1.0 + tolerance)
         result['problems'].append(
             'the client and the server disagree beyond the tolerance of %g %%: over %d single-stream requests the '
             'client measured a median latency of %.3f s, the server %.3f s of prompt and generation (median ratio '
-            '%.3f, at most %.3f allowed)' % (tolerance * 100, len(timed), result['client_latency_s'],
-                                              result['server_latency_s'], median, 1.0 + tolerance))
+            '%.3f, at most %.3f allowed)' % figures)
     result['passed'] = not result['problems']
     return result
 
