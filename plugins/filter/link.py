@@ -30,9 +30,10 @@ def _registered_stdout(value, name):
     """
     if isinstance(value, Mapping) and "stdout" in value:
         stdout = value.get("stdout")
-        if not stdout and value.get("rc"):
-            raise AnsibleFilterError("%s: the command failed with rc %s and printed nothing on stdout; stderr: %s"
-                                     % (name, value.get("rc"), (value.get("stderr") or "").strip()[-300:]))
+        if not stdout:
+            how = ("failed with rc %s" % value.get("rc")) if value.get("rc") else "exited 0"
+            raise AnsibleFilterError("%s: the command %s and printed nothing on stdout; stderr: %s"
+                                     % (name, how, (value.get("stderr") or "").strip()[-300:] or "(empty)"))
         return stdout
     return value
 

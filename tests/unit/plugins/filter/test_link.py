@@ -66,6 +66,8 @@ def test_iperf3_summary_error_run_is_not_an_exception():
         (17, "^iperf3_summary: iperf3 result must be the JSON text"),
         ({"rc": 1, "stdout": "", "stderr": "iperf3: error - unable to connect\n"},
          r"^iperf3_summary: the command failed with rc 1 and printed nothing on stdout; stderr: iperf3: error"),
+        ({"rc": 0, "stdout": "", "stderr": ""},
+         r"^iperf3_summary: the command exited 0 and printed nothing on stdout; stderr: \(empty\)$"),
     ],
 )
 def test_iperf3_summary_errors(value, message):
