@@ -1,13 +1,14 @@
 """The lab's engine for real: the project's model loaded by the built llama-server with its layers on a
 ggml-rpc-server, real completions counted the same by the response, its timings and /metrics; the draft model
 accepted some of the time and rejected the rest, by the server's own counters; a model cut short refused by the
-server as by the project's reader; a killed RPC server failing the request and the server."""
+server as by the project's reader; a member unreachable at launch ending the server before it serves; a killed
+RPC server failing the request and the server."""
 
 import subprocess
 import urllib.error
 
 import pytest
-from local_servers import http, wait_for
+from local_servers import free_port, http, wait_for
 
 from ansible_collections.inferlab.distributed.plugins.module_utils._gguf import read_header
 from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import (
@@ -20,6 +21,13 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._llamacpp_launch import rpc_server_argv, server_argv
 
 PROMPT = "The link between the two hosts carries every activation of the model, one layer after another."
+
+
+class Member:
+    """A ring member as llama_server reads it: only its endpoint."""
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
 
 
 def complete(server, tokens, **extra):
@@ -80,6 +88,16 @@ def test_a_model_cut_short_is_refused_by_the_server_as_by_the_reader(servers, mo
     server = servers.llama_server(cut, [rpc])
     assert server.wait(timeout=120) != 0
     assert "failed to load model" in server.log.read_text()
+
+
+def test_a_member_unreachable_at_launch_ends_the_server_before_it_serves(servers, models):
+    # nothing listens on the member's port: llama-server gives up at its start (roles/llamacpp_rpc then fails the
+    # mode's readiness naming each process's state), it never serves without the member's layers
+    endpoint = f"127.0.0.1:{free_port()}"
+    server = servers.llama_server(models / "model.gguf", [Member(endpoint)])
+    assert server.wait(timeout=120) != 0
+    # a line that llamacpp_rpc_log_failure_patterns names
+    assert f"Failed to connect to {endpoint}" in server.log.read_text()
 
 
 def test_a_killed_rpc_server_fails_the_request_and_takes_the_server_down(servers, models):
