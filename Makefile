@@ -19,9 +19,10 @@ COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 all: test
 
 # The two venvs are independent, each about a minute of pip (mostly CPU: unpacking, byte-compiling): built side by
-# side.
+# side. (make demo adds the engine to the same make, so that venv, which the engine needs too, is built once.)
+BOOTSTRAP_PARTS := venv gateway-venv collection
 bootstrap: deb
-	$(MAKE) --no-print-directory -j2 venv gateway-venv collection
+	$(MAKE) --no-print-directory -j2 $(BOOTSTRAP_PARTS)
 
 # Debian packages. openssh-server would start and enable sshd on :22 on a systemd machine:
 # hold services off with a temporary policy-rc.d, and leave an existing one alone.
@@ -83,8 +84,8 @@ engine-test: engine
 # the comparison says so; one run a side, so the differences without a verdict, and the command that would give one
 # (repeated whole runs).
 DEMO_RUN := runs/$(shell date -u +%Y%m%dT%H%M%SZ)-demo
-demo:
-	$(MAKE) --no-print-directory -j2 bootstrap engine
+demo: deb
+	$(MAKE) --no-print-directory -j2 $(BOOTSTRAP_PARTS) engine
 	$(BIN)/inferlab lab up
 	$(BIN)/inferlab run experiment --run-dir $(DEMO_RUN) -e @inventory/plans/lab_demo.yml
 	$(BIN)/inferlab compare $(DEMO_RUN):nextn $(DEMO_RUN):nextn_candidate
