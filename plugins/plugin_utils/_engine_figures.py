@@ -43,7 +43,8 @@ def _number(value):
 
 
 def _timed_requests(batches):
-    """The OK records of single-stream batches (concurrency 1) with the server's prompt and generation times."""
+    """``(record, timings, server_s)`` of each OK record of single-stream batches (concurrency 1) with the server's
+    prompt and generation times; ``server_s``: their sum in seconds, the request's whole time in the engine."""
     found = []
     for batch in batches or []:
         if not isinstance(batch, dict) or batch.get('concurrency') != 1:
@@ -53,7 +54,7 @@ def _timed_requests(batches):
             if (record.get('ok') and isinstance(timings, dict) and _number(record.get('latency_s'))
                     and _number(timings.get('prompt_ms')) and _number(timings.get('predicted_ms'))
                     and timings['prompt_ms'] + timings['predicted_ms'] > 0):
-                found.append((record, timings))
+                found.append((record, timings, (timings['prompt_ms'] + timings['predicted_ms']) / 1000.0))
     return found
 
 
@@ -77,18 +78,16 @@ def client_server_agreement(batches, tolerance):
     if not _number(tolerance) or tolerance <= 0:
         raise AcceptanceError('the tolerance must be a number above 0, got %r' % (tolerance,))
     timed = _timed_requests(batches)
-    ratios = [record['latency_s'] / ((timings['prompt_ms'] + timings['predicted_ms']) / 1000.0)
-              for record, timings in timed]
     result = {
         'requests': len(timed),
         'tolerance': float(tolerance),
-        'latency_ratio': spread(ratios),
-        'client_latency_s': _median([record['latency_s'] for record, _timings in timed]),
-        'server_latency_s': _median([(t['prompt_ms'] + t['predicted_ms']) / 1000.0 for _record, t in timed]),
-        'decode': {'client_tok_s': _median([record.get('decode_tok_s') for record, _timings in timed]),
-                   'server_tok_s': _median([_server_decode(timings) for _record, timings in timed])},
-        'prompt': {'client_ttft_s': _median([record.get('ttft_s') for record, _timings in timed]),
-                   'server_prompt_s': _median([t['prompt_ms'] / 1000.0 for _record, t in timed])},
+        'latency_ratio': spread([record['latency_s'] / server_s for record, _timings, server_s in timed]),
+        'client_latency_s': _median([record['latency_s'] for record, _timings, _server_s in timed]),
+        'server_latency_s': _median([server_s for _record, _timings, server_s in timed]),
+        'decode': {'client_tok_s': _median([record.get('decode_tok_s') for record, _timings, _server_s in timed]),
+                   'server_tok_s': _median([_server_decode(timings) for _record, timings, _server_s in timed])},
+        'prompt': {'client_ttft_s': _median([record.get('ttft_s') for record, _timings, _server_s in timed]),
+                   'server_prompt_s': _median([t['prompt_ms'] / 1000.0 for _record, t, _server_s in timed])},
         'definitions': DEFINITIONS,
         'problems': [],
     }
