@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping ipr
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-second molecule-kernel kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -142,19 +142,25 @@ install: bootstrap
 
 # Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
-# create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
-# guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
-# play names ansible-core's linear itself. experiment comes last: its lab has no router (a different lab spec), so
-# the lab is rebuilt once for it, not once more after it. engine (the real llama.cpp ring) comes after it: it needs
-# the engine's build, which `make test` runs in the background (the loop below waits for it there, or builds it).
-MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt experiment engine
-MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel
+# create, which prove the lab clean and healthy, but the lab is built once and removed once. MOLECULE_HOSTS names
+# the lab (empty: molecule/shared/inventory/hosts.yml, lab imol; molecule-second passes the second lab's, imolb):
+# `make test` runs two chains at once, one on each lab. kernel runs on its QEMU guest. Their playbooks run on the
+# Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore play names ansible-core's linear
+# itself. In the second chain experiment comes first: its lab has no router (a different lab spec), so the lab is
+# rebuilt once after it, not once more. engine (the real llama.cpp ring) comes last: it needs the engine's build,
+# which `make test` runs in the background (the loop below waits for it there, or builds it).
+MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link
+MOLECULE_SECOND_LAB_SCENARIOS := experiment interrupt engine
+MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) $(MOLECULE_SECOND_LAB_SCENARIOS) kernel
+MOLECULE_HOSTS :=
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
 FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
 molecule: bootstrap
-	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
-	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || { cat .cache/molecule-lab-down.log; exit 1; }
+	export INFERLAB_MOLECULE_HOSTS="$(MOLECULE_HOSTS)"
+	down_log=.cache/molecule-lab-down-$$(basename "$${INFERLAB_MOLECULE_HOSTS:-hosts.yml}" .yml).log
+	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > $$down_log 2>&1 || cat $$down_log' EXIT
+	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > $$down_log 2>&1 || { cat $$down_log; exit 1; }
 	export INFERLAB_MOLECULE_SHARED_LAB=1
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
@@ -168,6 +174,12 @@ molecule: bootstrap
 	  fi
 	  bash tests/molecule_scenario.sh $$scenario $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	done
+
+# The second chain of `make test`: its scenarios on the second molecule lab (imolb, 169.254.80.0/24), beside the
+# first chain's on imol.
+molecule-second: bootstrap
+	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(MOLECULE_SECOND_LAB_SCENARIOS)" \
+	  MOLECULE_HOSTS=../shared/inventory/hosts-second.yml
 
 # The kernel scenario alone, on its QEMU guest, without the embedded lab (`make test` runs it last, once
 # kernel-cache is done).
@@ -212,14 +224,16 @@ test:
 	  return $$failed
 	}
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
-	kernel= checks= engine=
+	kernel= checks= engine= second=
 	if [ $$status = 0 ]; then
 	  # the checks stay in make's session (no setsid): the unit tests' timing bounds failed when their autogroup got
 	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
 	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel & kernel=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) $(TEST_ENGINE_GATES) & engine=$$!
-	  trap 'wait $$kernel $$checks $$engine 2> /dev/null || true' EXIT  # never leave them running
+	  # the second lab's scenarios, beside the first's, at the foreground's priority
+	  bash tests/gate.sh molecule-second $(TEST_TIMES) > .cache/gate-molecule-second.log 2>&1 & second=$$!
+	  trap 'wait $$kernel $$checks $$engine $$second 2> /dev/null || true' EXIT  # never leave them running
 	fi
 	if [ $$status = 0 ]; then
 	  bash tests/gate.sh molecule $(TEST_TIMES) MOLECULE_SCENARIOS="$(MOLECULE_LAB_SCENARIOS)" || status=1
@@ -227,7 +241,8 @@ test:
 	if [ -n "$$checks" ]; then wait $$checks || true; background_failed $(TEST_BACKGROUND_GATES) || status=1; fi
 	if [ -n "$$kernel" ]; then wait $$kernel || true; background_failed $(TEST_KERNEL_GATES) || status=1; fi
 	if [ -n "$$engine" ]; then wait $$engine || true; background_failed $(TEST_ENGINE_GATES) || status=1; fi
-	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES) $(TEST_ENGINE_GATES)"
+	if [ -n "$$second" ]; then wait $$second || true; background_failed molecule-second || status=1; fi
+	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES) $(TEST_ENGINE_GATES) molecule-second"
 	if [ -s $(FAILED_SCENARIO_LOGS) ]; then
 	  while read -r log; do bash tests/failure_excerpt.sh "$$log"; done < $(FAILED_SCENARIO_LOGS)
 	fi

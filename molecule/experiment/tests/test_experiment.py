@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary, lab_host, own_processes  # noqa: E402
 
 from inferlab import matrix  # noqa: E402
 
@@ -185,7 +185,7 @@ def test_the_heartbeat_renewed_the_switches_and_was_stopped_before_the_disarm(ho
     status = json.loads((state / "run" / "heartbeat.json").read_text())
     assert status["reason"] == "stopped by SIGTERM (the undo of its process entry)", status
     assert status["hosts"] and all(h["renewals"] > 0 and h["last_error"] is None for h in status["hosts"].values())
-    assert host.run("pgrep -af '[i]nferlab_ledger.py renew'").stdout.strip() == ""
+    assert own_processes(host, "[i]nferlab_ledger.py renew") == []
 
 
 def test_every_record_of_the_scenario_is_schema_valid():

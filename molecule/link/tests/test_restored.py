@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, lab_host  # noqa: E402
+from labinfo import LAB_DIR, RING, lab_host, own_processes  # noqa: E402
 
 from inferlab.lab import control as lab  # noqa: E402
 
@@ -23,6 +23,6 @@ def test_the_link_has_the_labs_profile_back(host):
 
 
 def test_no_test_process_is_left(host):
-    assert host.run("pgrep -x iperf3").rc == 1, "no iperf3 server may be left running"
+    assert own_processes(host, "(^|/)[i]perf3 ") == [], "no iperf3 server may be left running"
     # the bracket keeps pgrep from matching the shell that runs it
-    assert host.run("pgrep -f '[i]nferlab_sampler'").rc == 1, "no sampler may be left running"
+    assert own_processes(host, "[i]nferlab_sampler") == [], "no sampler may be left running"

@@ -18,6 +18,7 @@ from labinfo import (  # noqa: E402
     files_holding,
     host_ledger,
     lab_canary,
+    own_processes,
 )
 
 testinfra_hosts = RING
@@ -145,7 +146,7 @@ def test_the_collectives_were_counted_in_the_window_and_the_link_carried_them(mo
 
 def test_no_rank_is_left_running(host):
     # the bracket keeps pgrep from matching the shell that runs it
-    assert host.run("pgrep -af '[i]nferlab.lab.server.*--node-rank'").stdout.strip() == ""
+    assert own_processes(host, "[i]nferlab.lab.server.*--node-rank") == []
 
 
 def test_every_rank_in_the_ledger_is_undone(host):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -9,9 +10,12 @@ import pytest
 import testinfra.utils.ansible_runner
 import yaml
 
+from inferlab.lab.control import lab_dir_from_inventory
+
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
-LAB_DIR = Path("/var/lib/inferlab-lab/imol")
+# the scenario's lab (imol, or imolb on make test's second chain), from the hosts file in its inventory
+LAB_DIR = lab_dir_from_inventory(Path(INVENTORY))[1]
 # testinfra's ansible backend does not template inventory variables (the lab's are derived in group_vars), so the
 # tests reach the ring hosts over plain ssh with the ssh_config that `lab up` writes.
 RING_NAMES = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("ring")
@@ -47,6 +51,17 @@ def pytest_runtest_makereport(item, call):
     host = item.funcargs.get("host") if hasattr(item, "funcargs") else None
     if report.when == "call" and report.failed and host is not None:
         report.sections.append(("lab logs", log_tails(lab_host(host))))
+
+
+def own_processes(host, pattern: str) -> list:
+    """The lines of ``pgrep -af PATTERN`` that are this lab's: their command line holds the lab's directory or one
+    of its hosts' link addresses. The lab hosts are network namespaces that share the machine's process table, and
+    `make test` runs a second lab beside this one (molecule/shared/inventory/hosts-second.yml)."""
+    lab = json.loads((LAB_DIR / "lab.json").read_text())
+    addresses = [h["link"]["address"] for h in lab["hosts"]]
+    own = re.compile("|".join([re.escape(f"{LAB_DIR}/")]
+                              + [rf"(?<![\d.]){re.escape(a)}(?![\d.])" for a in addresses]))
+    return [line for line in host.run(f"pgrep -af {pattern!r}").stdout.splitlines() if own.search(line)]
 
 
 def lab_canary() -> str:
