@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 iputils-ping iproute2 rsync kmod procps python3 python3-venv \
+DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 ethtool iputils-ping iproute2 rsync kmod procps python3 python3-venv \
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
@@ -159,8 +159,11 @@ FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
 molecule: bootstrap
 	export INFERLAB_MOLECULE_HOSTS="$(MOLECULE_HOSTS)"
 	down_log=.cache/molecule-lab-down-$$(basename "$${INFERLAB_MOLECULE_HOSTS:-hosts.yml}" .yml).log
-	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > $$down_log 2>&1 || cat $$down_log' EXIT
-	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > $$down_log 2>&1 || { cat $$down_log; exit 1; }
+	# the lab is removed before and after through the chain's first scenario: molecule keeps a scenario's state in
+	# one directory per scenario name, so the two chains never name the same scenario at once
+	first=$(firstword $(MOLECULE_SCENARIOS))
+	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s $$first > $$down_log 2>&1 || cat $$down_log' EXIT
+	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s $$first > $$down_log 2>&1 || { cat $$down_log; exit 1; }
 	export INFERLAB_MOLECULE_SHARED_LAB=1
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
