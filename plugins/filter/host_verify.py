@@ -49,6 +49,10 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _tc
 from ansible_collections.inferlab.distributed.plugins.module_utils._ping import PingParseError, parse_ping
 
 MIB = 2 ** 20
+LINK_KINDS = ("thunderbolt", "ethernet")
+# what of an Ethernet NIC the verified state keeps (the restore compares them with the known-good snapshot's)
+ETHERNET_LINK_KEYS = ("speed_mbps", "duplex", "carrier_changes", "driver", "driver_version", "firmware_version",
+                      "offloads")
 COMM_LENGTH = 15  # TASK_COMM_LEN - 1
 
 
@@ -118,6 +122,49 @@ def _service_state(result):
     }
 
 
+def _thunderbolt_checks(checks, expected, tbnet, peer, interface):
+    """A Thunderbolt link: its XDomain peer, the speed per lane and the lanes both ways."""
+    checks.add("link peer present", peer is not None, "a Thunderbolt XDomain peer bound to %s" % interface,
+               "peer %s (%s)" % (peer.get("device_name"), peer.get("device")) if peer else
+               "; ".join(tbnet.get("notes") or []) or "no service bound to %s" % interface,
+               "inferlab_link_interface (and inferlab_tbnet_sysfs_root)",
+               "no Thunderbolt peer answers on the direct link")
+    rx, tx = (peer or {}).get("rx_speed_gbps"), (peer or {}).get("tx_speed_gbps")
+    min_speed = float(expected["min_speed_gbps"])
+    checks.add("link speed", None not in (rx, tx) and rx >= min_speed and tx >= min_speed,
+               ">= %s Gb/s per lane both ways" % min_speed, "rx %s Gb/s, tx %s Gb/s" % (rx, tx),
+               "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed")
+    rx_lanes, tx_lanes = (peer or {}).get("rx_lanes"), (peer or {}).get("tx_lanes")
+    min_lanes = int(expected["min_lanes"])
+    checks.add("link lanes", None not in (rx_lanes, tx_lanes) and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
+               ">= %d lane(s) both ways" % min_lanes, "rx %s, tx %s" % (rx_lanes, tx_lanes),
+               "inferlab_link_min_lanes", "the direct link has fewer lanes than expected")
+
+
+def _ethernet_checks(checks, expected, nic, interface):
+    """An Ethernet link, by what it is: the speed it negotiated and its duplex (the NIC, its driver, firmware and
+    offloads are recorded beside them)."""
+    speed = nic.get("speed_mbps")
+    min_speed = float(expected["min_speed_gbps"])
+    checks.add("link speed", speed is not None and speed >= min_speed * 1000, ">= %s Gb/s negotiated" % min_speed,
+               "%s Mb/s" % speed if speed is not None else
+               "no speed (carrier %s, %s)" % (nic.get("carrier"), "; ".join(nic.get("notes") or []) or
+                                               "operstate %s" % nic.get("operstate")),
+               "inferlab_link_min_speed_gbps", "the Ethernet link %s negotiated below the expected speed" % interface)
+    duplex = expected.get("link_duplex") or "full"
+    checks.add("link duplex", nic.get("duplex") == duplex, duplex, nic.get("duplex"), "inferlab_link_duplex",
+               "the Ethernet link %s is not at the expected duplex" % interface)
+
+
+def _link_identity(kind, peer, nic):
+    """What the link is, in the verified state: the Thunderbolt peer's training, or the Ethernet NIC."""
+    if kind == "thunderbolt":
+        return {"peer_present": peer is not None, "peer_device_name": (peer or {}).get("device_name"),
+                "rx_speed_gbps": (peer or {}).get("rx_speed_gbps"), "tx_speed_gbps": (peer or {}).get("tx_speed_gbps"),
+                "rx_lanes": (peer or {}).get("rx_lanes"), "tx_lanes": (peer or {}).get("tx_lanes")}
+    return {key: nic.get(key) for key in ETHERNET_LINK_KEYS}
+
+
 def host_verify_state(observed, expected):
     if not isinstance(observed, dict) or not isinstance(expected, dict):
         raise AnsibleFilterError("host_verify_state expects two dicts, got %s and %s"
@@ -144,22 +191,16 @@ def host_verify_state(observed, expected):
     checks.add("link address", expected["link_address"] in addresses, expected["link_address"],
                addresses or "no IPv4 address", "inferlab_link_address",
                "%s does not carry the expected address" % interface)
-    peer = _link_peer(tbnet, interface)
-    checks.add("link peer present", peer is not None, "a Thunderbolt XDomain peer bound to %s" % interface,
-               "peer %s (%s)" % (peer.get("device_name"), peer.get("device")) if peer else
-               "; ".join(tbnet.get("notes") or []) or "no service bound to %s" % interface,
-               "inferlab_link_interface (and inferlab_tbnet_sysfs_root)",
-               "no Thunderbolt peer answers on the direct link")
-    rx, tx = (peer or {}).get("rx_speed_gbps"), (peer or {}).get("tx_speed_gbps")
-    min_speed = float(expected["min_speed_gbps"])
-    checks.add("link speed", None not in (rx, tx) and rx >= min_speed and tx >= min_speed,
-               ">= %s Gb/s per lane both ways" % min_speed, "rx %s Gb/s, tx %s Gb/s" % (rx, tx),
-               "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed")
-    rx_lanes, tx_lanes = (peer or {}).get("rx_lanes"), (peer or {}).get("tx_lanes")
-    min_lanes = int(expected["min_lanes"])
-    checks.add("link lanes", None not in (rx_lanes, tx_lanes) and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
-               ">= %d lane(s) both ways" % min_lanes, "rx %s, tx %s" % (rx_lanes, tx_lanes),
-               "inferlab_link_min_lanes", "the direct link has fewer lanes than expected")
+    kind = expected.get("link_kind") or "thunderbolt"
+    if kind not in LINK_KINDS:
+        raise AnsibleFilterError("link_kind must be one of %s, got %r (inferlab_link_kind)"
+                                 % (", ".join(LINK_KINDS), kind))
+    peer = _link_peer(tbnet, interface) if kind == "thunderbolt" else None
+    nic = (observed.get("nic") or {}) if kind == "ethernet" else {}
+    if kind == "thunderbolt":
+        _thunderbolt_checks(checks, expected, tbnet, peer, interface)
+    else:
+        _ethernet_checks(checks, expected, nic, interface)
     ping = observed.get("ping") or {}
     try:
         ping_result = parse_ping(ping.get("stdout"))
@@ -222,15 +263,13 @@ def host_verify_state(observed, expected):
         "ok": all(c["ok"] for c in checks.items),
         "kernel_release": tbnet.get("kernel_release"),
         "layers": observed["layers"],
-        "link": {
-            "interface": interface, "address": expected["link_address"], "peer_address": expected["peer_address"],
-            "operstate": operstate, "mtu": mtu, "peer_present": peer is not None,
-            "peer_device_name": (peer or {}).get("device_name"),
-            "rx_speed_gbps": rx, "tx_speed_gbps": tx, "rx_lanes": rx_lanes, "tx_lanes": tx_lanes,
+        "link": dict({
+            "kind": kind, "interface": interface, "address": expected["link_address"],
+            "peer_address": expected["peer_address"], "operstate": operstate, "mtu": mtu,
             "ping_to_peer": {k: ping_result.get(k) for k in ("transmitted", "received", "loss_pct", "rtt_ms")},
             # the queueing disciplines: a restore must put them back (null: not read)
             "qdiscs": _qdisc_tree(observed.get("qdiscs")),
-        },
+        }, **_link_identity(kind, peer, nic)),
         "identity": observed.get("identity"),
         "tbnet_module": {"loaded": bool(module.get("loaded")), "parameters": module.get("parameters") or {},
                          "srcversion": module.get("srcversion"), "taint": module.get("taint")},

@@ -14,9 +14,10 @@ short_description: List how a host's re-verified state differs from its known-go
 version_added: 0.1.0
 author: inferlab developers (@inferlab)
 description:
-  - Compares the fields a restore must bring back (link state, speed and lanes, the link's queueing disciplines
-    (kind, handle, parent and options of each), the thunderbolt_net module's parameters and srcversion, GPUs, each
-    original service answering) and every failing check.
+  - Compares the fields a restore must bring back (link state, speed and lanes, an Ethernet NIC's speed, duplex,
+    driver, firmware and each offload, the link's queueing disciplines (kind, handle, parent and options of each),
+    the thunderbolt_net module's parameters and srcversion, GPUs, each original service answering) and every failing
+    check.
   - Returns an empty list when the host is back to its known-good state.
 options:
   _input:
@@ -54,6 +55,11 @@ COMPARED = [
     ("link tx speed (Gb/s per lane)", ("link", "tx_speed_gbps")),
     ("link rx lanes", ("link", "rx_lanes")),
     ("link tx lanes", ("link", "tx_lanes")),
+    ("link speed (Mb/s)", ("link", "speed_mbps")),
+    ("link duplex", ("link", "duplex")),
+    ("link NIC driver", ("link", "driver")),
+    ("link NIC driver version", ("link", "driver_version")),
+    ("link NIC firmware", ("link", "firmware_version")),
     ("thunderbolt_net loaded", ("tbnet_module", "loaded")),
     ("thunderbolt_net parameters", ("tbnet_module", "parameters")),
     ("thunderbolt_net srcversion", ("tbnet_module", "srcversion")),
@@ -74,6 +80,23 @@ def _gpu_processes(state):
             for g in state.get("gpus") or [] if "compute_processes" in g}
 
 
+def _offload_differences(before, after):
+    """An Ethernet NIC's offloads that differ from the known-good snapshot's, one line each (none were read
+    before: nothing to compare)."""
+    if before is None:
+        return []
+    if after is None:
+        return ["link offloads: not read now (known-good: %d read)" % len(before)]
+    changed = sorted(name for name in set(before) | set(after)
+                     if (before.get(name) or {}).get("on") != (after.get(name) or {}).get("on"))
+    return ["link offload %s: known-good %s, now %s" % (
+        name, _on_off(before.get(name)), _on_off(after.get(name))) for name in changed]
+
+
+def _on_off(feature):
+    return "absent" if feature is None else "on" if feature.get("on") else "off"
+
+
 def restore_differences(current, known_good=None):
     if not isinstance(current, dict) or not (known_good is None or isinstance(known_good, dict)):
         raise AnsibleFilterError("restore_differences expects a dict and a dict or null")
@@ -85,6 +108,8 @@ def restore_differences(current, known_good=None):
         before, after = _get(known_good, path), _get(current, path)
         if before != after:
             differences.append("%s: known-good %r, now %r" % (label, before, after))
+    differences.extend(_offload_differences(_get(known_good, ("link", "offloads")),
+                                            _get(current, ("link", "offloads"))))
     # the link's queueing disciplines (a snapshot from before they were read, or a failed read, has none)
     qdiscs_before, qdiscs_after = _get(known_good, ("link", "qdiscs")), _get(current, ("link", "qdiscs"))
     if qdiscs_before is not None:

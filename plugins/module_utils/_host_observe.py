@@ -17,9 +17,12 @@ import os
 import shutil
 import subprocess
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _identity, _nvml, _tbnet
+from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _identity, _nic, _nvml, _tbnet
 
 PING_INTERVAL_S = '0.2'
+LINK_KINDS = ('thunderbolt', 'ethernet')
+# what of an Ethernet NIC goes into the host's identity (inferlab matrix groups hosts by it)
+NIC_IDENTITY = ('interface', 'driver', 'driver_version', 'firmware_version', 'speed_mbps')
 PING_WAIT_S = '1'
 
 
@@ -105,11 +108,20 @@ def ask_service(service, prompt, max_tokens, timeout_s, post):
             'msg': message}
 
 
+def nic_identity(nic):
+    """An Ethernet NIC as the identity records it: what tells one host's NIC from another's."""
+    return dict({key: nic.get(key) for key in NIC_IDENTITY}, pci_id=(nic.get('pci') or {}).get('id'))
+
+
 def observe(link_interface, peer_address, model_path, services, post, ping_count=3, prompt='', max_tokens=16,
             request_timeout_s=30.0, tbnet_sysfs_root='/sys', nvml_snapshot=None, sysfs_root='/sys',
-            procfs_root='/proc', popen=subprocess.Popen, run=subprocess.run, import_pynvml=_nvml.import_pynvml):
+            procfs_root='/proc', popen=subprocess.Popen, run=subprocess.run, import_pynvml=_nvml.import_pynvml,
+            link_kind='thunderbolt', which_ethtool=_nic.ethtool_path):
     """The observed document host_verify judges (see the host_verify_state filter); raises the readers' own errors
-    (``SysfsError``, ``NvmlError``) for what cannot be read at all."""
+    (``SysfsError``, ``NvmlError``) for what cannot be read at all. An Ethernet link (``link_kind``) adds ``nic``
+    (``_nic.read_nic``, through the real sysfs: a NIC is no fixture) and the NIC in the identity."""
+    if link_kind not in LINK_KINDS:
+        raise ValueError('link_kind must be one of %s, got %r' % (', '.join(LINK_KINDS), link_kind))
     pinging = start_ping(link_interface, peer_address, ping_count, popen=popen)
     try:
         answers = [ask_service(s, prompt, max_tokens, request_timeout_s, post) for s in services]
@@ -127,6 +139,9 @@ def observe(link_interface, peer_address, model_path, services, post, ping_count
             'storage': storage(model_path),
             'services': answers,
         }
+        if link_kind == 'ethernet':
+            observed['nic'] = _nic.read_nic(link_interface, sysfs_root=sysfs_root, run=run, which=which_ethtool)
+            observed['identity']['nic'] = nic_identity(observed['nic'])
     finally:
         ping = finish_ping(pinging)
     observed['ping'] = ping

@@ -39,6 +39,13 @@ options:
       - The direct link's interface, for example V(thunderbolt0).
     type: str
     required: true
+  link_kind:
+    description:
+      - What the link is. V(thunderbolt) reads the Thunderbolt peer (O(tbnet_sysfs_root)); V(ethernet) reads the
+        NIC itself (C(nic)) through O(sysfs_root) and C(ethtool), and adds it to the identity.
+    type: str
+    choices: [thunderbolt, ethernet]
+    default: thunderbolt
   peer_address:
     description:
       - The peer's address on the direct link, pinged through O(link_interface).
@@ -97,7 +104,8 @@ options:
     type: path
     default: /proc
 requirements:
-  - C(ping) (iputils), C(ip) and C(tc) (iproute2) on the host.
+  - C(ping) (iputils), C(ip) and C(tc) (iproute2) on the host; C(ethtool) for an Ethernet link's driver,
+    firmware and offloads (without it they are null, and C(nic.notes) names the package).
   - nvidia-ml-py (module C(pynvml)) and the NVIDIA driver, unless O(nvml_snapshot) is set.
 seealso:
   - module: inferlab.distributed.tbnet_info
@@ -127,9 +135,18 @@ identity:
       pci_vendor, pci_device, pci_id, generation, nvm_version, vendor_name, device_name}, peer {device, vendor_id,
       device_id, id, vendor_name, device_name, rx_speed_gbps, rx_lanes, tx_speed_gbps, tx_lanes}, kernel_release,
       driver {loaded, srcversion, parameters}, firmware {bios_vendor, bios_version, board_vendor, board_name,
-      product_name}, missing}).
+      product_name}, missing}); on an Ethernet link also C(nic {interface, driver, driver_version, firmware_version,
+      speed_mbps, pci_id}).
     - C(missing) names each attribute that was absent or unreadable (its value is null); nothing is guessed.
   returned: success
+  type: dict
+nic:
+  description:
+    - An Ethernet link's NIC (O(link_kind=ethernet) only) - C({interface, present, speed_mbps, duplex, carrier,
+      carrier_changes, mtu, operstate, pci {vendor, device, subsystem_vendor, subsystem_device, slot, driver, id},
+      driver, driver_version, firmware_version, bus_info, offloads {NAME {on, fixed}}, missing, notes}).
+    - C(speed_mbps) is null while the link is down or the speed unknown; C(pci) is null for a virtual NIC.
+  returned: when O(link_kind=ethernet)
   type: dict
 net:
   description: The direct link's counters, as M(inferlab.distributed.net_counters) returns them, with C(missing)
@@ -194,6 +211,7 @@ def build_module():
     return AnsibleModule(
         argument_spec=dict(
             link_interface=dict(type='str', required=True),
+            link_kind=dict(type='str', default='thunderbolt', choices=['thunderbolt', 'ethernet']),
             peer_address=dict(type='str', required=True),
             ping_count=dict(type='int', default=3),
             model_path=dict(type='path', required=True),
@@ -225,7 +243,7 @@ def main():
             ping_count=params['ping_count'], prompt=params['prompt'], max_tokens=params['max_tokens'],
             request_timeout_s=params['request_timeout_s'], tbnet_sysfs_root=params['tbnet_sysfs_root'],
             nvml_snapshot=params['nvml_snapshot'], sysfs_root=params['sysfs_root'],
-            procfs_root=params['procfs_root'])
+            procfs_root=params['procfs_root'], link_kind=params['link_kind'])
     except (SysfsError, _nvml.NvmlError) as err:
         module.fail_json(msg=str(err))
     module.exit_json(changed=False, **observed)

@@ -29,11 +29,20 @@ FIELDS = (
     ("peer", ("peer", "id")),
     ("link rx", ("peer", "rx")),
     ("link tx", ("peer", "tx")),
+    ("NIC", ("nic", "pci_id")),
+    ("NIC driver", ("nic", "driver")),
+    ("NIC firmware", ("nic", "firmware_version")),
+    ("link speed", ("nic", "speed")),
     ("kernel", ("kernel_release",)),
     ("stock driver", ("driver", "srcversion")),
     ("board", ("firmware", "board")),
     ("BIOS", ("firmware", "bios_version")),
 )
+# The fields of one link kind: an Ethernet host (its identity has a `nic`) has no host router or Thunderbolt peer, a
+# Thunderbolt host no NIC. A column no host of the matrix has is left out; a row without it reads NOT_APPLICABLE.
+KIND_FIELDS = {"thunderbolt": {"host router", "generation", "NVM", "peer", "link rx", "link tx"},
+               "ethernet": {"NIC", "NIC driver", "NIC firmware", "link speed"}}
+NOT_APPLICABLE = "n/a"
 STOCK_MODE, CANDIDATE_MODE = "nextn", "nextn_candidate"
 CANDIDATE_FIGURE = "aggregate_output_tok_s"
 # a journal entry's status as the matrix says it; a stage with no entry was not run
@@ -81,6 +90,9 @@ def _value(identity: dict, path: tuple[str, ...]):
         peer = identity.get("peer") or {}
         speed, lanes = peer.get(f"{path[1]}_speed_gbps"), peer.get(f"{path[1]}_lanes")
         return None if speed is None or lanes is None else f"{lanes} x {speed:g} Gb/s"
+    if path == ("nic", "speed"):
+        speed = (identity.get("nic") or {}).get("speed_mbps")
+        return None if speed is None else f"{speed / 1000:g} Gb/s"
     if path == ("firmware", "board"):
         firmware = identity.get("firmware") or {}
         return " ".join(v for v in (firmware.get("board_vendor"), firmware.get("board_name")) if v) or None
@@ -90,9 +102,13 @@ def _value(identity: dict, path: tuple[str, ...]):
     return None if value is None else str(value)
 
 
+def link_kind(identity: dict) -> str:
+    return "ethernet" if isinstance(identity.get("nic"), dict) else "thunderbolt"
+
+
 def host_key(identity: dict) -> tuple:
-    """A host's identity reduced to FIELDS (None where it was missing)."""
-    return tuple(_value(identity, path) for _name, path in FIELDS)
+    """A host's identity reduced to FIELDS (None where it was missing), and its link kind last."""
+    return (*(_value(identity, path) for _name, path in FIELDS), link_kind(identity))
 
 
 def run_key(record: dict) -> tuple | None:
@@ -105,8 +121,13 @@ def run_key(record: dict) -> tuple | None:
 
 
 def _cells(key: tuple) -> dict[str, str]:
+    """The row's value of each field its hosts have (a field of the other link kind is left out)."""
+    kinds = {host[-1] for host in key}
+    foreign = set().union(*(fields for kind, fields in KIND_FIELDS.items() if kind not in kinds))
     cells = {}
     for column, (name, _path) in enumerate(FIELDS):
+        if name in foreign:
+            continue
         values = [host[column] for host in key]
         shown = [v if v is not None else "missing" for v in values]
         cells[name] = shown[0] if len(set(shown)) == 1 else " / ".join(shown)
@@ -233,12 +254,18 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return fmt.table(header, [[fmt.cell(c) for c in row] for row in rows])
 
 
+def shown_fields(matrix: Matrix) -> list[str]:
+    """The columns: the fields some row has, in FIELDS order."""
+    return [name for name, _path in FIELDS if any(name in r.identity for r in matrix.rows)]
+
+
 def render_markdown(matrix: Matrix) -> str:
-    names = [name for name, _path in FIELDS]
+    names = shown_fields(matrix)
     lines = ["# Compatibility matrix", "",
              "One row per combination of what the ring hosts ran on (read at verification, through sysfs); a value "
              "that differs between the hosts reads `one / other`.", ""]
-    identities = [[r.label, str(len(r.runs)), *(r.identity[n] for n in names)] for r in matrix.rows]
+    identities = [[r.label, str(len(r.runs)), *(r.identity.get(n, NOT_APPLICABLE) for n in names)]
+                  for r in matrix.rows]
     lines += _table(["", "runs", *names], identities)
     lines += ["", "## Outcomes", ""]
     lines += _table(["", "link test", "candidate against stock, aggregate output tok/s"],
@@ -257,14 +284,14 @@ def render_markdown(matrix: Matrix) -> str:
 def render_csv(matrix: Matrix) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    names = [name for name, _path in FIELDS]
+    names = shown_fields(matrix)
     writer.writerow(["combination", "runs", *names, "link test", "stock tok/s", "candidate tok/s", "difference",
                      "interval low", "interval high", "verdict", *(f"stage {s}" for s in matrix.stages), "run ids"])
     for r in matrix.rows:
         c = r.candidate
         low, high = c.interval if c and c.interval else (None, None)
         figures = (c.stock, c.candidate, c.difference, low, high) if c else (None,) * 5
-        writer.writerow([r.label, len(r.runs), *(r.identity[n] for n in names), r.link,
+        writer.writerow([r.label, len(r.runs), *(r.identity.get(n, NOT_APPLICABLE) for n in names), r.link,
                          *("" if v is None else v for v in figures), c.verdict if c else "not measured",
                          *(r.stages[s] for s in matrix.stages), " ".join(r.runs)])
     return out.getvalue()

@@ -48,6 +48,16 @@ def _gpu_holders(state: dict | None) -> str:
     return "; ".join(cards) or "none"
 
 
+def _link_training(link: dict) -> str:
+    """How the link trained: an Ethernet NIC's negotiated speed, duplex and driver, or a Thunderbolt peer's speed
+    per lane and lanes."""
+    if link.get("kind") == "ethernet":
+        return (f"Ethernet {fmt.value(link.get('speed_mbps'))} Mb/s {fmt.value(link.get('duplex'))} duplex, "
+                f"driver {fmt.value(link.get('driver'))}, firmware {fmt.value(link.get('firmware_version'))}")
+    return (f"{fmt.value(link.get('rx_speed_gbps'))}/{fmt.value(link.get('tx_speed_gbps'))} Gb/s per lane (rx/tx), "
+            f"lanes {fmt.value(link.get('rx_lanes'))}/{fmt.value(link.get('tx_lanes'))}")
+
+
 def _verification(host: str, state: dict) -> list[str]:
     link = state.get("link", {})
     lines = [
@@ -56,9 +66,7 @@ def _verification(host: str, state: dict) -> list[str]:
         f"- kernel {fmt.value(state.get('kernel_release'))}; layers: "
         + ", ".join(f"{k}={fmt.value(v)}" for k, v in sorted(state.get("layers", {}).items())),
         f"- link {link.get('interface')} {link.get('address')} -> {link.get('peer_address')}: "
-        f"{fmt.value(link.get('operstate'))}, MTU {fmt.value(link.get('mtu'))}, "
-        f"{fmt.value(link.get('rx_speed_gbps'))}/{fmt.value(link.get('tx_speed_gbps'))} Gb/s per lane (rx/tx), "
-        f"lanes {fmt.value(link.get('rx_lanes'))}/{fmt.value(link.get('tx_lanes'))}",
+        f"{fmt.value(link.get('operstate'))}, MTU {fmt.value(link.get('mtu'))}, {_link_training(link)}",
         f"- GPUs ({fmt.value(state.get('nvml_source'))}): {_gpu_holders(state)}",
         "",
         "| check | ok | expected | found | variable |",

@@ -181,3 +181,36 @@ def test_an_unreadable_record_is_listed_apart(tmp_path, text):
     table = matrix.build([tmp_path])
     assert len(table.rows) == 1 and table.apart[0][0].endswith("20261202T100000Z-broken")
     assert table.apart[0][1].startswith("unreadable:")
+
+
+# An Ethernet host's identity (host_observe with link_kind ethernet): no host router, no Thunderbolt peer; its NIC.
+X550_HOST = {"format": "inferlab.host_identity/1", "host_router": None, "peer": None,
+             "kernel_release": "6.1.0-28-amd64", "driver": {"loaded": False, "srcversion": None, "parameters": {}},
+             "firmware": {"board_vendor": "Supermicro", "board_name": "X12SPi-TF", "bios_version": "1.4"},
+             "nic": {"interface": "enp1s0f0", "driver": "ixgbe", "driver_version": "6.1.0-28-amd64",
+                     "firmware_version": "0x800003df, 1.1767.0", "speed_mbps": 10000, "pci_id": "8086:1563"},
+             "missing": []}
+
+
+def test_ethernet_hosts_are_grouped_by_their_nic_and_a_thunderbolt_only_matrix_is_unchanged(tmp_path):
+    run(tmp_path / "tb", "20261201T100000Z")
+    thunderbolt = matrix.build([tmp_path / "tb"])
+    assert "NIC" not in shown(thunderbolt) and "host router" in shown(thunderbolt)
+    run(tmp_path / "eth", "20261202T100000Z", identity=X550_HOST)
+    newer_firmware = dict(X550_HOST, nic=dict(X550_HOST["nic"], firmware_version="0x80000d67, 1.3261.0"))
+    run(tmp_path / "eth", "20261203T100000Z", identity=newer_firmware)
+    ethernet = matrix.build([tmp_path / "eth"])
+    assert [len(r.runs) for r in ethernet.rows] == [1, 1]  # the NIC's firmware tells the two apart
+    assert ethernet.rows[0].identity == {
+        "NIC": "8086:1563", "NIC driver": "ixgbe", "NIC firmware": "0x800003df, 1.1767.0", "link speed": "10 Gb/s",
+        "kernel": "6.1.0-28-amd64", "stock driver": "missing", "board": "Supermicro X12SPi-TF", "BIOS": "1.4"}
+    both = matrix.build([tmp_path / "tb", tmp_path / "eth"])
+    text = matrix.render_markdown(both)
+    assert "| runs | host router |" in text and "| NIC driver |" in text
+    assert "n/a" in text  # a Thunderbolt row has no NIC, an Ethernet row no host router
+    header = matrix.render_csv(both).splitlines()[0].split(",")
+    assert header[2:6] == ["host router", "generation", "NVM", "peer"] and "NIC driver" in header
+
+
+def shown(table):
+    return matrix.shown_fields(table)

@@ -93,6 +93,33 @@ def test_a_verified_hosts_identity_is_in_hosts_and_a_malformed_one_is_refused(tm
         record.write(tmp_path, RUN)
 
 
+def ethernet_fragment(host):
+    fragment = verify_fragment(host)
+    fragment["link"] = {"kind": "ethernet", "interface": "enp1s0f0", "address": "169.254.180.11",
+                        "peer_address": "169.254.180.12", "operstate": "up", "mtu": 9000, "speed_mbps": 10000,
+                        "duplex": "full", "carrier_changes": 4, "driver": "ixgbe", "driver_version": "6.1.0-28-amd64",
+                        "firmware_version": "0x800003df, 1.1767.0", "offloads": {}, "ping_to_peer": {"received": 3}}
+    return fragment
+
+
+def test_an_ethernet_link_is_recorded_by_what_it_is_and_reported(tmp_path):
+    write_fragment(tmp_path, "verify", "lab-a", ethernet_fragment("lab-a"))
+    data = json.loads(record.write(tmp_path, RUN).read_text())
+    assert data["verification"]["lab-a"]["link"]["speed_mbps"] == 10000
+    assert ("MTU 9000, Ethernet 10000 Mb/s full duplex, driver ixgbe, firmware 0x800003df, 1.1767.0"
+            in report.render(data))
+    fragment = ethernet_fragment("lab-a")
+    fragment["link"].pop("speed_mbps")  # an Ethernet link says how it trained; a Thunderbolt one has its peer
+    write_fragment(tmp_path, "verify", "lab-a", fragment)
+    with pytest.raises(record.RecordError, match="'speed_mbps' is a required property"):
+        record.write(tmp_path, RUN)
+    fragment = verify_fragment("lab-a")
+    fragment["link"].pop("peer_present")
+    write_fragment(tmp_path, "verify", "lab-a", fragment)
+    with pytest.raises(record.RecordError, match="'peer_present' is a required property"):
+        record.write(tmp_path, RUN)
+
+
 def test_malformed_fragment_json_names_the_file(tmp_path):
     target = tmp_path / "fragments" / "verify" / "lab-a.json"
     target.parent.mkdir(parents=True)

@@ -74,6 +74,22 @@ def test_known_good_snapshot_was_written_and_matches_the_schema(host):
     assert json.loads((RUN_DIR / "fragments" / "verify" / f"{name}.json").read_text()) == snapshot
 
 
+def test_the_direct_link_passes_as_the_ethernet_link_it_also_is(host):
+    """A veth pair is an Ethernet link to the kernel: verified as one (inferlab_link_kind ethernet), it passes on
+    its NIC's negotiated speed and duplex, read through the real sysfs and ethtool, with no Thunderbolt check."""
+    name = host.backend.get_hostname()
+    state = json.loads((RUN_DIR / "fragments" / "verify_ethernet" / f"{name}.json").read_text())
+    assert [c["name"] for c in state["checks"] if not c["ok"]] == [] and state["ok"] is True
+    names = [c["name"] for c in state["checks"]]
+    assert "link duplex" in names and "link peer present" not in names and "link lanes" not in names
+    link = state["link"]
+    assert (link["kind"], link["speed_mbps"], link["duplex"], link["driver"]) == ("ethernet", 10000, "full", "veth")
+    assert link["offloads"]["tcp-segmentation-offload"]["on"] is True  # as found, recorded
+    assert state["identity"]["nic"]["driver"] == "veth" and state["identity"]["nic"]["pci_id"] is None
+    schema = json.loads((REPO_ROOT / "src" / "inferlab" / "schemas" / "record.schema.json").read_text())
+    jsonschema.validate(state, {"$defs": schema["$defs"], "$ref": "#/$defs/host_state"})
+
+
 def test_every_record_of_the_scenario_is_schema_valid():
     assert assert_records_valid() > 0
 

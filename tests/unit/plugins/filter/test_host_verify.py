@@ -198,3 +198,67 @@ def test_link_qdiscs_not_read_are_none(text):
     observed = dict(healthy(), qdiscs=text)
     assert host_verify_state(observed, EXPECTED)["link"]["qdiscs"] is None
     assert host_verify_state(healthy(), EXPECTED)["link"]["qdiscs"] is None  # an older host_observe read none
+
+
+# An Ethernet link (a 10 GbE NIC), verified by what it is: no Thunderbolt peer is looked for.
+ETHERNET_EXPECTED = dict(EXPECTED, link_kind="ethernet", link_interface="enp1s0f0", min_speed_gbps="10.0",
+                         link_duplex="full")
+
+
+def ethernet_host(**nic):
+    observed = healthy()
+    observed["tbnet"] = {"kernel_release": "6.1.0-28-amd64", "peers": [], "interfaces": {}, "module": {},
+                         "notes": ["no Thunderbolt domain under /sys/bus/thunderbolt/devices"]}
+    observed["net"] = {"interfaces": {"enp1s0f0": {"operstate": "up", "mtu": 1500, "statistics": {}}}, "missing": []}
+    observed["addresses"] = json.dumps([{"ifname": "enp1s0f0", "addr_info": [{"local": "169.254.177.1"}]}])
+    observed["nic"] = dict({"interface": "enp1s0f0", "present": True, "speed_mbps": 10000, "duplex": "full",
+                            "carrier": True, "carrier_changes": 4, "mtu": 1500, "operstate": "up",
+                            "pci": {"id": "8086:1563", "driver": "ixgbe"}, "driver": "ixgbe",
+                            "driver_version": "6.1.0-28-amd64", "firmware_version": "0x800003df, 1.1767.0",
+                            "bus_info": "0000:01:00.0", "offloads": {"generic-receive-offload": {"on": True,
+                                                                                                 "fixed": False}},
+                            "missing": [], "notes": []}, **nic)
+    return observed
+
+
+def test_an_ethernet_link_passes_on_what_it_is():
+    state = host_verify_state(ethernet_host(), ETHERNET_EXPECTED)
+    assert [c["name"] for c in state["checks"] if not c["ok"]] == []
+    names = [c["name"] for c in state["checks"]]
+    assert "link speed" in names and "link duplex" in names
+    assert "link peer present" not in names and "link lanes" not in names
+    link = state["link"]
+    assert (link["kind"], link["speed_mbps"], link["duplex"], link["driver"], link["firmware_version"]) \
+        == ("ethernet", 10000, "full", "ixgbe", "0x800003df, 1.1767.0")
+    assert link["offloads"] == {"generic-receive-offload": {"on": True, "fixed": False}}
+    assert "peer_present" not in link and "rx_lanes" not in link
+
+
+@pytest.mark.parametrize("nic, expected, name, message", [
+    ({"speed_mbps": 1000}, {}, "link speed",
+     "Stop if the Ethernet link enp1s0f0 negotiated below the expected speed on lab-a: expected >= 10.0 Gb/s "
+     "negotiated, found 1000 Mb/s; set inferlab_link_min_speed_gbps"),
+    ({"speed_mbps": None, "carrier": False, "operstate": "down"}, {}, "link speed",
+     "found no speed (carrier False, operstate down)"),
+    ({"duplex": "half"}, {}, "link duplex",
+     "Stop if the Ethernet link enp1s0f0 is not at the expected duplex on lab-a: expected full, found half; set "
+     "inferlab_link_duplex"),
+    ({}, {"min_speed_gbps": "25.0"}, "link speed", "expected >= 25.0 Gb/s negotiated, found 10000 Mb/s"),
+])
+def test_an_ethernet_link_that_is_not_what_was_expected_is_named(nic, expected, name, message):
+    state = host_verify_state(ethernet_host(**nic), dict(ETHERNET_EXPECTED, **expected))
+    [failed] = [c for c in state["checks"] if not c["ok"]]
+    assert failed["name"] == name and message in failed["message"]
+
+
+def test_a_thunderbolt_expectation_on_an_ethernet_host_fails_on_the_peer():
+    """The default kind is thunderbolt: an Ethernet host verified without inferlab_link_kind says what is missing."""
+    state = host_verify_state(ethernet_host(), dict(ETHERNET_EXPECTED, link_kind=None))
+    failed = [c["name"] for c in state["checks"] if not c["ok"]]
+    assert failed == ["link peer present", "link speed", "link lanes"]
+    assert state["link"]["kind"] == "thunderbolt"
+
+
+def test_an_unknown_link_kind_is_refused():
+    with pytest.raises(AnsibleFilterError, match="link_kind must be one of thunderbolt, ethernet, got 'infiniband'"):
+        host_verify_state(ethernet_host(), dict(ETHERNET_EXPECTED, link_kind="infiniband"))

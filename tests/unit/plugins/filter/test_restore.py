@@ -121,3 +121,27 @@ def test_qdiscs_unread_after_the_restore_are_a_difference_and_a_snapshot_without
     [difference] = restore_differences(with_qdiscs(KNOWN_GOOD, None), with_qdiscs(KNOWN_GOOD, STOCK_QDISCS))
     assert difference.startswith("link qdiscs: not read")
     assert restore_differences(with_qdiscs(KNOWN_GOOD, DEFAULT_QDISCS), KNOWN_GOOD) == []
+
+
+ETHERNET_KNOWN_GOOD = dict(KNOWN_GOOD, link={
+    "kind": "ethernet", "operstate": "up", "mtu": 9000, "speed_mbps": 10000, "duplex": "full", "driver": "ixgbe",
+    "driver_version": "6.1.0-28-amd64", "firmware_version": "0x800003df, 1.1767.0",
+    "offloads": {"generic-receive-offload": {"on": True, "fixed": False},
+                 "large-receive-offload": {"on": False, "fixed": False}}})
+
+
+def test_an_ethernet_link_back_as_it_was_has_no_differences():
+    assert restore_differences(copy.deepcopy(ETHERNET_KNOWN_GOOD), ETHERNET_KNOWN_GOOD) == []
+
+
+def test_an_ethernet_link_that_came_back_different_is_named_each_offload_alone():
+    current = copy.deepcopy(ETHERNET_KNOWN_GOOD)
+    current["link"]["speed_mbps"] = 1000
+    current["link"]["offloads"]["generic-receive-offload"]["on"] = False
+    current["link"]["offloads"]["tx-nocache-copy"] = {"on": True, "fixed": False}
+    assert restore_differences(current, ETHERNET_KNOWN_GOOD) == [
+        "link speed (Mb/s): known-good 10000, now 1000",
+        "link offload generic-receive-offload: known-good on, now off",
+        "link offload tx-nocache-copy: known-good absent, now on"]
+    current["link"]["offloads"] = None
+    assert "link offloads: not read now (known-good: 2 read)" in restore_differences(current, ETHERNET_KNOWN_GOOD)

@@ -180,4 +180,23 @@ def test_argument_spec_matches_documentation():
     assert shape(options) == shape(spec)
     yaml.safe_load(host_observe.EXAMPLES)
     assert set(yaml.safe_load(host_observe.RETURN)) == {"tbnet", "identity", "net", "addresses", "qdiscs", "nvml",
-                                                        "ping", "storage", "services"}
+                                                        "ping", "storage", "services", "nic"}
+
+
+def test_an_ethernet_link_is_read_from_the_real_sysfs(host):
+    """link_kind=ethernet adds the NIC, read through the real sysfs (the loopback here: no speed, no PCI function;
+    ethtool's answers or its absence are notes) and the NIC in the identity."""
+    failed, result = run_module(host_observe.main, dict(host, link_kind="ethernet"))
+    assert not failed, result.get("msg", result)
+    nic = result["nic"]
+    assert nic["interface"] == "lo" and nic["present"] is True and nic["pci"] is None
+    assert nic["speed_mbps"] is None and isinstance(nic["mtu"], int)
+    assert result["identity"]["nic"] == {"interface": "lo", "driver": nic["driver"],
+                                         "driver_version": nic["driver_version"],
+                                         "firmware_version": nic["firmware_version"], "speed_mbps": None,
+                                         "pci_id": None}
+
+
+def test_a_thunderbolt_link_reads_no_nic(host):
+    failed, result = run_module(host_observe.main, host)
+    assert not failed and "nic" not in result and "nic" not in result["identity"]

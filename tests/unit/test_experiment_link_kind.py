@@ -1,0 +1,66 @@
+"""The staged experiment's plan on a ring whose links are Ethernet (inferlab_link_kind): the stages that swap the
+thunderbolt_net driver are refused before anything changes, naming the stages and the hosts; a plan without them
+goes on. A real ansible-playbook run of roles/experiment/tasks/plan.yml on the controller."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+PLAYBOOK = """
+- name: The experiment's plan checks
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Check the plan
+      ansible.builtin.include_role:
+        name: inferlab.distributed.experiment
+        tasks_from: plan
+    - name: Say the play went on
+      ansible.builtin.debug:
+        msg: went on
+"""
+
+
+def run_plan(tmp_path, stages, kind):
+    host = {"inferlab_allow_driver_swap": True, "inferlab_allow_pause_production": True}
+    if kind:
+        host["inferlab_link_kind"] = kind
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"children": {"ring": {"hosts": {"gpu-a": host, "gpu-b": host}}}}}))
+    playbook = tmp_path / "plan.yml"
+    playbook.write_text(PLAYBOOK)
+    extra = json.dumps({"inferlab_run_dir": str(tmp_path), "experiment_stages": stages})
+    return subprocess.run(
+        [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", extra], cwd=REPO_ROOT,
+        env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
+        check=False)
+
+
+def said(proc):
+    return " ".join(proc.stdout.split())  # the callback folds long messages
+
+
+def test_driver_stages_on_an_ethernet_ring_are_refused_before_anything_changes(tmp_path):
+    proc = run_plan(tmp_path, ["verify", "known_good", "candidate_build", "link_ab"], "ethernet")
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert ("The plan's stages candidate_build, link_ab swap the thunderbolt_net driver, and the link of gpu-a, "
+            "gpu-b is not Thunderbolt (inferlab_link_kind); nothing was changed. Drop those stages from "
+            "experiment_stages.") in said(proc)
+    assert "went on" not in proc.stdout
+
+
+@pytest.mark.parametrize(("stages", "kind"), [
+    (["verify", "known_good", "candidate_build", "link_ab"], None),  # Thunderbolt by default
+    (["verify", "known_good", "candidate_build", "link_ab"], "thunderbolt"),
+    (["verify", "known_good", "control"], "ethernet"),
+])
+def test_a_plan_the_links_can_run_goes_on(tmp_path, stages, kind):
+    proc = run_plan(tmp_path, stages, kind)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "went on" in proc.stdout
