@@ -2,7 +2,8 @@
 # Copyright (c) 2026, inferlab developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Link test filters: iperf3 and ping summaries, the asymmetry and flow-sweep verdicts, the A/B condition table.
+"""Link test filters: iperf3 and ping summaries, the asymmetry and flow-sweep verdicts, the A/B condition table, and
+the day-one pair matrix (its schedule and its verdict per host).
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
 after it (plugins/filter/<filter>.yml), as ansible-core does for its own filters; ansible-doc reads those. The logic
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _link_verdict
+from ansible_collections.inferlab.distributed.plugins.module_utils import _link_verdict, _pair_schedule, _pair_verdict
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _iperf3
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
@@ -72,6 +73,17 @@ def link_condition_table(runs, metrics=None):
     return _call("link_condition_table", _link_verdict.link_condition_table, plain(runs), metrics=plain(metrics))
 
 
+def pair_schedule(hosts, concurrency=None):
+    """See plugins/filter/pair_schedule.yml."""
+    return _call("pair_schedule", _pair_schedule.pair_schedule, plain(hosts), concurrency=plain(concurrency))
+
+
+def pair_host_verdicts(tests, hosts, threshold=_link_verdict.DEFAULT_THRESHOLD):
+    """See plugins/filter/pair_host_verdicts.yml."""
+    return _call("pair_host_verdicts", _pair_verdict.pair_host_verdicts, plain(tests), plain(hosts),
+                 threshold=threshold)
+
+
 class FilterModule(object):
     """inferlab link test filters."""
 
@@ -82,4 +94,6 @@ class FilterModule(object):
             "flow_limit": flow_limit,
             "ping_summary": ping_summary,
             "link_condition_table": link_condition_table,
+            "pair_schedule": pair_schedule,
+            "pair_host_verdicts": pair_host_verdicts,
         }

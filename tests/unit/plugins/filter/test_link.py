@@ -17,7 +17,8 @@ from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ans
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures"
-NAMES = ["iperf3_summary", "asymmetry_verdict", "flow_limit", "ping_summary", "link_condition_table"]
+NAMES = ["iperf3_summary", "asymmetry_verdict", "flow_limit", "ping_summary", "link_condition_table", "pair_schedule",
+         "pair_host_verdicts"]
 
 
 def fixture(*parts):
@@ -174,3 +175,12 @@ def test_filters_in_a_real_playbook(tmp_path):
         cwd=REPO_ROOT, env=playbook_env(tmp_path), capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "ok=1" in proc.stdout
+
+
+def test_the_pair_filters_wrap_their_errors():
+    with pytest.raises(AnsibleFilterError, match="pair_schedule: a pair test needs at least two hosts, got 1"):
+        link.pair_schedule(["lab-a"])
+    with pytest.raises(AnsibleFilterError, match="pair_host_verdicts: the matrix lacks the tests lab-b -> lab-a"):
+        link.pair_host_verdicts([{"from": "lab-a", "to": "lab-b", "bps": 1e9}], ["lab-a", "lab-b"])
+    assert link.pair_host_verdicts([{"from": "lab-a", "to": "lab-b", "bps": 1e9},
+                                    {"from": "lab-b", "to": "lab-a", "bps": 1e9}], ["lab-a", "lab-b"])["judged"] is False
