@@ -182,5 +182,5 @@ def test_the_pair_filters_wrap_their_errors():
         link.pair_schedule(["lab-a"])
     with pytest.raises(AnsibleFilterError, match="pair_host_verdicts: the matrix lacks the tests lab-b -> lab-a"):
         link.pair_host_verdicts([{"from": "lab-a", "to": "lab-b", "bps": 1e9}], ["lab-a", "lab-b"])
-    assert link.pair_host_verdicts([{"from": "lab-a", "to": "lab-b", "bps": 1e9},
-                                    {"from": "lab-b", "to": "lab-a", "bps": 1e9}], ["lab-a", "lab-b"])["judged"] is False
+    both_ways = [{"from": "lab-a", "to": "lab-b", "bps": 1e9}, {"from": "lab-b", "to": "lab-a", "bps": 1e9}]
+    assert link.pair_host_verdicts(both_ways, ["lab-a", "lab-b"])["judged"] is False
