@@ -509,6 +509,24 @@ def test_status_of_a_lab_without_a_router(tmp_path, monkeypatch):
     assert "router: none (the gateway balances over the original replicas)" in lab.render_status_text(st)
 
 
+def test_a_clusters_switch_is_the_labs_own_and_its_absence_a_problem(tmp_path, monkeypatch):
+    """A cluster (hosts-cluster.yml): lab.json names the switch's namespace and has no direct-link daemon; the
+    namespace is the lab's own, not a stray one, and without it no host reaches another."""
+    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
+    (tmp_path / "netns").mkdir()
+    for name in ("ilab-a", "ilab-b", "ilab-sw"):
+        (tmp_path / "netns" / name).write_text("")
+    lab_dir = tmp_path / "ilab"
+    spec = {**make_spec(lab_dir), "shape": "cluster", "link": {}, "switch": {"netns": "ilab-sw", "bridge": "br0"}}
+    write_pids(spec)
+    lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
+    st = lab.status(lab_dir, probe=FakeProbe(spec))
+    assert st["healthy"] is True and st["stray_netns"] == [] and "link" not in st, st["problems"]
+    assert st["switch"] == {"netns": "ilab-sw", "present": True}
+    st = lab.status(lab_dir, probe=FakeProbe(spec, missing_netns={"ilab-sw"}))
+    assert st["problems"] == ["the switch's namespace ilab-sw is missing: no host reaches another"]
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"dead_pids": {1011}}, "service original-b (pid 1011) is not running"),
     ({"dead_pids": {1000}}, "sshd (pid 1000) is not running in ilab-a"),
@@ -820,3 +838,4 @@ def test_lab_down_kills_what_runs_the_labs_scripts_and_nothing_else(tmp_path):
         for proc in (ours, theirs):
             proc.kill()
             proc.wait()
+

@@ -892,6 +892,12 @@ def status(where, probe=None) -> dict:
     driver_profiles = (record.get("link") or {}).get("driver_profiles")
     result["hosts"] = [host_status(h, probe, driver_profiles) for h in record["hosts"]]
     known = {h["netns"] for h in record["hosts"]}
+    switch = record.get("switch") or {}
+    if switch:  # a cluster's switch: the bridge's namespace
+        known.add(switch["netns"])
+        result["switch"] = {"netns": switch["netns"], "present": probe.netns_exists(switch["netns"])}
+        if not result["switch"]["present"]:
+            result["problems"].append(f"the switch's namespace {switch['netns']} is missing: no host reaches another")
     result["stray_netns"] = [n for n in leftovers if n not in known]
     for host in result["hosts"]:
         result["problems"].extend(f"{host['name']}: {p}" for p in host["problems"])
