@@ -23,6 +23,7 @@ from inferlab import (
     report_collectives,
     report_engine,
     report_findings,
+    report_pairs,
     report_prefix,
     report_sweep,
     reverify,
@@ -927,6 +928,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         lines += report_engine.section(record["serving"])
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
     lines += report_sweep.section(record, run_dir)
+    lines += report_pairs.section(record)
     if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):
@@ -958,7 +960,8 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         ]
         checked = (record.get("stages") or {}).get("restore_check") or {}
         for host, restore in sorted(record["restore"].items()):
-            undone = len((restore.get("undo") or {}).get("undone", []))
+            undone_list = (restore.get("undo") or {}).get("undone", [])
+            undone = len(undone_list) if isinstance(undone_list, list) else fmt.value(undone_list)
             diffs = "; ".join(fmt.cell(d) for d in restore["differences"]) or "none"
             compared = fmt.cell(restore.get("compared_with", "known_good").replace("_", " "))
             link = _link_back(restore.get("link_back"))

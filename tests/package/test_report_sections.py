@@ -14,6 +14,8 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
   molecule engine run of 2026-12-06 (its killed-member test left out), with the client against the server and the
   link's bytes per token in each mode's `engine`;
 - link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
+- link_pairs: the day-one matrix of a four-host cluster lab with a suspect (hosts-cluster.yml, 2026-12-06): every
+  ordered pair, the suspect's transmit path named;
 - fallback: the fallback route with its continuity prober;
 - candidate_emulated: the candidate on the emulated driver layer;
 - restore_driver: the restore after it, with the driver and persistence proof;
@@ -84,8 +86,8 @@ def section(text: str, heading: str) -> str:
 
 def test_the_fixture_set_is_what_the_docstring_says():
     assert [p.stem for p in RECORDS] == [
-        "candidate_emulated", "experiment_kernel", "fallback", "lab_up", "link_ab", "link_test", "restore_driver",
-        "serve", "serve_engine", "serve_trials", "verify_failed",
+        "candidate_emulated", "experiment_kernel", "fallback", "lab_up", "link_ab", "link_pairs", "link_test",
+        "restore_driver", "serve", "serve_engine", "serve_trials", "verify_failed",
     ]
 
 

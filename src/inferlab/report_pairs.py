@@ -1,0 +1,56 @@
+"""The report's day-one matrix: every ordered pair of the ring's hosts, one flow each (roles/link_test, tasks_from:
+pairs), as a sender-by-receiver table of Mbit/s, and the verdict per host that the pair_host_verdicts filter gave
+(a transmit or receive path weak against every peer, or one weak pair), in its own words: observed, never a cause.
+
+A record holds the matrix under `stages.<stage>.<first ring host>` (stage `link_pairs` by default); anything there
+that is not a matrix is left out, never a failure of the report.
+"""
+
+from __future__ import annotations
+
+from inferlab import record_view
+from inferlab import report_text as fmt
+
+
+def _matrices(record: dict) -> list[tuple[str, dict]]:
+    stages = record.get("stages") or {}
+    found = []
+    for stage, by_host in sorted(stages.items()):
+        if not isinstance(by_host, dict):
+            continue
+        for host, fragment in sorted(by_host.items()):
+            if isinstance(fragment, dict) and isinstance(fragment.get("tests"), list) \
+                    and isinstance(fragment.get("verdicts"), dict):
+                found.append((f"{stage} ({host})", fragment))
+    return found
+
+
+def _mbit(bps) -> str:
+    number = record_view.number(bps)
+    return "—" if number is None else f"{number / 1e6:.1f}"
+
+
+def _table(matrix: dict) -> list[str]:
+    hosts = [h for h in matrix.get("hosts") or [] if isinstance(h, str)]
+    rates = {(t.get("from"), t.get("to")): t.get("bps") for t in matrix["tests"] if isinstance(t, dict)}
+    rows = [[f"**{sender}**", *("·" if sender == receiver else _mbit(rates.get((sender, receiver)))
+                                for receiver in hosts)] for sender in hosts]
+    return fmt.table(["sender \\ receiver (Mbit/s)", *hosts], rows)
+
+
+def section(record: dict) -> list[str]:
+    """`## The day-one matrix` for each matrix in the record; nothing when there is none."""
+    lines: list[str] = []
+    for label, matrix in _matrices(record):
+        verdicts = matrix["verdicts"]
+        lines += [f"## The day-one matrix: {label}", "",
+                  f"Every ordered pair, one flow for {fmt.value(matrix.get('duration_s'))} s, each direction alone, "
+                  f"in {len(matrix.get('rounds') or [])} rounds (tests that share no host ran together); "
+                  "receiver-side rates.", ""]
+        lines += _table(matrix)
+        lines += ["", f"- verdict: {fmt.value(verdicts.get('text'))}"]
+        for host, verdict in sorted((verdicts.get("hosts") or {}).items()):
+            if isinstance(verdict, dict):
+                lines.append(f"- {host}: {fmt.value(verdict.get('verdict'))}")
+        lines.append("")
+    return lines
