@@ -1,6 +1,7 @@
-"""The staged experiment's plan on a ring whose links are Ethernet (inferlab_link_kind): the stages that swap the
-thunderbolt_net driver are refused before anything changes, naming the stages and the hosts; a plan without them
-goes on. A real ansible-playbook run of roles/experiment/tasks/plan.yml on the controller."""
+"""The staged experiment's plan against its ring's hosts, refused before anything connects or changes: on a ring
+whose links are Ethernet (inferlab_link_kind), the stages that swap the thunderbolt_net driver, naming the stages
+and the hosts (a plan without them goes on); a Windows member, naming what inferlab would need for it. A real
+ansible-playbook run of roles/experiment/tasks/plan.yml on the controller."""
 
 import json
 import subprocess
@@ -27,12 +28,13 @@ PLAYBOOK = """
 """
 
 
-def run_plan(tmp_path, stages, kind):
+def run_plan(tmp_path, stages, kind, **second_host):
     host = {"inferlab_allow_driver_swap": True, "inferlab_allow_pause_production": True}
     if kind:
         host["inferlab_link_kind"] = kind
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"children": {"ring": {"hosts": {"gpu-a": host, "gpu-b": host}}}}}))
+    inventory.write_text(json.dumps({"all": {"children": {"ring": {"hosts": {
+        "gpu-a": host, "gpu-b": {**host, **second_host}}}}}}))
     playbook = tmp_path / "plan.yml"
     playbook.write_text(PLAYBOOK)
     extra = json.dumps({"inferlab_run_dir": str(tmp_path), "experiment_stages": stages})
@@ -64,3 +66,15 @@ def test_a_plan_the_links_can_run_goes_on(tmp_path, stages, kind):
     proc = run_plan(tmp_path, stages, kind)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "went on" in proc.stdout
+
+
+@pytest.mark.parametrize("windows", [{"ansible_connection": "winrm"}, {"ansible_connection": "psrp"},
+                                     {"ansible_shell_type": "powershell"}])
+def test_a_windows_member_is_refused_at_the_plan_naming_what_it_would_need(tmp_path, windows):
+    proc = run_plan(tmp_path, ["verify", "known_good", "control"], "ethernet", **windows)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    text = said(proc)
+    assert "The plan cannot run on gpu-b: a Windows host" in text and "nothing was changed" in text
+    assert ("a Windows member would need Ansible's Windows connection in every role, iperf3 and the counter sampler "
+            "on Windows, and process management and ledger kinds") in text
+    assert "went on" not in proc.stdout
