@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 ethtool iputils-
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-second molecule-kernel kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-cluster kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -142,28 +142,22 @@ install: bootstrap
 
 # Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
-# create, which prove the lab clean and healthy, but the lab is built once and removed once. MOLECULE_HOSTS names
-# the lab (empty: molecule/shared/inventory/hosts.yml, lab imol; molecule-second passes the second lab's, imolb):
-# `make test` runs two chains at once, one on each lab. kernel runs on its QEMU guest. Their playbooks run on the
-# Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore play names ansible-core's linear
-# itself. In the second chain experiment comes first: its lab has no router (a different lab spec), so the lab is
-# rebuilt once after it, not once more. engine (the real llama.cpp ring) comes last: it needs the engine's build,
-# which `make test` runs in the background (the loop below waits for it there, or builds it).
-MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link
-MOLECULE_SECOND_LAB_SCENARIOS := experiment interrupt engine
-MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) $(MOLECULE_SECOND_LAB_SCENARIOS) kernel
-MOLECULE_HOSTS :=
+# create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
+# guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
+# play names ansible-core's linear itself. experiment comes last of the shared lab's: its lab has no router (a
+# different lab spec), so the lab is rebuilt once for it, not once more after it. engine (the real llama.cpp ring)
+# comes after it: it needs the engine's build, which `make test` runs in the background (the loop below waits for
+# it there, or builds it). Two chains of scenarios on two labs at once were tried and dropped: the lab scenarios
+# keep both CPUs busy beside the background gates, so nothing was won, and the public route lost requests
+# (docs/PERFORMANCE.md).
+MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt experiment engine
+MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel cluster
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
 FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
 molecule: bootstrap
-	export INFERLAB_MOLECULE_HOSTS="$(MOLECULE_HOSTS)"
-	down_log=.cache/molecule-lab-down-$$(basename "$${INFERLAB_MOLECULE_HOSTS:-hosts.yml}" .yml).log
-	# the lab is removed before and after through the chain's first scenario: molecule keeps a scenario's state in
-	# one directory per scenario name, so the two chains never name the same scenario at once
-	first=$(firstword $(MOLECULE_SCENARIOS))
-	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s $$first > $$down_log 2>&1 || cat $$down_log' EXIT
-	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s $$first > $$down_log 2>&1 || { cat $$down_log; exit 1; }
+	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
+	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || { cat .cache/molecule-lab-down.log; exit 1; }
 	export INFERLAB_MOLECULE_SHARED_LAB=1
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
@@ -178,18 +172,19 @@ molecule: bootstrap
 	  bash tests/molecule_scenario.sh $$scenario $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	done
 
-# The second chain of `make test`: its scenarios on the second molecule lab (imolb, 169.254.80.0/24), beside the
-# first chain's on imol.
-molecule-second: bootstrap
-	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(MOLECULE_SECOND_LAB_SCENARIOS)" \
-	  MOLECULE_HOSTS=../shared/inventory/hosts-second.yml
-
 # The kernel scenario alone, on its QEMU guest, without the embedded lab (`make test` runs it last, once
 # kernel-cache is done).
 molecule-kernel: bootstrap
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)
 	export $$strategy_env
 	bash tests/molecule_scenario.sh kernel $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
+
+# The cluster scenario alone, on its own four-host lab (molecule/cluster/inventory/hosts.yml, lab imolc), beside
+# the shared lab's scenarios: `make test` runs it after the kernel scenario, in the background.
+molecule-cluster: bootstrap
+	strategy_env=$$($(BIN)/python -m inferlab.strategy)
+	export $$strategy_env
+	bash tests/molecule_scenario.sh cluster $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 
 # The kernel scenario's downloads (Debian's kernel sources and headers, its image) and its guest (debootstrap, the
 # initramfs), cached in .cache/kernel; the scenario's create finds them there. Mostly network and disk.
@@ -202,16 +197,18 @@ kernel-cache: deb
 # Every gate, each timed (tests/gate.sh); the table of durations is printed at the end, passed or not. After bootstrap,
 # two chains run in the background (tests/background_gates.sh: the lowest CPU priority, the idle I/O class), their
 # output in .cache/gate-<gate>.log: the unit tests and what only reads the code (unit, lint, contract, sanity), in
-# make's session at renice 19 (install first: molecule `default`'s verifier uses its venv), and the kernel guest's downloads (kernel-cache) followed by the kernel scenario
-# (molecule-kernel), which waits until the first chain is done, in a session of its own whose autogroup has nice 19
-# (out of the lab daemons' way too). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
+# make's session at renice 19 (install first: molecule `default`'s verifier uses its venv), and the kernel guest's
+# downloads (kernel-cache) followed by the kernel scenario (molecule-kernel), which waits until the first chain is
+# done, then the cluster scenario on its own lab (molecule-cluster), in a session of its own whose autogroup has
+# nice 19 (out of the lab daemons' way too; the cluster lab's sshd and iperf3 run in sessions of their own, so its
+# measurements do not). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
 # for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
 # the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
 # processes and servers they start, and bound ratios or generous ceilings, never tight wall times. A third chain, in a
 # session of its own like the kernel's, builds the engine (engine: gcc on both CPUs when they are idle, nothing once
 # cached) and runs its tests (engine-test).
 TEST_BACKGROUND_GATES := install unit lint contract sanity
-TEST_KERNEL_GATES := kernel-cache molecule-kernel
+TEST_KERNEL_GATES := kernel-cache molecule-kernel molecule-cluster
 TEST_ENGINE_GATES := engine engine-test
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
@@ -227,16 +224,15 @@ test:
 	  return $$failed
 	}
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
-	kernel= checks= engine= second=
+	kernel= checks= engine=
 	if [ $$status = 0 ]; then
 	  # the checks stay in make's session (no setsid): the unit tests' timing bounds failed when their autogroup got
 	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
 	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
-	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel & kernel=$$!
+	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel \
+	    molecule-cluster & kernel=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) $(TEST_ENGINE_GATES) & engine=$$!
-	  # the second lab's scenarios, beside the first's, at the foreground's priority
-	  bash tests/gate.sh molecule-second $(TEST_TIMES) > .cache/gate-molecule-second.log 2>&1 & second=$$!
-	  trap 'wait $$kernel $$checks $$engine $$second 2> /dev/null || true' EXIT  # never leave them running
+	  trap 'wait $$kernel $$checks $$engine 2> /dev/null || true' EXIT  # never leave them running
 	fi
 	if [ $$status = 0 ]; then
 	  bash tests/gate.sh molecule $(TEST_TIMES) MOLECULE_SCENARIOS="$(MOLECULE_LAB_SCENARIOS)" || status=1
@@ -244,8 +240,7 @@ test:
 	if [ -n "$$checks" ]; then wait $$checks || true; background_failed $(TEST_BACKGROUND_GATES) || status=1; fi
 	if [ -n "$$kernel" ]; then wait $$kernel || true; background_failed $(TEST_KERNEL_GATES) || status=1; fi
 	if [ -n "$$engine" ]; then wait $$engine || true; background_failed $(TEST_ENGINE_GATES) || status=1; fi
-	if [ -n "$$second" ]; then wait $$second || true; background_failed molecule-second || status=1; fi
-	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES) $(TEST_ENGINE_GATES) molecule-second"
+	bash tests/gate_times.sh $(TEST_TIMES) $$(( $$(date +%s) - test_start )) "$(TEST_BACKGROUND_GATES) $(TEST_KERNEL_GATES) $(TEST_ENGINE_GATES)"
 	if [ -s $(FAILED_SCENARIO_LOGS) ]; then
 	  while read -r log; do bash tests/failure_excerpt.sh "$$log"; done < $(FAILED_SCENARIO_LOGS)
 	fi

@@ -146,11 +146,11 @@ def _ethernet_checks(checks, expected, nic, interface):
     offloads are recorded beside them)."""
     speed = nic.get("speed_mbps")
     min_speed = float(expected["min_speed_gbps"])
+    why_none = "; ".join(nic.get("notes") or []) or "operstate %s" % nic.get("operstate")
+    found = "%s Mb/s" % speed if speed is not None else "no speed (carrier %s, %s)" % (nic.get("carrier"), why_none)
     checks.add("link speed", speed is not None and speed >= min_speed * 1000, ">= %s Gb/s negotiated" % min_speed,
-               "%s Mb/s" % speed if speed is not None else
-               "no speed (carrier %s, %s)" % (nic.get("carrier"), "; ".join(nic.get("notes") or []) or
-                                               "operstate %s" % nic.get("operstate")),
-               "inferlab_link_min_speed_gbps", "the Ethernet link %s negotiated below the expected speed" % interface)
+               found, "inferlab_link_min_speed_gbps",
+               "the Ethernet link %s negotiated below the expected speed" % interface)
     duplex = expected.get("link_duplex") or "full"
     checks.add("link duplex", nic.get("duplex") == duplex, duplex, nic.get("duplex"), "inferlab_link_duplex",
                "the Ethernet link %s is not at the expected duplex" % interface)

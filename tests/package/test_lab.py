@@ -838,4 +838,3 @@ def test_lab_down_kills_what_runs_the_labs_scripts_and_nothing_else(tmp_path):
         for proc in (ours, theirs):
             proc.kill()
             proc.wait()
-

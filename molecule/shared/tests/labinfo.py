@@ -14,7 +14,7 @@ from inferlab.lab.control import lab_dir_from_inventory
 
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
-# the scenario's lab (imol, or imolb on make test's second chain), from the hosts file in its inventory
+# the scenario's lab (imol, or a scenario's own such as cluster's imolc), from the hosts file in its inventory
 LAB_DIR = lab_dir_from_inventory(Path(INVENTORY))[1]
 # testinfra's ansible backend does not template inventory variables (the lab's are derived in group_vars), so the
 # tests reach the ring hosts over plain ssh with the ssh_config that `lab up` writes.
@@ -55,8 +55,8 @@ def pytest_runtest_makereport(item, call):
 
 def own_processes(host, pattern: str) -> list:
     """The lines of ``pgrep -af PATTERN`` that are this lab's: their command line holds the lab's directory or one
-    of its hosts' link addresses. The lab hosts are network namespaces that share the machine's process table, and
-    `make test` runs a second lab beside this one (molecule/shared/inventory/hosts-second.yml)."""
+    of its hosts' link addresses. The lab hosts are network namespaces that share the machine's process table with
+    any other lab on the machine (a demo lab, another checkout's molecule lab)."""
     lab = json.loads((LAB_DIR / "lab.json").read_text())
     addresses = [h["link"]["address"] for h in lab["hosts"]]
     own = re.compile("|".join([re.escape(f"{LAB_DIR}/")]
