@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.inferlab.distributed.plugins.module_utils import _pair_verdict
 from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import LinkVerdictError
 
-HOSTS = ["lab-a", "lab-b", "lab-c", "lab-d"]
+HOSTS = ("lab-a", "lab-b", "lab-c", "lab-d")
 G = 1e9
 
 
@@ -65,7 +65,7 @@ def test_a_test_that_moved_nothing_is_weak_where_it_is():
 
 
 def test_two_hosts_get_no_host_verdict():
-    result = _pair_verdict.pair_host_verdicts(matrix(lambda s, r: 3.5 if s == "a" else 9.3, ["a", "b"]), ["a", "b"])
+    result = _pair_verdict.pair_host_verdicts(matrix(lambda s, r: 3.5 if s == "a" else 9.3, ("a", "b")), ["a", "b"])
     assert result["judged"] is False and result["suspects"] == []
     assert result["hosts"]["a"]["verdict"] == "not judged"
     assert result["text"] == "two hosts: no host verdict, see the pair's asymmetry verdict"
