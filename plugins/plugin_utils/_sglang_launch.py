@@ -210,6 +210,8 @@ _SPEC_SCHEMA = {
     "extra_args": ("strlist", []),
     "link_interface": ("str?", None),
     "nccl_debug": ("str?", None),
+    # NCCL_IB_DISABLE=1 (sockets over link_interface); false lets NCCL use an RDMA device (a RoCE site)
+    "nccl_ib_disable": ("bool", True),
     "nccl_collectives": ("bool", False),
     "nccl_inspector": (None, None),
     "environment": (None, None),
@@ -289,9 +291,10 @@ def _read_ring(ring):
     return result
 
 
-def _link_environment(interface):
+def _link_environment(interface, ib_disable=True):
     """NCCL and Gloo pinned to exactly this interface (see launch_environment)."""
-    return {"NCCL_SOCKET_IFNAME": "=" + interface, "GLOO_SOCKET_IFNAME": interface, "NCCL_IB_DISABLE": "1"}
+    return {"NCCL_SOCKET_IFNAME": "=" + interface, "GLOO_SOCKET_IFNAME": interface,
+            "NCCL_IB_DISABLE": "1" if ib_disable else "0"}
 
 
 # --- argv and environment -----------------------------------------------------------------------------------------
@@ -367,10 +370,12 @@ def launch_environment(spec):
     NCCL_SOCKET_IFNAME takes a prefix unless the name starts with '=' (so "thunderbolt0" would also match a
     "thunderbolt01"); '=' makes it exact. Gloo (torch.distributed's CPU side, which SGLang also opens) has no such
     syntax: it wants the bare name and fails with "Unable to find address for: =thunderbolt0" otherwise.
-    NCCL_IB_DISABLE=1 keeps NCCL on sockets over that interface even where an RDMA device exists.
+    NCCL_IB_DISABLE=1 keeps NCCL on sockets over that interface even where an RDMA device exists; a RoCE site sets
+    nccl_ib_disable false (NCCL_IB_DISABLE=0), and NCCL may then carry its traffic over the RDMA device.
     """
     spec = _read_spec(spec)
-    environment = {} if spec["link_interface"] is None else _link_environment(spec["link_interface"])
+    environment = ({} if spec["link_interface"] is None
+                   else _link_environment(spec["link_interface"], spec["nccl_ib_disable"]))
     if spec["nccl_debug"] is not None:
         environment["NCCL_DEBUG"] = spec["nccl_debug"]
     if spec["nccl_collectives"]:
@@ -639,7 +644,7 @@ def _check_environment(spec, problems):
                  "NCCL writes its COLL lines at INFO: nccl_collectives needs nccl_debug INFO or TRACE, found %s"
                  % (spec["nccl_debug"] or "unset"))
     if interface is not None:
-        ours = _link_environment(interface)
+        ours = _link_environment(interface, spec["nccl_ib_disable"])
         for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE"):
             if name in spec["environment"] and spec["environment"][name] != ours[name]:
                 _problem(problems, "environment." + name, ours[name], spec["environment"][name],

@@ -113,6 +113,16 @@ def test_environment_wins_over_ours_and_no_secret_is_in_argv():
     assert not set(launch.SECRET_FLAGS) & set(launch.OWN_FLAGS)
 
 
+def test_a_roce_site_lets_nccl_use_rdma_and_an_environment_that_disagrees_is_a_problem():
+    """nccl_ib_disable false (a RoCE site): NCCL_IB_DISABLE=0, on the same interface; the default keeps sockets. An
+    environment entry that says otherwise than the spec is named, as for the interface."""
+    assert launch_environment(spec(nccl_ib_disable=False))["NCCL_IB_DISABLE"] == "0"
+    assert launch_environment(spec())["NCCL_IB_DISABLE"] == "1"
+    problems = spec_problems(spec(nccl_ib_disable=False, environment={"NCCL_IB_DISABLE": "1"}))
+    assert [p["field"] for p in problems] == ["environment.NCCL_IB_DISABLE"]
+    assert "overrides what link_interface thunderbolt0 sets (0)" in problems[0]["message"]
+
+
 # --- spec_problems -------------------------------------------------------------------------------------------------
 
 NEXTN = {"algorithm": "NEXTN", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
