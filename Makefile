@@ -144,13 +144,13 @@ install: bootstrap
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
 # create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
 # guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
-# play names ansible-core's linear itself. experiment comes last of the shared lab's: its lab has no router (a
-# different lab spec), so the lab is rebuilt once for it, not once more after it. engine (the real llama.cpp ring)
-# comes after it: it needs the engine's build, which `make test` runs in the background (the loop below waits for
-# it there, or builds it). Two chains of scenarios on two labs at once were tried and dropped: the lab scenarios
-# keep both CPUs busy beside the background gates, so nothing was won, and the public route lost requests
-# (docs/PERFORMANCE.md).
-MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt experiment engine
+# play names ansible-core's linear itself. experiment comes last: its lab has no router (a different lab spec), so
+# the lab is rebuilt once for it, not once more after it. engine (the real llama.cpp ring) comes just before it, as
+# late as the router lab allows: it needs the engine's build, which `make test` runs in the background (the loop
+# below waits for it there, or builds it). Two chains of scenarios on two labs at once were tried and dropped: the
+# lab scenarios keep both CPUs busy beside the background gates, so nothing was won, and the public route lost
+# requests (docs/PERFORMANCE.md).
+MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt engine experiment
 MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel cluster
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
