@@ -518,11 +518,16 @@ def test_a_clusters_switch_is_the_labs_own_and_its_absence_a_problem(tmp_path, m
         (tmp_path / "netns" / name).write_text("")
     lab_dir = tmp_path / "ilab"
     spec = {**make_spec(lab_dir), "shape": "cluster", "link": {}, "switch": {"netns": "ilab-sw", "bridge": "br0"}}
+    for host, flow in zip(spec["hosts"], (None, 35.8), strict=True):
+        host["link"].pop("profile", None)
+        host["link"]["fabric"] = {"port_mbit": 93.0, "flow_mbit": flow}
     write_pids(spec)
     lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
     st = lab.status(lab_dir, probe=FakeProbe(spec))
     assert st["healthy"] is True and st["stray_netns"] == [] and "link" not in st, st["problems"]
     assert st["switch"] == {"netns": "ilab-sw", "present": True}
+    assert [h["link_profile"] for h in st["hosts"]] == ["fabric 93 Mbit/s",
+                                                        "fabric 93 Mbit/s, suspect: 35.8 Mbit/s a flow"]
     st = lab.status(lab_dir, probe=FakeProbe(spec, missing_netns={"ilab-sw"}))
     assert st["problems"] == ["the switch's namespace ilab-sw is missing: no host reaches another"]
 

@@ -789,6 +789,12 @@ def host_status(host: dict, probe, driver_profiles: dict | None = None) -> dict:
         "problems": problems,
         "healthy": not problems,
     }
+    if link.get("fabric"):  # a cluster host's port: the fabric's htb shaping, not a driver's link profile
+        fabric = link["fabric"]
+        out["link_fabric"] = fabric
+        out["link_profile"] = (f"fabric {fabric['port_mbit']:g} Mbit/s" + (
+            f", suspect: {fabric['flow_mbit']:g} Mbit/s a flow" if fabric.get("flow_mbit") else ""))
+        return out
     if "profile" in link:
         out["link_profile"] = link["profile"]  # what lab.json recorded at build time
     # what tc shows now replaces it (a probe without link_profile, or a failed read, keeps the recorded one)
