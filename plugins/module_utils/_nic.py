@@ -93,6 +93,20 @@ def run_ethtool(option, interface, run=subprocess.run, which=ethtool_path):
     return done.stdout, None
 
 
+def _ethtool_parsed(option, parse, interface, notes, run, which):
+    """ethtool's ``option`` output for ``interface`` parsed, or None with the reason appended to ``notes``."""
+    text, note = run_ethtool(option, interface, run=run, which=which)
+    parsed = None
+    if text is not None:
+        try:
+            parsed = parse(text)
+        except EthtoolParseError as err:
+            note = str(err)
+    if note:
+        notes.append(note)
+    return parsed
+
+
 def _read_optional(reader, parts, missing):
     """A sysfs attribute, None when absent (named in ``missing``) or unreadable (EINVAL: a down link's speed)."""
     try:
@@ -146,24 +160,8 @@ def read_nic(interface, sysfs_root='/sys', run=subprocess.run, which=ethtool_pat
         raise MalformedValueError('duplex', reader.path(CLASS_NET, interface, 'duplex'), duplex,
                                   'one of %s' % ', '.join(DUPLEX_VALUES))
     carrier = _int(reader, (CLASS_NET, interface, 'carrier'), missing)
-    info_text, note = run_ethtool('-i', interface, run=run, which=which)
-    info = None
-    if info_text is not None:
-        try:
-            info = parse_ethtool_info(info_text)
-        except EthtoolParseError as err:
-            note = str(err)
-    if note:
-        notes.append(note)
-    features_text, note = run_ethtool('-k', interface, run=run, which=which)
-    features = None
-    if features_text is not None:
-        try:
-            features = parse_ethtool_features(features_text)
-        except EthtoolParseError as err:
-            note = str(err)
-    if note:
-        notes.append(note)
+    info = _ethtool_parsed('-i', parse_ethtool_info, interface, notes, run, which)
+    features = _ethtool_parsed('-k', parse_ethtool_features, interface, notes, run, which)
     pci = read_pci(reader, interface, missing)
     return {
         'interface': interface,
