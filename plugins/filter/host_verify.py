@@ -46,10 +46,10 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tc
+from ansible_collections.inferlab.distributed.plugins.module_utils._host_observe import LINK_KINDS
 from ansible_collections.inferlab.distributed.plugins.module_utils._ping import PingParseError, parse_ping
 
 MIB = 2 ** 20
-LINK_KINDS = ("thunderbolt", "ethernet")
 # what of an Ethernet NIC the verified state keeps (the restore compares them with the known-good snapshot's)
 ETHERNET_LINK_KEYS = ("speed_mbps", "duplex", "carrier_changes", "driver", "driver_version", "firmware_version",
                       "offloads")

@@ -38,15 +38,25 @@ _HEX_ID_RE = re.compile(r'^0x[0-9a-fA-F]{1,4}$')
 _NVM_RE = re.compile(r'^[0-9a-fA-F]+\.[0-9a-fA-F]+$')
 
 
+def checked_hex_id(name, path, value):
+    """A PCI or Thunderbolt id as sysfs prints it (``0x8086``), lower-cased; MalformedValueError otherwise."""
+    if not _HEX_ID_RE.match(value):
+        raise MalformedValueError(name, path, value, "expected a hex id like '0x8086'")
+    return value.lower()
+
+
+def pci_id(vendor, device):
+    """``vendor:device`` as lspci writes it (``8086:1563``) from two hex ids, or None when either is missing."""
+    return f'{vendor[2:]:0>4}:{device[2:]:0>4}' if vendor and device else None
+
+
 def _hex_id(reader, parts, missing):
     path = reader.path(*parts)
     value = reader.read(*parts)
     if value is None:
         missing.append(path)
         return None
-    if not _HEX_ID_RE.match(value):
-        raise MalformedValueError(parts[-1], path, value, "expected a hex id like '0x8086'")
-    return value.lower()
+    return checked_hex_id(parts[-1], path, value)
 
 
 def _text(reader, parts, missing):
@@ -98,7 +108,7 @@ def read_host_router(reader, missing):
         'pci_slot': os.path.basename(nhi) if nhi else None,
         'pci_vendor': vendor,
         'pci_device': device,
-        'pci_id': f'{vendor[2:]:0>4}:{device[2:]:0>4}' if vendor and device else None,
+        'pci_id': pci_id(vendor, device),
         'generation': generation,
         'nvm_version': nvm,
         'vendor_name': reader.read(_tbnet.BUS_DEVICES, router, 'vendor_name'),
@@ -115,7 +125,7 @@ def read_peer(reader, missing):
     device = _hex_id(reader, (_tbnet.BUS_DEVICES, name, 'device'), missing)
     read = _tbnet.read_peer(reader, name, [])
     peer = {'device': name, 'vendor_id': vendor, 'device_id': device,
-            'id': f'{vendor[2:]:0>4}:{device[2:]:0>4}' if vendor and device else None}
+            'id': pci_id(vendor, device)}
     for key, attr in (('vendor_name', 'vendor_name'), ('device_name', 'device_name'), ('rx_speed_gbps', 'rx_speed'),
                       ('rx_lanes', 'rx_lanes'), ('tx_speed_gbps', 'tx_speed'), ('tx_lanes', 'tx_lanes')):
         peer[key] = read[key]

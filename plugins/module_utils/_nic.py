@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 
+from ansible_collections.inferlab.distributed.plugins.module_utils._identity import checked_hex_id, pci_id
 from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import (
     MalformedValueError,
     SysfsReader,
@@ -34,7 +35,6 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import
 CLASS_NET = 'class/net'
 PCI_ID_FIELDS = ('vendor', 'device', 'subsystem_vendor', 'subsystem_device')
 ETHTOOL_DIRS = ('/usr/sbin', '/sbin')
-_HEX_ID_RE = re.compile(r'^0x[0-9a-fA-F]{1,4}$')
 _FEATURE_RE = re.compile(r'^\s*([a-z0-9][a-z0-9_-]*): (on|off)( \[(fixed|requested on|requested off)\])?\s*$')
 DUPLEX_VALUES = ('full', 'half', 'unknown')
 
@@ -137,15 +137,11 @@ def read_pci(reader, interface, missing):
     ids = {}
     for field in PCI_ID_FIELDS:
         value = _read_optional(reader, (CLASS_NET, interface, 'device', field), missing)
-        if value is not None and not _HEX_ID_RE.match(value):
-            raise MalformedValueError(field, reader.path(CLASS_NET, interface, 'device', field), value,
-                                      "expected a hex id like '0x8086'")
-        ids[field] = value.lower() if value else None
+        ids[field] = (checked_hex_id(field, reader.path(CLASS_NET, interface, 'device', field), value)
+                      if value is not None else None)
     driver = (os.path.basename(reader.realpath(CLASS_NET, interface, 'device', 'driver'))
               if reader.exists(CLASS_NET, interface, 'device', 'driver') else None)
-    return dict(ids, slot=slot, driver=driver,
-                id='%s:%s' % (ids['vendor'][2:].zfill(4), ids['device'][2:].zfill(4))
-                if ids['vendor'] and ids['device'] else None)
+    return dict(ids, slot=slot, driver=driver, id=pci_id(ids['vendor'], ids['device']))
 
 
 def read_nic(interface, sysfs_root='/sys', run=subprocess.run, which=ethtool_path):

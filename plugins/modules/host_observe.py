@@ -211,7 +211,7 @@ def build_module():
     return AnsibleModule(
         argument_spec=dict(
             link_interface=dict(type='str', required=True),
-            link_kind=dict(type='str', default='thunderbolt', choices=['thunderbolt', 'ethernet']),
+            link_kind=dict(type='str', default='thunderbolt', choices=list(_host_observe.LINK_KINDS)),
             peer_address=dict(type='str', required=True),
             ping_count=dict(type='int', default=3),
             model_path=dict(type='path', required=True),
