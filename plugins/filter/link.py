@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Link test filters: iperf3 and ping summaries, the asymmetry and flow-sweep verdicts, the A/B condition table, and
-the day-one pair matrix (its schedule and its verdict per host).
+the day-one pair matrix (its schedule and its verdict per host), and the elimination ladder for a suspect (its runs and
+its verdict per step).
 
 Several filters live in this file, so each one's DOCUMENTATION, EXAMPLES and RETURN are in a sidecar file named
 after it (plugins/filter/<filter>.yml), as ansible-core does for its own filters; ansible-doc reads those. The logic
@@ -19,7 +20,12 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _link_verdict, _pair_schedule, _pair_verdict
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _link_verdict,
+    _pair_schedule,
+    _pair_verdict,
+    _suspect_ladder,
+)
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _iperf3
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
@@ -84,6 +90,17 @@ def pair_host_verdicts(tests, hosts, threshold=_link_verdict.DEFAULT_THRESHOLD):
                  threshold=threshold)
 
 
+def suspect_ladder_runs(settings):
+    """See plugins/filter/suspect_ladder_runs.yml."""
+    return _call("suspect_ladder_runs", _suspect_ladder.ladder_runs, plain(settings))
+
+
+def suspect_ladder_verdict(results, hosts, settings, threshold=_link_verdict.DEFAULT_THRESHOLD):
+    """See plugins/filter/suspect_ladder_verdict.yml."""
+    return _call("suspect_ladder_verdict", _suspect_ladder.ladder_verdict, plain(results), plain(hosts),
+                 plain(settings), threshold)
+
+
 class FilterModule(object):
     """inferlab link test filters."""
 
@@ -96,4 +113,6 @@ class FilterModule(object):
             "link_condition_table": link_condition_table,
             "pair_schedule": pair_schedule,
             "pair_host_verdicts": pair_host_verdicts,
+            "suspect_ladder_runs": suspect_ladder_runs,
+            "suspect_ladder_verdict": suspect_ladder_verdict,
         }

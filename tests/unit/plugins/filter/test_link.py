@@ -18,7 +18,7 @@ from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ans
 REPO_ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures"
 NAMES = ["iperf3_summary", "asymmetry_verdict", "flow_limit", "ping_summary", "link_condition_table", "pair_schedule",
-         "pair_host_verdicts"]
+         "pair_host_verdicts", "suspect_ladder_runs", "suspect_ladder_verdict"]
 
 
 def fixture(*parts):
@@ -184,3 +184,11 @@ def test_the_pair_filters_wrap_their_errors():
         link.pair_host_verdicts([{"from": "lab-a", "to": "lab-b", "bps": 1e9}], ["lab-a", "lab-b"])
     both_ways = [{"from": "lab-a", "to": "lab-b", "bps": 1e9}, {"from": "lab-b", "to": "lab-a", "bps": 1e9}]
     assert link.pair_host_verdicts(both_ways, ["lab-a", "lab-b"])["judged"] is False
+
+
+def test_the_ladder_filters_wrap_their_errors():
+    with pytest.raises(AnsibleFilterError, match="suspect_ladder_runs: flows must hold 1 and at least one larger"):
+        link.suspect_ladder_runs({"duration_s": 3, "flows": [2, 4], "window_bytes": 1, "message_sizes": [1],
+                                  "nagle_message_bytes": 1})
+    with pytest.raises(AnsibleFilterError, match="suspect_ladder_verdict: the suspect, the server and the control"):
+        link.suspect_ladder_verdict({}, {"suspect": "a", "server": "a", "control": "c"}, {}, 1.5)
