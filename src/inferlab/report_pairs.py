@@ -12,7 +12,7 @@ from inferlab import record_view
 from inferlab import report_text as fmt
 
 
-def _matrices(record: dict) -> list[tuple[str, dict]]:
+def matrices(record: dict) -> list[tuple[str, dict]]:
     stages = record.get("stages") or {}
     found = []
     for stage, by_host in sorted(stages.items()):
@@ -41,7 +41,7 @@ def _table(matrix: dict) -> list[str]:
 def section(record: dict) -> list[str]:
     """`## The day-one matrix` for each matrix in the record; nothing when there is none."""
     lines: list[str] = []
-    for label, matrix in _matrices(record):
+    for label, matrix in matrices(record):
         verdicts = matrix["verdicts"]
         lines += [f"## The day-one matrix: {label}", "",
                   f"Every ordered pair, one flow for {fmt.value(matrix.get('duration_s'))} s, each direction alone, "
@@ -54,3 +54,9 @@ def section(record: dict) -> list[str]:
                 lines.append(f"- {host}: {fmt.value(verdict.get('verdict'))}")
         lines.append("")
     return lines
+
+
+def shows(record: dict) -> list[str]:
+    """One line per matrix for `What this run shows`: its verdict in its own words."""
+    return [f"The day-one matrix ({label}, {len(matrix.get('hosts') or [])} hosts): "
+            f"{fmt.value((matrix['verdicts']).get('text'))}." for label, matrix in matrices(record)]

@@ -13,6 +13,7 @@ PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 # each guarded playbook: the plays before the arm that only read (their names), and the hosts it arms
 GUARDED = {
     "serve.yml": (["Check the plan and every ring host before anything starts"], "ring:localhost"),
+    "leave_one_out.yml": (["Check the plan and every ring host before anything starts"], "ring:localhost"),
     "fallback.yml": (["Check the preconditions of the fallback (nothing changes before they pass)"],
                      "ring:gateway:localhost"),
     "topology.yml": (["Plan: who stays in the ring and who serves solo (nothing changes before this passes)",
@@ -47,6 +48,8 @@ def test_every_playbook_that_changes_hosts_is_guarded_or_is_the_experiment_or_a_
         "link_test.yml": "not guarded yet: its iperf3 servers and samplers live for a test each, in the ledger",
         "link_pairs.yml": "not guarded yet, as link_test.yml: its iperf3 servers and samplers live for the matrix, "
                           "in the ledger",
+        "suspect_ladder.yml": "not guarded yet, as link_test.yml: its iperf3 servers and samplers, in the ledger",
+        "day_one.yml": "link_pairs.yml and suspect_ladder.yml, one after the other",
         "lab_up.yml": "the lab", "lab_down.yml": "the lab",
         "deadman_arm.yml": "the guard", "deadman_disarm.yml": "the guard",
     }
