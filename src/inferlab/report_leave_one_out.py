@@ -1,0 +1,62 @@
+"""The report's leave-one-out (roles/leave_one_out): the cluster's figure per configuration (the whole ring, then
+each member left out), every whole run's value beside the median, and each member's verdict in its own words: named
+only when every run without it beat every run with it. Observed, never a cause.
+
+A record holds it under `stages.<stage>.<head>` (stage `leave_one_out` by default); anything there that is not a
+leave-one-out verdict is left out, never a failure of the report.
+"""
+
+from __future__ import annotations
+
+from inferlab import record_view
+from inferlab import report_text as fmt
+
+
+def results(record: dict) -> list[tuple[str, dict]]:
+    """Every leave-one-out in the record, labelled `stage (head)`."""
+    found = []
+    for stage, by_host in sorted((record.get("stages") or {}).items()):
+        if not isinstance(by_host, dict):
+            continue
+        for host, fragment in sorted(by_host.items()):
+            verdict = fragment.get("verdict") if isinstance(fragment, dict) else None
+            if isinstance(verdict, dict) and isinstance(verdict.get("configurations"), dict) \
+                    and isinstance(verdict.get("hosts"), dict):
+                found.append((f"{stage} ({host})", fragment))
+    return found
+
+
+def _value(item) -> str:
+    number = record_view.number(item)
+    return "—" if number is None else f"{number:.1f}"
+
+
+def section(record: dict) -> list[str]:
+    """`## Leave-one-out` for each result in the record; nothing when there is none."""
+    lines: list[str] = []
+    for label, fragment in results(record):
+        verdict = fragment["verdict"]
+        rounds, figure, threshold = (fmt.value(verdict.get(k)) for k in ("rounds", "figure", "threshold"))
+        lines += [f"## Leave-one-out: {label}", "",
+                  f"Whole runs of the serving cluster, each configuration once per round, {rounds} round(s); the "
+                  f"figure is `{figure}` (the median of each run's trials); a member is named only when every run "
+                  f"without it beat every run with it, by {threshold}x or more of the median.", ""]
+        rows = [[fmt.cell(name), fmt.value(spread.get("n")),
+                 ", ".join(_value(v) for v in spread.get("values") or []), _value(spread.get("median"))]
+                for name, spread in verdict["configurations"].items() if isinstance(spread, dict)]
+        lines += fmt.table(["configuration", "runs measured", "each run", "median"], rows)
+        lines.append("")
+        for host, judged in sorted(verdict["hosts"].items()):
+            if isinstance(judged, dict):
+                lines.append(f"- {host}: {fmt.value(judged.get('verdict'))}: {fmt.value(judged.get('text'))}")
+        failed = [run for run in fragment.get("runs") or [] if isinstance(run, dict) and run.get("error")]
+        lines += [f"- failed run ({fmt.value(run.get('label'))}, round {fmt.value(run.get('round'))}): "
+                  f"{fmt.value(run.get('error'))}" for run in failed]
+        lines += ["", f"Verdict: {fmt.value(verdict.get('text'))}.", ""]
+    return lines
+
+
+def shows(record: dict) -> list[str]:
+    """One line per leave-one-out for `What this run shows`."""
+    return [f"Leave-one-out ({label}, {fmt.value(fragment['verdict'].get('rounds'))} round(s)): "
+            f"{fmt.value(fragment['verdict'].get('text'))}." for label, fragment in results(record)]
