@@ -63,10 +63,13 @@ def test_the_member_every_slow_run_included_is_named_with_its_figures():
     assert result["text"] == verdict["text"]
 
 
-def test_one_round_is_said_and_not_claimed():
-    result = _leave_one_out.leave_one_out_verdict(runs({None: [20.0], "lab-c": [40.0]}), FIGURE, 1.1)
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_fewer_than_three_rounds_are_said_and_not_claimed(rounds):
+    # two rounds apart: chance alone gives that one time in six
+    result = _leave_one_out.leave_one_out_verdict(runs({None: [20.0] * rounds, "lab-c": [40.0] * rounds}), FIGURE, 1.1)
     assert result["named"] == [] and result["hosts"]["lab-c"]["verdict"] == "not claimed"
-    assert "from one round only: not claimed" in result["text"]
+    assert f"from {rounds} round(s) only: not claimed (repeat the whole runs, leave_one_out_rounds 3 or more)" \
+        in result["text"]
 
 
 def test_overlapping_runs_are_not_claimed_however_large_the_median_lift():
