@@ -228,8 +228,8 @@ def _theory(steps, hosts):
         found.append("the host's own TCP over loopback is fast")
     if not found:
         return "nothing characterized: the steps measured no clear effect (see each step)"
-    return ("theory, not a diagnosis: %s; the cause inside %s was not determined, and leaving it out of the ring is "
-            "how the field report resolved it" % ("; ".join(found), suspect))
+    return ("a theory, not a cause: %s; what inside %s causes it was not determined, and leaving it out of the ring "
+            "is how the field report resolved it" % ("; ".join(found), suspect))
 
 
 def ladder_verdict(results, hosts, settings, threshold):

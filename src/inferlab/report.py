@@ -23,6 +23,8 @@ from inferlab import (
     report_collectives,
     report_engine,
     report_findings,
+    report_ladder,
+    report_leave_one_out,
     report_pairs,
     report_prefix,
     report_sweep,
@@ -929,6 +931,8 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         lines += report_collectives.section(record["serving"], record_view.is_emulated(record))
     lines += report_sweep.section(record, run_dir)
     lines += report_pairs.section(record)
+    lines += report_ladder.section(record)
+    lines += report_leave_one_out.section(record)
     if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):

@@ -3,7 +3,16 @@ alone (tests/package/test_report_sections.py scans them for words that claim mor
 
 from __future__ import annotations
 
-from inferlab import record_view, report_collectives, report_engine, report_prefix, report_sweep
+from inferlab import (
+    record_view,
+    report_collectives,
+    report_engine,
+    report_ladder,
+    report_leave_one_out,
+    report_pairs,
+    report_prefix,
+    report_sweep,
+)
 from inferlab import report_text as fmt
 
 MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
@@ -237,6 +246,9 @@ def _shows(
         pair = result.get("pair") or {}
         verdicts = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in (result.get("verdicts") or {}).items() if v)
         shows.append(f"Link test {pair.get('a')} <-> {pair.get('b')} ({result.get('transport_label')}): {verdicts}.")
+    shows += report_pairs.shows(record)
+    shows += report_ladder.shows(record)
+    shows += report_leave_one_out.shows(record)
     for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
         if not isinstance(ab, dict):
             continue
@@ -449,12 +461,15 @@ def _limits(
     if snapshot:
         limits.append(f"GPU facts on {fmt.join(snapshot)} were replayed from an NVML snapshot, not read from live "
                       "GPUs.")
+    limits += report_ladder.limits(record)
     measured = batches or windows or record.get("link_tests") or record.get("candidate")
     if not measured and not limits:
         limits.append("This run measured no throughput, transport counters or driver: it shows no performance result.")
     if measured:
+        hosts = {w.host for w in windows} | set(record.get("hosts") or {}) | set(record.get("verification") or {})
+        on = "one pair of hosts" if len(hosts) <= 2 else f"{len(hosts)} hosts"
         limits.append(
-            "This is one run on one pair of hosts. A difference between configurations needs repeated whole runs "
+            f"This is one run on {on}. A difference between configurations needs repeated whole runs "
             "compared together (`inferlab compare a1,...,a5 b1,...,b5`, one layer apart, exact rank tests); a "
             "result counts as re-verified only when "
             "it reproduces in a separate run from a fresh lab or restore (`--require-fresh`)."

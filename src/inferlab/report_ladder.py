@@ -82,5 +82,5 @@ def limits(record: dict) -> list[str]:
     if not ladders(record):
         return []
     return ["The ladder is one run of each test: it characterizes a path (per flow, the window, Nagle, a control "
-            "host), it does not find what causes it, and a theory drawn from it needs a test that could prove it "
+            "host), it does not find what causes it, and a theory drawn from it needs a test that could show it "
             "wrong (the same install on other hardware, or other software on this hardware)."]

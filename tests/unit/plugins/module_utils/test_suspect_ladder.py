@@ -64,9 +64,9 @@ def test_the_reports_suspect_is_characterized_step_by_step():
     assert steps["loopback"]["verdict"] == "loopback fast"
     assert all(step["does_not_show"] for step in steps.values())
     assert result["theory"] == (
-        "theory, not a diagnosis: the limit is per flow; it is on lab-c's sending side; a large window helps partly; "
-        "the host's own TCP over loopback is fast; the cause inside lab-c was not determined, and leaving it out of "
-        "the ring is how the field report resolved it")
+        "a theory, not a cause: the limit is per flow; it is on lab-c's sending side; a large window helps partly; "
+        "the host's own TCP over loopback is fast; what inside lab-c causes it was not determined, and leaving it out "
+        "of the ring is how the field report resolved it")
 
 
 def test_a_clean_host_shows_no_effect_and_no_theory():
@@ -75,7 +75,7 @@ def test_a_clean_host_shows_no_effect_and_no_theory():
     assert verdicts == {"flows": "per host", "window": "no clear effect", "nagle": "no clear effect",
                         "message_sizes": "flat", "control": "not the suspect alone", "loopback": "loopback slow too"}
     # "per host" with no gap: the flows step alone names nothing weak; the summary still says what was observed
-    assert result["theory"].startswith("theory, not a diagnosis: the limit is per host; a control host shows it too")
+    assert result["theory"].startswith("a theory, not a cause: the limit is per host; a control host shows it too")
 
 
 def test_the_labs_emulation_a_per_flow_cap_that_a_window_does_not_lift():
