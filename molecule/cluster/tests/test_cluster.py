@@ -1,5 +1,7 @@
-"""The cluster lab after verify.yml and link_pairs.yml: every host's Ethernet link verified by what it is, the
-day-one matrix naming the suspect's transmit path and nothing else, every iperf3 server stopped through the ledger."""
+"""The cluster lab after verify.yml, day_one.yml and leave_one_out.yml: every host's Ethernet link verified by what it
+is, the day-one matrix naming the suspect's transmit path and nothing else, the ladder characterizing it (per flow,
+its sender, not its host's TCP), the real engine served with and without it (lab-c starting nothing while left out),
+and every iperf3 server and engine process stopped through the ledger."""
 
 import json
 import sys
@@ -13,10 +15,14 @@ testinfra_hosts = RING
 HOSTS = ["lab-a", "lab-b", "lab-c", "lab-d"]
 
 
-def matrix() -> dict:
-    paths = sorted(RUN_DIR.glob("**/fragments/link_pairs/*.json"))
+def fragment(stage: str) -> dict:
+    paths = sorted(RUN_DIR.glob(f"**/fragments/{stage}/*.json"))
     assert len(paths) == 1, paths
     return json.loads(paths[0].read_text())
+
+
+def matrix() -> dict:
+    return fragment("link_pairs")
 
 
 def test_every_host_passed_as_an_ethernet_link(host):
@@ -49,9 +55,55 @@ def test_the_matrix_names_the_suspects_transmit_path_and_nothing_else():
     assert max(suspect) * 1.5 < min(others), (suspect, others)
 
 
-def test_every_iperf3_server_was_stopped_through_the_ledger(host):
+def test_the_ladder_characterizes_the_suspect_per_flow_and_on_its_sending_side():
+    result = fragment("suspect_ladder")
+    assert result["hosts"] == {"suspect": "lab-c", "server": "lab-a", "control": "lab-b"}
+    assert all(run["error"] is None and run["bps"] > 0 for run in result["runs"]), result["runs"]
+    assert len(result["runs"]) == 12
+    steps = result["ladder"]["steps"]
+    verdicts = {name: step["verdict"] for name, step in steps.items()}
+    # the lab's per-flow cap (35.8 Mbit/s a flow, 93 a port): more flows add up, another sender is faster, the
+    # server sends back at the port's rate, and loopback does not go through the cap
+    assert verdicts["flows"] == "per flow", steps["flows"]["text"]
+    assert verdicts["control"] == "the suspect's sender", steps["control"]["text"]
+    assert verdicts["loopback"] == "loopback fast", steps["loopback"]["text"]
+    assert steps["control"]["figures"]["receive_ratio"] >= 1.5, steps["control"]["text"]
+    assert all(step["does_not_show"] for step in steps.values())
+    assert result["ladder"]["theory"].startswith("a theory, not a cause: the limit is per flow")
+
+
+def test_leave_one_out_served_with_and_without_the_suspect():
+    result = fragment("leave_one_out")
+    runs = result["runs"]
+    assert [(r["label"], r["round"], r["ring"]) for r in runs] == [
+        ("whole ring", 1, HOSTS), ("without lab-c", 1, ["lab-a", "lab-b", "lab-d"])]
+    assert all(r["passed"] and r["figures"]["single_stream_decode_tok_s"] > 0 for r in runs), runs
+    verdict = result["verdict"]
+    assert verdict["rounds"] == 1 and set(verdict["configurations"]) == {"whole ring", "without lab-c"}
+    # one round never names a member, whatever the real engine shows: a lift is "not claimed"
+    assert verdict["named"] == [], verdict["text"]
+    assert verdict["hosts"]["lab-c"]["verdict"] in ("not claimed", "no clear difference"), verdict["text"]
+
+
+def test_a_left_out_host_starts_nothing_of_its_configuration():
+    served = sorted(RUN_DIR.glob("**/fragments/leave_one_out_runs/*.json"))
+    assert len(served) == 2, served
+    for path in served:
+        mode = json.loads(path.read_text())
+        without = "without_lab_c" in path.name
+        assert sorted(mode["ranks"]) == (["lab-a", "lab-b", "lab-d"] if without else HOSTS), path.name
+        assert mode["layers"]["runtime"] == ("llamacpp_rpc3" if without else "llamacpp_rpc4"), path.name
+        assert mode["layers"]["left_out"] == ("lab-c" if without else "none"), path.name
+    # lab-c's ledger: a ggml-rpc-server for the whole-ring run only
+    members = [e for e in host_ledger("lab-c").values()
+               if e["kind"] == "process" and "ggml-rpc-server" in str(e.get("params"))]
+    assert len(members) == 1 and {e["state"] for e in members} == {"undone"}, members
+
+
+def test_every_iperf3_server_and_engine_process_was_stopped_through_the_ledger(host):
     name = host.backend.get_hostname()
     assert own_processes(host, "(^|/)[i]perf3 ") == []
+    assert own_processes(host, "[l]lama-server|[g]gml-rpc-server|[r]pc-server") == []
     entries = [e for e in host_ledger(name).values() if e["kind"] == "process"]
     assert entries and {e["state"] for e in entries} == {"undone"}, entries
 
