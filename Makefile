@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 ethtool iputils-
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-cluster kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-negative molecule-cluster kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -150,8 +150,9 @@ install: bootstrap
 # below waits for it there, or builds it). Two chains of scenarios on two labs at once were tried and dropped: the
 # lab scenarios keep both CPUs busy beside the background gates, so nothing was won, and the public route lost
 # requests (docs/PERFORMANCE.md).
-MOLECULE_LAB_SCENARIOS := default negative restore serve fallback topology link interrupt engine experiment
-MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel cluster
+MOLECULE_LAB_SCENARIOS := default restore serve fallback topology link interrupt engine experiment
+# on labs of their own: kernel on its QEMU guest, negative (imoln) and cluster (imolc) on embedded labs of theirs
+MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel negative cluster
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
 FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
@@ -162,7 +163,7 @@ molecule: bootstrap
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
 	for scenario in $(MOLECULE_SCENARIOS); do
-	  if [ $$scenario = engine ]; then
+	  if [ $$scenario = engine ] || [ $$scenario = cluster ]; then
 	    # one build per cache at a time (flock): this waits for make test's background build, then finds it cached;
 	    # its own build-info file, so that the two never write one file
 	    $(MAKE) --no-print-directory engine ENGINE_INFO=.cache/engine-molecule.json > .cache/molecule-engine-build.log 2>&1 \
@@ -172,19 +173,20 @@ molecule: bootstrap
 	  bash tests/molecule_scenario.sh $$scenario $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	done
 
-# The kernel scenario alone, on its QEMU guest, without the embedded lab (`make test` runs it last, once
-# kernel-cache is done).
-molecule-kernel: bootstrap
+# The scenarios on labs of their own, each alone, beside the shared lab's scenarios (`make test` runs them in the
+# background, once kernel-cache is done): kernel on its QEMU guest, negative on its own two-host lab
+# (molecule/negative/inventory/hosts.yml, lab imoln), cluster on its own four-host lab (molecule/cluster/inventory/
+# hosts.yml, lab imolc), whose leave-one-out serves the real engine: it waits for the engine's build as the engine
+# scenario does.
+molecule-kernel molecule-negative molecule-cluster: bootstrap
+	if [ $@ = molecule-cluster ]; then
+	  $(MAKE) --no-print-directory engine ENGINE_INFO=.cache/engine-cluster.json > .cache/molecule-cluster-engine-build.log 2>&1 \
+	    || { cat .cache/molecule-cluster-engine-build.log; exit 1; }
+	  export INFERLAB_ENGINE_INFO=$(CURDIR)/.cache/engine-cluster.json
+	fi
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)
 	export $$strategy_env
-	bash tests/molecule_scenario.sh kernel $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
-
-# The cluster scenario alone, on its own four-host lab (molecule/cluster/inventory/hosts.yml, lab imolc), beside
-# the shared lab's scenarios: `make test` runs it after the kernel scenario, in the background.
-molecule-cluster: bootstrap
-	strategy_env=$$($(BIN)/python -m inferlab.strategy)
-	export $$strategy_env
-	bash tests/molecule_scenario.sh cluster $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
+	bash tests/molecule_scenario.sh $(@:molecule-%=%) $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 
 # The kernel scenario's downloads (Debian's kernel sources and headers, its image) and its guest (debootstrap, the
 # initramfs), cached in .cache/kernel; the scenario's create finds them there. Mostly network and disk.
@@ -199,16 +201,18 @@ kernel-cache: deb
 # output in .cache/gate-<gate>.log: the unit tests and what only reads the code (unit, lint, contract, sanity), in
 # make's session at renice 19 (install first: molecule `default`'s verifier uses its venv), and the kernel guest's
 # downloads (kernel-cache) followed by the kernel scenario (molecule-kernel), which waits until the first chain is
-# done, then the cluster scenario on its own lab (molecule-cluster), in a session of its own whose autogroup has
-# nice 19 (out of the lab daemons' way too; the cluster lab's sshd and iperf3 run in sessions of their own, so its
-# measurements do not). The scenarios on the embedded lab run in the foreground. They leave a CPU idle
+# done, then the negative and cluster scenarios on labs of their own (molecule-negative, molecule-cluster), in a
+# session of its own whose autogroup has nice 19 (out of the lab daemons' way too; the labs' sshd, iperf3, probers
+# and engine processes run in sessions of their own, so their measurements do not). negative is there because it
+# only refuses (733 tasks of Ansible's own CPU, no measurement): 150 s off the foreground. The scenarios on the
+# shared embedded lab run in the foreground. They leave a CPU idle
 # for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
 # the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
 # processes and servers they start, and bound ratios or generous ceilings, never tight wall times. A third chain, in a
 # session of its own like the kernel's, builds the engine (engine: gcc on both CPUs when they are idle, nothing once
 # cached) and runs its tests (engine-test).
 TEST_BACKGROUND_GATES := install unit lint contract sanity
-TEST_KERNEL_GATES := kernel-cache molecule-kernel molecule-cluster
+TEST_KERNEL_GATES := kernel-cache molecule-kernel molecule-negative molecule-cluster
 TEST_ENGINE_GATES := engine engine-test
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
@@ -230,7 +234,7 @@ test:
 	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
 	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel \
-	    molecule-cluster & kernel=$$!
+	    molecule-negative molecule-cluster & kernel=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) $(TEST_ENGINE_GATES) & engine=$$!
 	  trap 'wait $$kernel $$checks $$engine 2> /dev/null || true' EXIT  # never leave them running
 	fi
