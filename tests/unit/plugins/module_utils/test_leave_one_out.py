@@ -66,15 +66,23 @@ def test_the_member_every_slow_run_included_is_named_with_its_figures():
 @pytest.mark.parametrize("rounds", [1, 2])
 def test_fewer_than_three_rounds_are_said_and_not_claimed(rounds):
     # two rounds apart: chance alone gives that one time in six
-    result = _leave_one_out.leave_one_out_verdict(runs({None: [20.0] * rounds, "lab-c": [40.0] * rounds}), FIGURE, 1.1)
+    result = _leave_one_out.leave_one_out_verdict(
+        runs({None: [20.0] * rounds, "lab-b": [20.0] * rounds, "lab-c": [40.0] * rounds}), FIGURE, 1.1)
     assert result["named"] == [] and result["hosts"]["lab-c"]["verdict"] == "not claimed"
     assert f"from {rounds} round(s) only: not claimed (repeat the whole runs, leave_one_out_rounds 3 or more)" \
         in result["text"]
 
 
+def test_one_member_left_out_alone_is_not_claimed_a_smaller_ring_may_be_faster_whoever_leaves():
+    result = _leave_one_out.leave_one_out_verdict(
+        runs({None: [20.0, 21.0, 19.0], "lab-c": [40.0, 41.0, 44.0]}), FIGURE, 1.1)
+    assert result["named"] == [] and result["hosts"]["lab-c"]["verdict"] == "not claimed"
+    assert "but no other member was left out: a ring one host smaller may be faster whoever leaves it" in result["text"]
+
+
 def test_overlapping_runs_are_not_claimed_however_large_the_median_lift():
     result = _leave_one_out.leave_one_out_verdict(
-        runs({None: [20.0, 30.0, 45.0], "lab-c": [40.0, 41.0, 44.0]}), FIGURE, 1.1)
+        runs({None: [20.0, 30.0, 45.0], "lab-b": [21.0, 30.0, 44.0], "lab-c": [40.0, 41.0, 44.0]}), FIGURE, 1.1)
     verdict = result["hosts"]["lab-c"]
     assert verdict["verdict"] == "not claimed" and not verdict["separated"] and verdict["lift"] == 1.37
     assert "runs with and without it overlap: not claimed" in verdict["text"]
@@ -90,7 +98,7 @@ def test_a_clean_cluster_names_no_member():
 
 def test_a_failed_run_counts_as_not_measured_not_as_slow():
     result = _leave_one_out.leave_one_out_verdict(
-        runs({None: [20.0, None], "lab-c": [None, None]}), FIGURE, 1.1)
+        runs({None: [20.0, None], "lab-b": [20.0, 21.0], "lab-c": [None, None]}), FIGURE, 1.1)
     assert result["hosts"]["lab-c"]["verdict"] == "not measured"
     assert result["configurations"]["whole ring"] == {"values": [20.0, None], "n": 1, "median": 20.0, "min": 20.0,
                                                       "max": 20.0}
