@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import RING, RUN_DIR, assert_records_valid, host_ledger, own_processes  # noqa: E402
+from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, host_ledger, own_processes  # noqa: E402
 
 testinfra_hosts = RING
 HOSTS = ["lab-a", "lab-b", "lab-c", "lab-d"]
@@ -83,6 +83,16 @@ def test_leave_one_out_served_with_and_without_the_suspect():
     # one round never names a member, whatever the real engine shows: a lift is "not claimed"
     assert verdict["named"] == [], verdict["text"]
     assert verdict["hosts"]["lab-c"]["verdict"] in ("not claimed", "no clear difference"), verdict["text"]
+
+
+def test_the_matrix_is_kept_for_the_rings_admission_and_leave_one_out_admitted_lab_c():
+    [kept] = LAB_DIR.glob("controller/state/day_one.json")
+    day_one = json.loads(kept.read_text())
+    assert day_one["suspects"] == ["lab-c"] and day_one["hosts"] == HOSTS
+    for path in sorted(RUN_DIR.glob("**/fragments/leave_one_out_runs/*.json")):
+        admission = json.loads(path.read_text())["admission"]
+        expected = [] if "without_lab_c" in path.name else ["lab-c"]
+        assert admission["weak_in_ring"] == admission["admitted"] == expected, (path.name, admission)
 
 
 def test_a_left_out_host_starts_nothing_of_its_configuration():
