@@ -113,7 +113,7 @@ def test_a_left_out_host_starts_nothing_of_its_configuration():
 def test_every_iperf3_server_and_engine_process_was_stopped_through_the_ledger(host):
     name = host.backend.get_hostname()
     assert own_processes(host, "(^|/)[i]perf3 ") == []
-    assert own_processes(host, "[l]lama-server|[g]gml-rpc-server|[r]pc-server") == []
+    assert own_processes(host, "[l]lama-server|[g]gml-rpc-server") == []
     entries = [e for e in host_ledger(name).values() if e["kind"] == "process"]
     assert entries and {e["state"] for e in entries} == {"undone"}, entries
 
