@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -113,6 +114,19 @@ class Batch:
     @property
     def condition(self) -> str:
         return f"{self.step} ({self.batch.get('cache')} cache)"
+
+
+def stage_fragments(record: dict, shape: Callable[[dict], bool]) -> list[tuple[str, dict]]:
+    """Every fragment under `stages` that has the shape `shape` accepts, labelled `stage (host)`, in stage then host
+    order: the sections of stages without a record section of their own (the matrix, the ladder, leave-one-out) find
+    theirs by shape, so a stage renamed by its variable is still found, and anything else there is left out."""
+    found = []
+    for stage, by_host in sorted((record.get("stages") or {}).items()):
+        if not isinstance(by_host, dict):
+            continue
+        found += [(f"{stage} ({host})", fragment) for host, fragment in sorted(by_host.items())
+                  if isinstance(fragment, dict) and shape(fragment)]
+    return found
 
 
 def mode_layers(result: dict) -> str:

@@ -19,16 +19,9 @@ PATH_WORDS = {"suspect": "suspect -> server", "receive": "server -> suspect", "c
 
 def ladders(record: dict) -> list[tuple[str, dict]]:
     """Every ladder in the record, labelled `stage (suspect)`."""
-    found = []
-    for stage, by_host in sorted((record.get("stages") or {}).items()):
-        if not isinstance(by_host, dict):
-            continue
-        for host, fragment in sorted(by_host.items()):
-            ladder = fragment.get("ladder") if isinstance(fragment, dict) else None
-            if isinstance(ladder, dict) and isinstance(ladder.get("steps"), dict) \
-                    and isinstance(fragment.get("hosts"), dict) and isinstance(fragment.get("runs"), list):
-                found.append((f"{stage} ({host})", fragment))
-    return found
+    return record_view.stage_fragments(
+        record, lambda f: isinstance((f.get("ladder") or {}).get("steps"), dict) and isinstance(f.get("hosts"), dict)
+        and isinstance(f.get("runs"), list))
 
 
 def _mbit(bps) -> str:

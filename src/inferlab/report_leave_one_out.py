@@ -14,16 +14,9 @@ from inferlab import report_text as fmt
 
 def results(record: dict) -> list[tuple[str, dict]]:
     """Every leave-one-out in the record, labelled `stage (head)`."""
-    found = []
-    for stage, by_host in sorted((record.get("stages") or {}).items()):
-        if not isinstance(by_host, dict):
-            continue
-        for host, fragment in sorted(by_host.items()):
-            verdict = fragment.get("verdict") if isinstance(fragment, dict) else None
-            if isinstance(verdict, dict) and isinstance(verdict.get("configurations"), dict) \
-                    and isinstance(verdict.get("hosts"), dict):
-                found.append((f"{stage} ({host})", fragment))
-    return found
+    return record_view.stage_fragments(
+        record, lambda f: isinstance((f.get("verdict") or {}).get("configurations"), dict)
+        and isinstance(f["verdict"].get("hosts"), dict))
 
 
 def _value(item) -> str:

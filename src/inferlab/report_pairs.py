@@ -13,16 +13,8 @@ from inferlab import report_text as fmt
 
 
 def matrices(record: dict) -> list[tuple[str, dict]]:
-    stages = record.get("stages") or {}
-    found = []
-    for stage, by_host in sorted(stages.items()):
-        if not isinstance(by_host, dict):
-            continue
-        for host, fragment in sorted(by_host.items()):
-            if isinstance(fragment, dict) and isinstance(fragment.get("tests"), list) \
-                    and isinstance(fragment.get("verdicts"), dict):
-                found.append((f"{stage} ({host})", fragment))
-    return found
+    return record_view.stage_fragments(
+        record, lambda f: isinstance(f.get("tests"), list) and isinstance(f.get("verdicts"), dict))
 
 
 def _mbit(bps) -> str:
