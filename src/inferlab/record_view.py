@@ -199,7 +199,8 @@ def sampler_file(run_dir: Path | None, window: Window) -> Path | None:
 
 
 def driver_layers(record: dict) -> set[str]:
-    """Every driver layer the record declares: hosts, verification, link tests, the candidate, link profiles."""
+    """Every driver layer the record declares: hosts, verification, link tests, the candidate, and every stage fragment
+    that names one (link profiles, the day-one matrix, the ladder, leave-one-out)."""
     found = set()
     for section in ("hosts", "verification"):
         for entry in (record.get(section) or {}).values():
@@ -207,8 +208,10 @@ def driver_layers(record: dict) -> set[str]:
     for section in ("link_tests", "candidate"):
         for entry in (record.get(section) or {}).values():
             found.add(entry.get("driver_layer"))
-    for entry in ((record.get("stages") or {}).get("link_profile") or {}).values():
-        found.add(entry.get("driver_layer") if isinstance(entry, dict) else None)
+    # link profiles, the day-one matrix, the ladder, leave-one-out: each stage fragment that declares one
+    for by_host in (record.get("stages") or {}).values():
+        for entry in (by_host.values() if isinstance(by_host, dict) else []):
+            found.add(entry.get("driver_layer") if isinstance(entry, dict) else None)
     for entry in ((record.get("stages") or {}).get("link_ab") or {}).values():
         found.add(entry.get("transport_label") if isinstance(entry, dict) else None)
     return found & {"kernel", "emulated"}
@@ -216,6 +219,17 @@ def driver_layers(record: dict) -> set[str]:
 
 # The lab inference server's module in a rank's argv: its name now, and before 0.2.0 (records of older runs)
 LAB_SERVER_MODULES = ("inferlab.lab.server", "inferlab.labserver")
+
+
+def link_kinds(record: dict) -> set[str]:
+    """The link kinds the record's stage fragments name (the matrix, the ladder, leave-one-out): `ethernet` or
+    `thunderbolt`; empty when none says."""
+    found = set()
+    for by_host in (record.get("stages") or {}).values():
+        for entry in (by_host.values() if isinstance(by_host, dict) else []):
+            if isinstance(entry, dict) and isinstance(entry.get("link_kind"), str):
+                found.add(entry["link_kind"])
+    return found
 
 
 def lab_server(record: dict) -> bool:

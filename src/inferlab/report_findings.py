@@ -355,10 +355,17 @@ def _limits(
             if "emulated" in declared
             else " (inferred: the lab inference server ran and no driver layer is declared)"
         )
-        limits.append(
-            f"The driver layer was emulated{why}: tc link profiles on a veth stood in for thunderbolt_net. "
-            "No figure here is a driver result; that needs the kernel driver layer on real hosts."
-        )
+        if "ethernet" in record_view.link_kinds(record):
+            limits.append(
+                f"The links were emulated{why}: veths on the lab's switch, whose tc shaping (each port's rate, the "
+                "suspect's per-flow cap) stood in for the hosts' NICs. No figure here is a NIC's result; the "
+                "lab reproduces the field report's shape, not its hardware."
+            )
+        else:
+            limits.append(
+                f"The driver layer was emulated{why}: tc link profiles on a veth stood in for thunderbolt_net. "
+                "No figure here is a driver result; that needs the kernel driver layer on real hosts."
+            )
         if windows or record.get("link_tests"):
             limits.append(
                 "Receiver CRC, missed, length and overrun columns are 0 by construction: a veth never counts "

@@ -34,8 +34,10 @@ def _runs_table(fragment: dict) -> list[str]:
     for run in fragment["runs"]:
         if not isinstance(run, dict):
             continue
-        rows.append([fmt.cell(run.get("name")), PATH_WORDS.get(run.get("path"), fmt.cell(run.get("path"))),
-                     fmt.cell(" ".join(str(a) for a in run.get("args") or [])), _mbit(run.get("bps")),
+        path, args = run.get("path"), run.get("args")
+        rows.append([fmt.cell(run.get("name")), PATH_WORDS.get(path, fmt.cell(path)) if isinstance(path, str)
+                     else fmt.cell(path), fmt.cell(" ".join(str(a) for a in args) if isinstance(args, list) else args),
+                     _mbit(run.get("bps")),
                      fmt.value(run.get("retransmits")), fmt.cell(run.get("error"))])
     return fmt.table(["run", "path", "iperf3 arguments", "Mbit/s", "retransmits", "error"], rows)
 
@@ -59,7 +61,8 @@ def section(record: dict) -> list[str]:
             if not isinstance(step, dict):
                 continue
             lines.append(f"- **{STEP_TITLES.get(name, name)}**: {fmt.value(step.get('text'))}")
-            lines += [f"  - does not show: {fmt.value(item)}" for item in step.get("does_not_show") or []]
+            unseen = step.get("does_not_show")
+            lines += [f"  - does not show: {fmt.value(item)}" for item in (unseen if isinstance(unseen, list) else [])]
         lines += ["", f"{fmt.value(ladder.get('theory'))}.", ""]
     return lines
 

@@ -35,14 +35,16 @@ def section(record: dict) -> list[str]:
                   f"figure is `{figure}` (the median of each run's trials); a member is named only when every run "
                   f"without it beat every run with it, by {threshold}x or more of the median.", ""]
         rows = [[fmt.cell(name), fmt.value(spread.get("n")),
-                 ", ".join(_value(v) for v in spread.get("values") or []), _value(spread.get("median"))]
+                 ", ".join(_value(v) for v in spread["values"]) if isinstance(spread.get("values"), list) else "—",
+                 _value(spread.get("median"))]
                 for name, spread in verdict["configurations"].items() if isinstance(spread, dict)]
         lines += fmt.table(["configuration", "runs measured", "each run", "median"], rows)
         lines.append("")
         for host, judged in sorted(verdict["hosts"].items()):
             if isinstance(judged, dict):
                 lines.append(f"- {host}: {fmt.value(judged.get('verdict'))}: {fmt.value(judged.get('text'))}")
-        failed = [run for run in fragment.get("runs") or [] if isinstance(run, dict) and run.get("error")]
+        runs = fragment.get("runs") if isinstance(fragment.get("runs"), list) else []
+        failed = [run for run in runs if isinstance(run, dict) and run.get("error")]
         lines += [f"- failed run ({fmt.value(run.get('label'))}, round {fmt.value(run.get('round'))}): "
                   f"{fmt.value(run.get('error'))}" for run in failed]
         lines += ["", f"Verdict: {fmt.value(verdict.get('text'))}.", ""]

@@ -24,7 +24,8 @@ def _mbit(bps) -> str:
 
 def _table(matrix: dict) -> list[str]:
     hosts = [h for h in matrix.get("hosts") or [] if isinstance(h, str)]
-    rates = {(t.get("from"), t.get("to")): t.get("bps") for t in matrix["tests"] if isinstance(t, dict)}
+    rates = {(t["from"], t["to"]): t.get("bps") for t in matrix["tests"]
+             if isinstance(t, dict) and isinstance(t.get("from"), str) and isinstance(t.get("to"), str)}
     rows = [[f"**{sender}**", *("·" if sender == receiver else _mbit(rates.get((sender, receiver)))
                                 for receiver in hosts)] for sender in hosts]
     return fmt.table(["sender \\ receiver (Mbit/s)", *hosts], rows)
