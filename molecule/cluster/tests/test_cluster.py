@@ -1,7 +1,8 @@
-"""The cluster lab after verify.yml, day_one.yml and leave_one_out.yml: every host's Ethernet link verified by what it
-is, the day-one matrix naming the suspect's transmit path and nothing else, the ladder characterizing it (per flow,
-its sender, not its host's TCP), the real engine served with and without it (lab-c starting nothing while left out),
-and every iperf3 server and engine process stopped through the ledger."""
+"""The cluster lab after verify.yml, day_one.yml, leave_one_out.yml and restore.yml: every host's Ethernet link
+verified by what it is, the day-one matrix naming the suspect's transmit path and nothing else, the ring's admission
+refusing it, the ladder characterizing it (per flow, its sender, not its host's TCP), the real engine served with and
+without it (lab-c starting nothing while left out), every iperf3 server and engine process stopped through the
+ledger, and the restore verifying all four hosts."""
 
 import json
 import sys
@@ -116,6 +117,13 @@ def test_every_iperf3_server_and_engine_process_was_stopped_through_the_ledger(h
     assert own_processes(host, "[l]lama-server|[g]gml-rpc-server") == []
     entries = [e for e in host_ledger(name).values() if e["kind"] == "process"]
     assert entries and {e["state"] for e in entries} == {"undone"}, entries
+
+
+def test_the_restore_verified_every_host_of_the_ring_against_its_known_good_state(host):
+    name = host.backend.get_hostname()
+    restored = json.loads((RUN_DIR / "fragments" / "restore" / f"{name}.json").read_text())
+    assert restored["verified"] is True and restored["differences"] == [], restored["differences"]
+    assert restored["compared_with"] == "known_good"
 
 
 def test_every_record_of_the_scenario_is_schema_valid():
