@@ -24,6 +24,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict
     LinkVerdictError,
     _median,
     _rate,
+    _threshold,
 )
 
 WHOLE = "whole ring"
@@ -136,12 +137,7 @@ def leave_one_out_verdict(runs, figure, threshold):
     value}}]``; ``threshold``: the lift of the median (above 1) that counts."""
     if not isinstance(figure, str) or not figure:
         raise LinkVerdictError("figure must name a figure of the runs, got %r" % (figure,))
-    try:
-        threshold = float(threshold)
-    except (TypeError, ValueError):
-        raise LinkVerdictError("threshold must be a number above 1, got %r" % (threshold,)) from None
-    if not threshold > 1:
-        raise LinkVerdictError("threshold must be a number above 1, got %r" % (threshold,))
+    threshold = _threshold(threshold)
     by_config = _runs_by_config(runs, figure)
     rounds = min(len(values) for values in by_config.values())
     hosts = dict((host, _host_verdict(host, by_config, rounds, threshold, figure))

@@ -202,8 +202,8 @@ def _loopback_step(rates, suspect, threshold):
     else:
         verdict = "loopback slow too"
         text = ("one flow over %s's loopback (no NIC) reaches only %s, %.2fx its one flow on the link (%s): the host "
-                "itself (its CPUs, its kernel) may hold one flow back" % (suspect, format_bps(loop), ratio,
-                                                                         format_bps(one)))
+                "itself (its CPUs, its kernel) may hold one flow back"
+                % (suspect, format_bps(loop), ratio, format_bps(one)))
     return _step(verdict, "%s: %s (threshold %gx)" % (verdict, text, threshold),
                  {"loopback_bps": loop, "link_bps": one, "ratio": ratio}, [
                      "anything about the NIC: loopback leaves it out by construction",

@@ -26,8 +26,8 @@ def gbit(rates):
     return dict((name, None if value is None else value * G) for name, value in rates.items())
 
 
-def judge(rates, settings=SETTINGS, threshold=1.5):
-    return _suspect_ladder.ladder_verdict(gbit(rates), HOSTS, settings, threshold)
+def judge(rates, settings=None, threshold=1.5):
+    return _suspect_ladder.ladder_verdict(gbit(rates), HOSTS, settings or SETTINGS, threshold)
 
 
 def test_the_runs_follow_the_reports_order_with_their_iperf3_arguments():
