@@ -16,8 +16,8 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
 - link_test, link_ab: the link test suite, and the stock/candidate A/B (its per-repetition stages left out);
 - link_pairs: the day-one matrix of a four-host cluster lab with a suspect (hosts-cluster.yml, 2026-12-06): every
   ordered pair, the suspect's transmit path named;
-- suspect_ladder: playbooks/day_one.yml on the same lab (2026-12-06): the matrix, then the elimination ladder on the
-  suspect it named (its steps judged again by today's filter, for its wording);
+- suspect_ladder: playbooks/day_one.yml on the same lab (2026-12-07): the matrix, then the elimination ladder on the
+  suspect it named;
 - leave_one_out: playbooks/leave_one_out.yml on the same lab with the real engine (2026-12-06, beside a make test),
   the whole ring and the ring without the suspect, two rounds, judged again by today's filter (three rounds to name
   a member: "not claimed"); each whole run's serving result cut down to its layers and ranks (the report reads the
