@@ -328,12 +328,15 @@ class Prober:
                 reason = "signal"
                 break
             now = time.monotonic()
-            if now >= deadline:
+            due = start + seq * self.interval
+            if due >= deadline:  # every tick due before the deadline is sent or written, even on a stalled host
+                if stop.wait(max(deadline - now, 0)):
+                    reason = "signal"
+                    break
                 reason = "max_seconds"
                 break
-            due = start + seq * self.interval
             if due > now:
-                if stop.wait(min(due, deadline) - now):
+                if stop.wait(due - now):
                     reason = "signal"
                     break
                 continue
