@@ -27,6 +27,7 @@ from inferlab import (
     report_leave_one_out,
     report_pairs,
     report_prefix,
+    report_quarantine,
     report_sweep,
     reverify,
 )
@@ -933,6 +934,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
     lines += report_pairs.section(record)
     lines += report_ladder.section(record)
     lines += report_leave_one_out.section(record)
+    lines += report_quarantine.section(record)
     if (record.get("stages") or {}).get("link_ab"):
         lines += ["## Link A/B comparison", ""]
         for host, ab in sorted(record["stages"]["link_ab"].items()):

@@ -11,6 +11,7 @@ from inferlab import (
     report_leave_one_out,
     report_pairs,
     report_prefix,
+    report_quarantine,
     report_sweep,
 )
 from inferlab import report_text as fmt
@@ -249,6 +250,7 @@ def _shows(
     shows += report_pairs.shows(record)
     shows += report_ladder.shows(record)
     shows += report_leave_one_out.shows(record)
+    shows += report_quarantine.shows(record)
     for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
         if not isinstance(ab, dict):
             continue
