@@ -1,8 +1,9 @@
-"""The cluster lab after verify.yml, day_one.yml, leave_one_out.yml and restore.yml: every host's Ethernet link
-verified by what it is, the day-one matrix naming the suspect's transmit path and nothing else, the ring's admission
-refusing it, the ladder characterizing it (per flow, its sender, not its host's TCP), the real engine served with and
-without it (lab-c starting nothing while left out), every iperf3 server and engine process stopped through the
-ledger, and the restore verifying all four hosts."""
+"""The cluster lab after playbooks/isolate_suspect.yml (day one, leave-one-out, the quarantine, the restore) and the
+ring's admission: every host's Ethernet link verified by what it is, the day-one matrix naming the suspect's transmit
+path and nothing else, the ring's admission refusing it, the ladder characterizing it (per flow, its sender, not its
+host's TCP), the real engine served with and without it (lab-c starting nothing while left out), the quarantine (lab-c
+a solo llama-server behind its gateway role, the ring served again without it), every iperf3 server and engine
+process stopped through the ledger, and the restore verifying all four hosts."""
 
 import json
 import sys
@@ -109,6 +110,19 @@ def test_a_left_out_host_starts_nothing_of_its_configuration():
     members = [e for e in host_ledger("lab-c").values()
                if e["kind"] == "process" and "ggml-rpc-server" in str(e.get("params"))]
     assert len(members) == 1 and {e["state"] for e in members} == {"undone"}, members
+
+
+def test_the_quarantine_served_lab_c_solo_and_the_ring_without_it():
+    plan = json.loads(next(RUN_DIR.glob("**/fragments/topology/plan.json")).read_text())
+    assert (plan["engine"], plan["solo"], plan["ring"]) == ("llamacpp", ["lab-c"], ["lab-a", "lab-b", "lab-d"])
+    solo = fragment("topology_solo")
+    assert solo["host"] == "lab-c" and solo["argv"][0].endswith("/llama-server") and "--rpc" not in solo["argv"]
+    assert solo["direct"]["ok"] == solo["direct"]["requests"] > 0, solo["direct"]
+    ring = fragment("topology_ring")
+    assert sorted(ring["ranks"]) == ["lab-a", "lab-b", "lab-d"] and ring["acceptance"]["passed"] is True
+    assert ring["admission"]["weak_in_ring"] == [], ring["admission"]
+    public = json.loads(next(RUN_DIR.glob("**/fragments/topology/public.json")).read_text())["roles"]
+    assert public["solo-lab-c"]["passed"] and public["solo-lab-c"]["served_by"] == [solo["url"] + "/v1"], public
 
 
 def test_every_iperf3_server_and_engine_process_was_stopped_through_the_ledger(host):
