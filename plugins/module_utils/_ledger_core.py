@@ -980,6 +980,36 @@ def _check_build_dir(params):
     return params
 
 
+# a transport tunable: one sysctl under net.* written at run time (never persisted: no file under /etc/sysctl.d), by
+# the sysctl_layer module. ``path`` is where it was written (``<proc_sys_root>/net/...``, injectable for tests),
+# ``previous`` the value read just before and ``value`` the one written, each as the kernel prints it with its
+# whitespace folded to single spaces. The undo writes ``previous`` back only while the value is still ``value``.
+SYSCTL_NAME_RE = re.compile(r'^net\.(core|ipv4|ipv6)\.[A-Za-z0-9_.-]+$')
+
+
+def sysctl_text(value):
+    """A sysctl value as compared and recorded: its whitespace folded to single spaces, no ends."""
+    return ' '.join(str(value).split())
+
+
+def _check_sysctl(params):
+    _no_unknown('sysctl', params, {'name', 'path', 'previous', 'value'})
+    name, path = params.get('name'), params.get('path')
+    if not isinstance(name, str) or not SYSCTL_NAME_RE.match(name) or '..' in name:
+        raise LedgerError(f'"name" of a sysctl entry must be a transport sysctl under net.core, net.ipv4 or '
+                          f'net.ipv6, got {name!r}')
+    suffix = '/' + name.replace('.', '/')
+    if not isinstance(path, str) or not os.path.isabs(path) or not os.path.normpath(path).endswith(suffix):
+        raise LedgerError(f'"path" of a sysctl entry must be the absolute path of {name} (ending {suffix}), '
+                          f'got {path!r}')
+    for key in ('previous', 'value'):
+        if not isinstance(params.get(key), (str, int)) or isinstance(params.get(key), bool):
+            raise LedgerError(f'"{key}" of a sysctl entry must be the value as text, got {params.get(key)!r}')
+        params[key] = sysctl_text(params[key])
+    params['path'] = os.path.normpath(path)
+    return params
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the registry of kinds: kind name -> its check (its undo: _ledger_undo.UNDO). Add a kind here and there.
 
@@ -1004,4 +1034,6 @@ KINDS = {
     'kernel_module': _check_kernel_module,
     # a private build directory (0700, outside the system's trees, with a marker file); undo removes it
     'build_dir': _check_build_dir,
+    # a transport sysctl written at run time; undo writes the value read before it back
+    'sysctl': _check_sysctl,
 }

@@ -806,6 +806,42 @@ def _undo_build_dir(params, ctx):
     return f'removed the build directory {path}'
 
 
+def read_sysctl(path):
+    """The value at a sysctl path as the ledger records it (core.sysctl_text); None when the path is gone."""
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return core.sysctl_text(handle.read())
+    except FileNotFoundError:
+        return None
+
+
+def write_sysctl(path, value):
+    """Write a sysctl (the kernel parses the text as ``sysctl -w`` would give it) and read it back."""
+    with open(path, 'w', encoding='utf-8') as handle:
+        handle.write(str(value) + '\n')
+    return read_sysctl(path)
+
+
+def _undo_sysctl(params, ctx):
+    name, path, previous, value = params['name'], params['path'], params['previous'], params['value']
+    found = read_sysctl(path)
+    if found is None:
+        return f'{path} is gone (its network namespace with it?): nothing to put back'
+    if found == previous:
+        return f'{name} is {previous!r} already: nothing to put back'
+    if found != value:
+        raise core.UndoError(f'{name} is {found!r} now, neither the {value!r} inferlab wrote nor the {previous!r} it '
+                             f'found: someone changed it since, so it is left alone; put it back yourself '
+                             f'(sysctl -w {name}="{previous}") once you know who did')
+    try:
+        back = write_sysctl(path, previous)
+    except OSError as exc:
+        raise core.UndoError(f'could not write {previous!r} to {path}: {exc}') from None
+    if back != previous:
+        raise core.UndoError(f'wrote {previous!r} to {path}, but it reads {back!r}')
+    return f'{name} back to {previous!r} (from {value!r})'
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # kind name -> its undo, for every kind of the registry (_ledger_core.KINDS)
 
@@ -820,4 +856,5 @@ UNDO = {
     'gateway_config': _undo_gateway_config,
     'kernel_module': _undo_kernel_module,
     'build_dir': _undo_build_dir,
+    'sysctl': _undo_sysctl,
 }

@@ -109,7 +109,8 @@ options:
   kind:
     description:
       - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile),
-        V(systemd_unit), V(container), V(service_pause), V(gateway_config), V(kernel_module), V(build_dir).
+        V(systemd_unit), V(container), V(service_pause), V(gateway_config), V(kernel_module), V(build_dir),
+        V(sysctl).
     type: str
   params:
     description:
@@ -151,6 +152,10 @@ options:
         (absolute, two levels deep at least, never under C(/lib/modules), C(/boot), C(/etc), C(/usr) or another system
         tree), optionally C(purpose). Undo removes the directory when it carries the C(.inferlab-build-dir) marker or
         is empty, and leaves anything else alone with an error.'
+      - 'V(sysctl): a transport sysctl written at run time (the sysctl_layer module records it). C(name) (under
+        C(net.core), C(net.ipv4) or C(net.ipv6)), C(path) (its file under C(/proc/sys)), C(previous) and C(value)
+        (as text). Undo writes C(previous) back while the value is still C(value), and leaves a value someone else
+        set alone with an error.'
     type: dict
   id:
     description:

@@ -71,7 +71,7 @@ def test_record_unknown_kind_fails(ledger_dir):
     assert failed
     assert result["msg"] == ("unknown ledger kind 'tc_profil': known kinds are build_dir, container, file, "
                              "gateway_config, kernel_module, "
-                             "process, sampler, service_pause, systemd_unit, tc_profile")
+                             "process, sampler, service_pause, sysctl, systemd_unit, tc_profile")
     assert not os.path.exists(ledger_dir)
 
 
