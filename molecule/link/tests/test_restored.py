@@ -1,6 +1,7 @@
 """After the restore that ends converge: each ring host's link has the qdisc tree it had before the suite (each
 tc_profile entry recorded the tree it replaced, and its undo puts exactly that back: the lab's stock-driver profile,
-which the clean play removed), and no iperf3 server and no sampler is left on any ring host."""
+which the clean play removed), its send buffer sysctl the value read before the write, and no iperf3 server and no
+sampler is left on any ring host."""
 
 import json
 import sys
@@ -8,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
 
-from labinfo import LAB_DIR, RING, lab_host, own_processes  # noqa: E402
+from labinfo import LAB_DIR, RING, host_ledger, lab_host, own_processes  # noqa: E402
 
 from inferlab.lab import control as lab  # noqa: E402
 
@@ -26,3 +27,12 @@ def test_no_test_process_is_left(host):
     assert own_processes(host, "(^|/)[i]perf3 ") == [], "no iperf3 server may be left running"
     # the bracket keeps pgrep from matching the shell that runs it
     assert own_processes(host, "[i]nferlab_sampler") == [], "no sampler may be left running"
+
+
+def test_the_send_buffer_sysctl_is_back_as_it_was_found(host):
+    entries = [e for e in host_ledger(host.backend.get_hostname()).values() if e["kind"] == "sysctl"]
+    assert entries and {e["state"] for e in entries} == {"undone"}, entries
+    entry = entries[-1]  # this converge's (a lab kept between scenarios keeps earlier ones, undone)
+    assert entry["params"]["value"] == "4096 16384 65536", entry
+    found = " ".join(host.file("/proc/sys/net/ipv4/tcp_wmem").content_string.split())
+    assert found == entry["params"]["previous"] != entry["params"]["value"], found
