@@ -33,7 +33,8 @@ def record(**stages) -> dict:
 
 def test_the_section_names_the_solo_endpoint_the_ring_and_the_public_route():
     text = "\n".join(report_quarantine.section(record()))
-    assert "Engine llamacpp. Left the ring: lab-c; serving solo: lab-c; the ring that stays: lab-a, lab-b, lab-d." in text
+    assert ("Engine llamacpp. Left the ring: lab-c; serving solo: lab-c; the ring that stays: lab-a, lab-b, "
+            "lab-d.") in text
     assert ("- solo endpoint lab-c: llama-server at http://169.254.81.10:30100, 3 of 3 requests straight to it "
             "answered") in text
     assert "mode baseline: acceptance ladder passed." in text

@@ -22,6 +22,9 @@ snapshots down to their source, `tcp_ext` down to three counters, per-request re
   the whole ring and the ring without the suspect, two rounds, judged again by today's filter (three rounds to name
   a member: "not claimed"); each whole run's serving result cut down to its layers and ranks (the report reads the
   verdict);
+- quarantine: playbooks/topology.yml on the same lab with the real engine (2026-12-07, beside a make test): lab-c a
+  solo llama-server behind its gateway role, the ring lab-a, lab-b, lab-d served again without it and accepted, the
+  quarantine kept (no restore in the run); its router stage left out;
 - fallback: the fallback route with its continuity prober;
 - candidate_emulated: the candidate on the emulated driver layer;
 - restore_driver: the restore after it, with the driver and persistence proof;
@@ -93,7 +96,8 @@ def section(text: str, heading: str) -> str:
 def test_the_fixture_set_is_what_the_docstring_says():
     assert [p.stem for p in RECORDS] == [
         "candidate_emulated", "experiment_kernel", "fallback", "lab_up", "leave_one_out", "link_ab", "link_pairs",
-        "link_test", "restore_driver", "serve", "serve_engine", "serve_trials", "suspect_ladder", "verify_failed",
+        "link_test", "quarantine", "restore_driver", "serve", "serve_engine", "serve_trials", "suspect_ladder",
+        "verify_failed",
     ]
 
 
