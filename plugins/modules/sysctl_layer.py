@@ -11,9 +11,9 @@ module: sysctl_layer
 short_description: Set transport sysctls for a run, each recorded in the host's change ledger first
 version_added: 0.1.0
 description:
-  - Sets each sysctl of O(settings) (socket buffers, TCP options: the transport tunables both field reports changed
-    one at a time) by writing its file under O(proc_sys_root) at run time, never in a file that a boot reads
-    again (no C(/etc/sysctl.d)): a reboot undoes it too.
+  - Sets each sysctl of O(settings) (socket buffers and TCP options, the transport tunables both field reports
+    changed one at a time) by writing its file under O(proc_sys_root) at run time, never in a file that a boot
+    reads again (no C(/etc/sysctl.d)), so a reboot undoes it too.
   - Before each write it reads the value, records a V(sysctl) entry in the host's change ledger with that value
     (C(previous)) and the one it writes, then writes, reads back and marks the entry applied. The ledger's undo (a
     restore, or O(state=undone)) writes C(previous) back exactly, and leaves alone a value someone else set since.
@@ -38,8 +38,8 @@ attributes:
 options:
   settings:
     description:
-      - The sysctls and the values to write, for example C({net.ipv4.tcp_wmem: "4096 16384 8388608"}). Whitespace
-        inside a value is compared folded. With O(state=undone), the names whose entries to undo (the values are
+      - The sysctls and the values to write, for example C(net.ipv4.tcp_wmem) set to C(4096 16384 8388608).
+        Whitespace inside a value is compared folded. With O(state=undone), the names whose entries to undo (the values are
         ignored); empty undoes every open V(sysctl) entry of the host.
     type: dict
     default: {}
