@@ -39,8 +39,9 @@ options:
   settings:
     description:
       - The sysctls and the values to write, for example C(net.ipv4.tcp_wmem) set to C(4096 16384 8388608).
-        Whitespace inside a value is compared folded. With O(state=undone), the names whose entries to undo (the values are
-        ignored); empty undoes every open V(sysctl) entry of the host.
+        Whitespace inside a value is compared folded.
+      - With O(state=undone), the names whose entries to undo (the values are ignored); empty undoes every open
+        V(sysctl) entry of the host.
     type: dict
     default: {}
   state:
