@@ -22,6 +22,7 @@ from inferlab import (
     record_view,
     report_collectives,
     report_engine,
+    report_engine_loopback,
     report_findings,
     report_ladder,
     report_leave_one_out,
@@ -933,6 +934,7 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
     lines += report_sweep.section(record, run_dir)
     lines += report_pairs.section(record)
     lines += report_ladder.section(record)
+    lines += report_engine_loopback.section(record)
     lines += report_leave_one_out.section(record)
     lines += report_quarantine.section(record)
     if (record.get("stages") or {}).get("link_ab"):

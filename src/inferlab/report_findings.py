@@ -7,6 +7,7 @@ from inferlab import (
     record_view,
     report_collectives,
     report_engine,
+    report_engine_loopback,
     report_ladder,
     report_leave_one_out,
     report_pairs,
@@ -249,6 +250,7 @@ def _shows(
         shows.append(f"Link test {pair.get('a')} <-> {pair.get('b')} ({result.get('transport_label')}): {verdicts}.")
     shows += report_pairs.shows(record)
     shows += report_ladder.shows(record)
+    shows += report_engine_loopback.shows(record)
     shows += report_leave_one_out.shows(record)
     shows += report_quarantine.shows(record)
     for host, ab in sorted(((record.get("stages") or {}).get("link_ab") or {}).items()):
