@@ -1,9 +1,10 @@
-"""The cluster lab after playbooks/isolate_suspect.yml (day one, leave-one-out, the quarantine, the restore) and the
-ring's admission: every host's Ethernet link verified by what it is, the day-one matrix naming the suspect's transmit
-path and nothing else, the ring's admission refusing it, the ladder characterizing it (per flow, its sender, not its
-host's TCP), the real engine served with and without it (lab-c starting nothing while left out), the quarantine (lab-c
-a solo llama-server behind its gateway role, the ring served again without it), every iperf3 server and engine
-process stopped through the ledger, and the restore verifying all four hosts."""
+"""The cluster lab after playbooks/isolate_suspect.yml (day one, leave-one-out, the engine talking to itself, the
+quarantine, the restore) and the ring's admission: every host's Ethernet link verified by what it is, the day-one
+matrix naming the suspect's transmit path and nothing else, the ring's admission refusing it, the ladder
+characterizing it (per flow, its sender, not its host's TCP), the real engine served with and without it (lab-c
+starting nothing while left out) and on lab-c alone talking to itself over loopback, the quarantine (lab-c a solo
+llama-server behind its gateway role, the ring served again without it), every iperf3 server and engine process
+stopped through the ledger, and the restore verifying all four hosts."""
 
 import json
 import sys
@@ -106,10 +107,24 @@ def test_a_left_out_host_starts_nothing_of_its_configuration():
         assert sorted(mode["ranks"]) == (["lab-a", "lab-b", "lab-d"] if without else HOSTS), path.name
         assert mode["layers"]["runtime"] == ("llamacpp_rpc3" if without else "llamacpp_rpc4"), path.name
         assert mode["layers"]["left_out"] == ("lab-c" if without else "none"), path.name
-    # lab-c's ledger: a ggml-rpc-server for the whole-ring run only
+    # lab-c's ledger: a ggml-rpc-server on its link address for the whole-ring run only (its loopback one is the
+    # engine talking to itself)
     members = [e for e in host_ledger("lab-c").values()
-               if e["kind"] == "process" and "ggml-rpc-server" in str(e.get("params"))]
+               if e["kind"] == "process" and "ggml-rpc-server" in str(e.get("params"))
+               and "127.0.0.1" not in str(e.get("params"))]
     assert len(members) == 1 and {e["state"] for e in members} == {"undone"}, members
+
+
+def test_the_engine_talked_to_itself_on_lab_c_over_loopback():
+    result = fragment("engine_loopback")
+    assert sorted(result["ranks"]) == ["lab-c"], result["ranks"]
+    assert (result["layers"]["runtime"], result["layers"]["rpc"]) == ("llamacpp_rpc1", "loopback")
+    head = result["ranks"]["lab-c"]
+    assert "--rpc" in head["argv"] and head["argv"][head["argv"].index("--rpc") + 1] == "127.0.0.1:50052"
+    assert head["loopback_member"]["argv"][1:3] == ["-H", "127.0.0.1"], head["loopback_member"]
+    assert result["acceptance"]["passed"] is True
+    assert result["trials"]["figures"]["single_stream_decode_tok_s"]["median"] > 0
+    assert result["admission"]["admitted"] == ["lab-c"], result["admission"]
 
 
 def test_the_quarantine_served_lab_c_solo_and_the_ring_without_it():
