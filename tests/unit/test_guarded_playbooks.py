@@ -17,7 +17,8 @@ GUARDED = {
     "fallback.yml": (["Check the preconditions of the fallback (nothing changes before they pass)"],
                      "ring:gateway:localhost"),
     "topology.yml": (["Plan: who stays in the ring and who serves solo (nothing changes before this passes)",
-                      "Prove the way back first", "Check each solo host before anything changes"],
+                      "Prove the way back first",
+                      "Check each solo host, and the ring that stays, before anything changes"],
                      "ring:gateway:localhost"),
     "link_profile.yml": (["Check that link_profile_host names one ring host"],
                          "{{ link_profile_host | default('ring') }}:localhost"),
@@ -50,6 +51,8 @@ def test_every_playbook_that_changes_hosts_is_guarded_or_is_the_experiment_or_a_
                           "in the ledger",
         "suspect_ladder.yml": "not guarded yet, as link_test.yml: its iperf3 servers and samplers, in the ledger",
         "day_one.yml": "link_pairs.yml and suspect_ladder.yml, one after the other",
+        "isolate_suspect.yml": "day_one.yml, then leave_one_out.yml, serve.yml and topology.yml (each guarded "
+                               "itself), then restore.yml",
         "lab_up.yml": "the lab", "lab_down.yml": "the lab",
         "deadman_arm.yml": "the guard", "deadman_disarm.yml": "the guard",
     }
