@@ -31,11 +31,6 @@ def _figures(fragment: dict) -> dict:
     return figures if isinstance(figures, dict) else {}
 
 
-def _value(item) -> str:
-    number = record_view.number(item)
-    return "—" if number is None else f"{number:.1f}"
-
-
 def _passed(fragment: dict) -> str:
     acceptance = fragment.get("acceptance")
     return "passed" if isinstance(acceptance, dict) and acceptance.get("passed") else "FAILED"
@@ -48,9 +43,7 @@ def section(record: dict) -> list[str]:
         lines += [f"## The engine talking to itself: {label}", "",
                   f"{_host(fragment)}'s llama-server with its layers on its own ggml-rpc-server over loopback (no NIC "
                   f"in the path); acceptance ladder {_passed(fragment)}. Each figure is over the measured trials.", ""]
-        rows = [[fmt.cell(name), fmt.value(spread.get("n")),
-                 ", ".join(_value(v) for v in spread["values"]) if isinstance(spread.get("values"), list) else "—",
-                 _value(spread.get("median"))]
+        rows = [[fmt.cell(name), *fmt.spread_cells(spread)]
                 for name, spread in sorted(_figures(fragment).items()) if isinstance(spread, dict)]
         if rows:
             lines += fmt.table(["figure", "trials", "each trial", "median"], rows)
@@ -63,7 +56,7 @@ def shows(record: dict) -> list[str]:
     found = []
     for label, fragment in results(record):
         spread = _figures(fragment).get(FIGURE)
-        figure = (f"single-stream decode {_value(spread.get('median'))} tok/s, the median of "
+        figure = (f"single-stream decode {fmt.tenths(spread.get('median'))} tok/s, the median of "
                   f"{fmt.value(spread.get('n'))} trial(s)") if isinstance(spread, dict) else "no trial figure"
         found.append(f"The engine on {_host(fragment)} talking to itself over loopback ({label}, no NIC in the "
                      f"path): {figure}; acceptance ladder {_passed(fragment)}.")

@@ -19,11 +19,6 @@ def results(record: dict) -> list[tuple[str, dict]]:
         and isinstance(f["verdict"].get("hosts"), dict))
 
 
-def _value(item) -> str:
-    number = record_view.number(item)
-    return "—" if number is None else f"{number:.1f}"
-
-
 def section(record: dict) -> list[str]:
     """`## Leave-one-out` for each result in the record; nothing when there is none."""
     lines: list[str] = []
@@ -34,9 +29,7 @@ def section(record: dict) -> list[str]:
                   f"Whole runs of the serving cluster, each configuration once per round, {rounds} round(s); the "
                   f"figure is `{figure}` (the median of each run's trials); a member is named only when every run "
                   f"without it beat every run with it, by {threshold}x or more of the median.", ""]
-        rows = [[fmt.cell(name), fmt.value(spread.get("n")),
-                 ", ".join(_value(v) for v in spread["values"]) if isinstance(spread.get("values"), list) else "—",
-                 _value(spread.get("median"))]
+        rows = [[fmt.cell(name), *fmt.spread_cells(spread)]
                 for name, spread in verdict["configurations"].items() if isinstance(spread, dict)]
         lines += fmt.table(["configuration", "runs measured", "each run", "median"], rows)
         lines.append("")

@@ -29,8 +29,7 @@ def _hosts(items) -> str:
 
 def _median(batch: dict, figure: str) -> str:
     spread = batch.get(figure)
-    value = spread.get("median") if isinstance(spread, dict) else None
-    return "—" if not isinstance(value, (int, float)) else f"{value:.1f}"
+    return fmt.tenths(spread.get("median") if isinstance(spread, dict) else None)
 
 
 def _ring_lines(record: dict) -> list[str]:

@@ -34,6 +34,19 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
+def tenths(item) -> str:
+    """A figure to one decimal (tok/s and the like), a dash for none."""
+    number = record_view.number(item)
+    return "—" if number is None else f"{number:.1f}"
+
+
+def spread_cells(spread: dict) -> list[str]:
+    """A figure over repeated runs as table cells: how many, each run's value, the median."""
+    values = spread.get("values")
+    return [value(spread.get("n")), ", ".join(tenths(v) for v in values) if isinstance(values, list) else "—",
+            tenths(spread.get("median"))]
+
+
 def count(item) -> str:
     number = record_view.number(item)
     return "—" if number is None else f"{number:.0f}"
