@@ -987,6 +987,11 @@ def _check_build_dir(params):
 SYSCTL_NAME_RE = re.compile(r'^net\.(core|ipv4|ipv6)\.[A-Za-z0-9_.-]+$')
 
 
+def is_transport_sysctl(name):
+    """Whether ``name`` is a sysctl the ledger takes: under net.core, net.ipv4 or net.ipv6, no empty part."""
+    return isinstance(name, str) and bool(SYSCTL_NAME_RE.match(name)) and '..' not in name
+
+
 def sysctl_text(value):
     """A sysctl value as compared and recorded: its whitespace folded to single spaces, no ends."""
     return ' '.join(str(value).split())
@@ -995,7 +1000,7 @@ def sysctl_text(value):
 def _check_sysctl(params):
     _no_unknown('sysctl', params, {'name', 'path', 'previous', 'value'})
     name, path = params.get('name'), params.get('path')
-    if not isinstance(name, str) or not SYSCTL_NAME_RE.match(name) or '..' in name:
+    if not is_transport_sysctl(name):
         raise LedgerError(f'"name" of a sysctl entry must be a transport sysctl under net.core, net.ipv4 or '
                           f'net.ipv6, got {name!r}')
     suffix = '/' + name.replace('.', '/')

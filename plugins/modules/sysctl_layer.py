@@ -101,7 +101,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _ledge
 
 def sysctl_path(root, name):
     """The file of sysctl ``name`` under ``root``; a LedgerError for a name outside the transport's."""
-    if not isinstance(name, str) or not _ledger_core.SYSCTL_NAME_RE.match(name) or '..' in name:
+    if not _ledger_core.is_transport_sysctl(name):
         raise _ledger_core.LedgerError(
             f'{name!r} is not a transport sysctl: expected a name under net.core, net.ipv4 or net.ipv6, for example '
             'net.ipv4.tcp_wmem')
@@ -117,7 +117,7 @@ class SysctlLayer:
         self.module.fail_json(msg=msg, **extra)
 
     def apply(self):
-        found = {}
+        found, paths = {}, {}
         try:
             for name, wanted in sorted(self.p['settings'].items()):
                 path = sysctl_path(self.p['proc_sys_root'], name)
@@ -127,6 +127,7 @@ class SysctlLayer:
                               'network namespace. Nothing was changed for it', sysctls=found)
                 value = _ledger_core.sysctl_text(wanted)
                 found[name] = {'previous': previous, 'value': value, 'changed': previous != value, 'entry_id': None}
+                paths[name] = path
         except _ledger_core.LedgerError as exc:
             self.fail(f'{exc}. Nothing was changed', sysctls=found)
         if self.module.check_mode:
@@ -134,8 +135,7 @@ class SysctlLayer:
         for name, item in found.items():
             if not item['changed']:
                 continue
-            params = {'name': name, 'path': sysctl_path(self.p['proc_sys_root'], name),
-                      'previous': item['previous'], 'value': item['value']}
+            params = {'name': name, 'path': paths[name], 'previous': item['previous'], 'value': item['value']}
             try:
                 line = _ledger_core.record(self.p['ledger_dir'], self.p['ledger_host'], 'sysctl', params,
                                            run_id=self.p['run_id'])
