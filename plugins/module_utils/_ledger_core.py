@@ -39,8 +39,10 @@ recorded argv, environment, working directory and log file, a unit with ``system
 start``), ``gateway_config`` (a temporary gateway config; undo puts the original bytes back from the backup and restarts
 the instances that run another config, one at a time behind the front: ``_gateway_swap`` does that part),
 ``kernel_module`` (the candidate ``thunderbolt_net`` loaded for a while; undo reloads the distribution's driver and
-verifies it through sysfs: ``_tbnet_driver``), and ``build_dir`` (a private build directory; undo removes it when it
-carries inferlab's marker file or is empty).
+verifies it through sysfs: ``_tbnet_driver``), ``build_dir`` (a private build directory; undo removes it when it
+carries inferlab's marker file or is empty), ``sysctl`` (a transport sysctl; undo writes the value read before back)
+and ``nic_setting`` (a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before
+back: ``_ethtool``).
 """
 
 from __future__ import annotations
@@ -59,10 +61,12 @@ import sys
 import time
 
 try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ethtool as ethtool
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
     from ansible_collections.inferlab.distributed.plugins.module_utils import _redaction as redaction
     from ansible_collections.inferlab.distributed.plugins.module_utils import _tc as tc
 except ImportError:  # on a host, installed beside them (see the module docstring)
+    import inferlab_ethtool as ethtool
     import inferlab_ledger_proc as proc
     import inferlab_redaction as redaction
     import inferlab_tc as tc
@@ -694,6 +698,13 @@ def _no_unknown(kind, params, known):
                           f'{", ".join(sorted(known))})')
 
 
+def _check_interface(kind, interface):
+    if (not isinstance(interface, str) or not interface or len(interface) > 15 or '/' in interface
+            or any(c.isspace() for c in interface) or interface in ('.', '..')):
+        raise LedgerError(f'"interface" of a {kind} entry must be an interface name (1-15 characters, no "/" '
+                          f'or spaces), got {interface!r}')
+
+
 def _as_int(value, name, minimum=None):
     if isinstance(value, bool):
         raise LedgerError(f'"{name}" must be an integer, got {value!r}')
@@ -764,11 +775,7 @@ def _check_tc_profile(params):
             tc.check_tree(params['qdiscs'])
         except tc.TcError as exc:
             raise LedgerError(f'"qdiscs" of a tc_profile entry must be the interface\'s qdisc tree: {exc}') from None
-    interface = params.get('interface')
-    if (not isinstance(interface, str) or not interface or len(interface) > 15 or '/' in interface
-            or any(c.isspace() for c in interface) or interface in ('.', '..')):
-        raise LedgerError(f'"interface" of a tc_profile entry must be an interface name (1-15 characters, no "/" '
-                          f'or spaces), got {interface!r}')
+    _check_interface('tc_profile', params.get('interface'))
     if params.get('profile') not in TC_PROFILES and not (params.get('profile') == 'clean' and 'qdiscs' in params):
         raise LedgerError(f'"profile" of a tc_profile entry must be one of {", ".join(TC_PROFILES)} (clean is the '
                           f'absence of a profile, nothing to record), got {params.get("profile")!r}')
@@ -1015,6 +1022,29 @@ def _check_sysctl(params):
     return params
 
 
+# a NIC's ethtool settings of one group (offloads, interrupt coalescing or ring sizes: _ethtool.GROUPS) set in one
+# command by the nic_layer module. ``previous`` holds each set name's value read just before, ``value`` the value
+# set, each as text (on/off or a whole number). The undo sets back each name still at ``value``, and leaves the
+# entry open, naming them, when a name is at neither value (someone else set it since).
+def _check_nic_setting(params):
+    _no_unknown('nic_setting', params, {'interface', 'group', 'previous', 'value'})
+    _check_interface('nic_setting', params.get('interface'))
+    if params.get('group') not in ethtool.GROUPS:
+        raise LedgerError(f'"group" of a nic_setting entry must be one of {", ".join(ethtool.GROUPS)}, got '
+                          f'{params.get("group")!r}')
+    previous, value = params.get('previous'), params.get('value')
+    if not isinstance(value, dict) or not value or not isinstance(previous, dict) or set(previous) != set(value):
+        raise LedgerError('"previous" and "value" of a nic_setting entry must map the same setting names (at least '
+                          f'one) to their values, got {previous!r} and {value!r}')
+    for key, values in (('previous', previous), ('value', value)):
+        for name, text in values.items():
+            try:
+                values[name] = ethtool.setting_text(text)
+            except ethtool.EthtoolError as exc:
+                raise LedgerError(f'"{key}" of a nic_setting entry: {name}: {exc}') from None
+    return params
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the registry of kinds: kind name -> its check (its undo: _ledger_undo.UNDO). Add a kind here and there.
 
@@ -1041,4 +1071,6 @@ KINDS = {
     'build_dir': _check_build_dir,
     # a transport sysctl written at run time; undo writes the value read before it back
     'sysctl': _check_sysctl,
+    # a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before back
+    'nic_setting': _check_nic_setting,
 }

@@ -18,10 +18,12 @@ import tempfile
 import time
 
 try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ethtool as ethtool
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core as core
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
     from ansible_collections.inferlab.distributed.plugins.module_utils import _tc as tc
 except ImportError:  # on a host, installed beside them (see _ledger_core)
+    import inferlab_ethtool as ethtool
     import inferlab_ledger_core as core
     import inferlab_ledger_proc as proc
     import inferlab_tc as tc
@@ -38,18 +40,20 @@ class UndoContext:
     """What an undo function may need from its surroundings; injectable for tests.
 
     ``tc_command``: the argv prefix that runs ``tc`` (default: ``tc`` from PATH or an sbin directory); a test points
-    it into a network namespace of its own, e.g. ``['ip', 'netns', 'exec', NS, 'tc']``. ``systemctl_command`` and
-    ``container_commands`` (engine name -> argv prefix) do the same for ``systemctl``, ``docker`` and ``podman``.
+    it into a network namespace of its own, e.g. ``['ip', 'netns', 'exec', NS, 'tc']``. ``ethtool_command``,
+    ``systemctl_command`` and ``container_commands`` (engine name -> argv prefix) do the same for ``ethtool``,
+    ``systemctl``, ``docker`` and ``podman``.
     ``run_command``: a callable ``(argv, timeout) -> (rc, stdout, stderr)`` that runs every command an undo runs
     (default: subprocess with ``LC_ALL=C``); the managed_process module passes one built on its own
     ``run_command``, so that its tests see the undo's commands like its other ones."""
 
     def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0, tc_command=None,
-                 systemctl_command=None, container_commands=None, run_command=None):
+                 systemctl_command=None, container_commands=None, run_command=None, ethtool_command=None):
         self.procfs_root = procfs_root
         self.poll_interval = poll_interval
         self.kill_wait = kill_wait
         self.tc_command = list(tc_command) if tc_command else None
+        self.ethtool_command = list(ethtool_command) if ethtool_command else None
         self.systemctl_command = list(systemctl_command) if systemctl_command else None
         self.container_commands = {k: list(v) for k, v in (container_commands or {}).items() if v}
         self.run_command = run_command
@@ -842,6 +846,46 @@ def _undo_sysctl(params, ctx):
     return f'{name} back to {previous!r} (from {value!r})'
 
 
+def _undo_nic_setting(params, ctx):
+    interface, group, previous, value = params['interface'], params['group'], params['previous'], params['value']
+    prefix = ethtool.ethtool_argv(ctx.ethtool_command)
+    if prefix is None:
+        raise core.UndoError(f'ethtool is not installed on this host (package ethtool), so the {group} of '
+                             f'{interface} cannot be set back; install it and run the undo again')
+
+    def runner(argv, timeout=60):
+        return _run_command(argv, ctx, timeout=timeout)
+
+    try:
+        found = ethtool.read_group(prefix, group, interface, runner=runner)
+    except ethtool.EthtoolError as exc:
+        if 'no such device' in str(exc).lower() or 'cannot get device' in str(exc).lower():
+            return f'{interface} no longer exists, and its settings went with it: nothing to put back'
+        raise core.UndoError(f'cannot read the {group} of {interface}: {exc}') from None
+    now = {name: (found.get(name) or {}).get('value') for name in value}
+    foreign = {name: text for name, text in now.items() if text not in (previous[name], value[name])}
+    if foreign:
+        raise core.UndoError(
+            f'{interface}: ' + ', '.join(f'{name} is {text!r} now, neither the {value[name]!r} inferlab set nor the '
+                                         f'{previous[name]!r} it found' for name, text in sorted(foreign.items()))
+            + '; someone changed it since, so nothing is set back; put it back yourself ('
+            + ' '.join(ethtool.set_argv(['ethtool'], group, interface, previous)) + ') once you know who did')
+    back = {name: previous[name] for name, text in now.items() if text != previous[name]}
+    if not back:
+        return f'the {group} of {interface} are as found before already: nothing to put back'
+    argv = ethtool.set_argv(prefix, group, interface, back)
+    rc, out, err = _run_command(argv, ctx)
+    if rc != 0:
+        raise core.UndoError(f'{" ".join(argv)} exited {rc}: {(err.strip() or out.strip())[:300]}')
+    try:
+        wrong = ethtool.differences(ethtool.read_group(prefix, group, interface, runner=runner), back)
+    except ethtool.EthtoolError as exc:
+        raise core.UndoError(f'set the {group} of {interface} back, but cannot read them again: {exc}') from None
+    if wrong:
+        raise core.UndoError(f'set the {group} of {interface} back, but they read {wrong} (expected {back})')
+    return f'the {group} of {interface} back to ' + ', '.join(f'{n} {back[n]}' for n in sorted(back))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # kind name -> its undo, for every kind of the registry (_ledger_core.KINDS)
 
@@ -857,4 +901,5 @@ UNDO = {
     'kernel_module': _undo_kernel_module,
     'build_dir': _undo_build_dir,
     'sysctl': _undo_sysctl,
+    'nic_setting': _undo_nic_setting,
 }

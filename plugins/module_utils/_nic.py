@@ -21,10 +21,9 @@ is absent is None and named in ``missing``; a malformed one raises ``MalformedVa
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import subprocess
 
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ethtool
 from ansible_collections.inferlab.distributed.plugins.module_utils._identity import checked_hex_id, pci_id
 from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import (
     MalformedValueError,
@@ -34,13 +33,11 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import
 
 CLASS_NET = 'class/net'
 PCI_ID_FIELDS = ('vendor', 'device', 'subsystem_vendor', 'subsystem_device')
-ETHTOOL_DIRS = ('/usr/sbin', '/sbin')
-_FEATURE_RE = re.compile(r'^\s*([a-z0-9][a-z0-9_-]*): (on|off)( \[(fixed|requested on|requested off)\])?\s*$')
 DUPLEX_VALUES = ('full', 'half', 'unknown')
 
 
-class EthtoolParseError(ValueError):
-    """An ethtool output that is not what ethtool prints."""
+# an ethtool output that is not what ethtool prints
+EthtoolParseError = _ethtool.EthtoolError
 
 
 def parse_ethtool_info(text):
@@ -58,24 +55,14 @@ def parse_ethtool_info(text):
 
 
 def parse_ethtool_features(text):
-    """``ethtool -k``'s feature lines -> ``{name: {on, fixed}}``. Raises EthtoolParseError when the header
-    ``Features for IF:`` is missing or a line is neither a feature nor blank."""
-    lines = (text or '').splitlines()
-    if not lines or not lines[0].startswith('Features for '):
-        raise EthtoolParseError('no "Features for" header in ethtool -k output: %r' % (text or '')[:200])
-    features = {}
-    for line in lines[1:]:
-        if not line.strip():
-            continue
-        match = _FEATURE_RE.match(line)
-        if not match:
-            raise EthtoolParseError('unexpected line in ethtool -k output: %r' % line)
-        features[match.group(1)] = {'on': match.group(2) == 'on', 'fixed': match.group(4) == 'fixed'}
-    return features
+    """``ethtool -k``'s feature lines -> ``{name: {on, fixed}}`` (``_ethtool.parse_features``). Raises
+    EthtoolParseError when the header ``Features for IF:`` is missing or a line is neither a feature nor blank."""
+    return {name: {'on': item['value'] == 'on', 'fixed': item['fixed']}
+            for name, item in _ethtool.parse_features(text).items()}
 
 
 def ethtool_path():
-    return shutil.which('ethtool') or shutil.which('ethtool', path=os.pathsep.join(ETHTOOL_DIRS))
+    return (_ethtool.ethtool_argv() or [None])[0]
 
 
 def run_ethtool(option, interface, run=subprocess.run, which=ethtool_path):

@@ -1,6 +1,7 @@
 """After the restore that ends converge: each ring host's link has the qdisc tree it had before the suite (each
 tc_profile entry recorded the tree it replaced, and its undo puts exactly that back: the lab's stock-driver profile,
-which the clean play removed), its send buffer sysctl the value read before the write, and no iperf3 server and no
+which the clean play removed), its send buffer sysctl the value read before the write, its generic segmentation
+offload as found before it was turned off, and no iperf3 server and no
 sampler is left on any ring host."""
 
 import json
@@ -36,3 +37,13 @@ def test_the_send_buffer_sysctl_is_back_as_it_was_found(host):
     assert entry["params"]["value"] == "4096 16384 65536", entry
     found = " ".join(host.file("/proc/sys/net/ipv4/tcp_wmem").content_string.split())
     assert found == entry["params"]["previous"] != entry["params"]["value"], found
+
+
+def test_the_links_offload_is_back_as_it_was_found(host):
+    entries = [e for e in host_ledger(host.backend.get_hostname()).values() if e["kind"] == "nic_setting"]
+    assert entries and {e["state"] for e in entries} == {"undone"}, entries
+    entry = entries[-1]
+    assert entry["params"]["value"] == {"generic-segmentation-offload": "off"}, entry
+    features = host.check_output("ethtool -k thunderbolt0")
+    assert f"generic-segmentation-offload: {entry['params']['previous']['generic-segmentation-offload']}" in features
+    assert "generic-segmentation-offload: on" in features, features
