@@ -41,8 +41,8 @@ the instances that run another config, one at a time behind the front: ``_gatewa
 ``kernel_module`` (the candidate ``thunderbolt_net`` loaded for a while; undo reloads the distribution's driver and
 verifies it through sysfs: ``_tbnet_driver``), ``build_dir`` (a private build directory; undo removes it when it
 carries inferlab's marker file or is empty), ``sysctl`` (a transport sysctl; undo writes the value read before back)
-and ``nic_setting`` (a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before
-back: ``_ethtool``).
+``nic_setting`` (a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before
+back: ``_ethtool``) and ``driver_param`` (a driver's parameter written under ``/sys/module``; undo as a sysctl's).
 """
 
 from __future__ import annotations
@@ -1014,10 +1014,44 @@ def _check_sysctl(params):
     if not isinstance(path, str) or not os.path.isabs(path) or not os.path.normpath(path).endswith(suffix):
         raise LedgerError(f'"path" of a sysctl entry must be the absolute path of {name} (ending {suffix}), '
                           f'got {path!r}')
+    _check_setting_values('sysctl', params)
+    params['path'] = os.path.normpath(path)
+    return params
+
+
+def _check_setting_values(kind, params):
+    """``previous`` and ``value`` of a setting file's entry (sysctl, driver_param): text, whitespace folded."""
     for key in ('previous', 'value'):
         if not isinstance(params.get(key), (str, int)) or isinstance(params.get(key), bool):
-            raise LedgerError(f'"{key}" of a sysctl entry must be the value as text, got {params.get(key)!r}')
+            raise LedgerError(f'"{key}" of a {kind} entry must be the value as text, got {params.get(key)!r}')
         params[key] = sysctl_text(params[key])
+
+
+# a driver's parameter written at run time under /sys/module/DRIVER/parameters (only those the driver lets change
+# while loaded; a load-time parameter is a reload's, as the candidate thunderbolt_net's tx_e2e), by the
+# driver_param_layer module: ``path`` (under an injectable sysfs root), ``previous`` and ``value`` as the sysctl
+# kind's, and undone the same way.
+DRIVER_PARAM_NAME_RE = re.compile(r'^[A-Za-z0-9_-]+$')
+
+
+def driver_param_path(sysfs_root, driver, name):
+    """The file of ``driver``'s parameter ``name`` under ``sysfs_root``; LedgerError for a name that is not one."""
+    for label, text in (('driver', driver), ('parameter', name)):
+        if not isinstance(text, str) or not DRIVER_PARAM_NAME_RE.match(text):
+            raise LedgerError(f'{text!r} is not a {label} name: expected letters, digits, "_" or "-", for example '
+                              'virtio_net and napi_tx')
+    return os.path.join(sysfs_root, 'module', driver, 'parameters', name)
+
+
+def _check_driver_param(params):
+    _no_unknown('driver_param', params, {'driver', 'name', 'path', 'previous', 'value'})
+    driver, name, path = params.get('driver'), params.get('name'), params.get('path')
+    suffix = os.path.join('/module', str(driver), 'parameters', str(name))
+    driver_param_path('/', driver, name)
+    if not isinstance(path, str) or not os.path.isabs(path) or not os.path.normpath(path).endswith(suffix):
+        raise LedgerError(f'"path" of a driver_param entry must be the absolute path of the parameter (ending '
+                          f'{suffix}), got {path!r}')
+    _check_setting_values('driver_param', params)
     params['path'] = os.path.normpath(path)
     return params
 
@@ -1073,4 +1107,6 @@ KINDS = {
     'sysctl': _check_sysctl,
     # a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before back
     'nic_setting': _check_nic_setting,
+    # a driver's parameter written at run time under /sys/module; undo writes the value read before it back
+    'driver_param': _check_driver_param,
 }

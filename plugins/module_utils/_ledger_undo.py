@@ -810,8 +810,9 @@ def _undo_build_dir(params, ctx):
     return f'removed the build directory {path}'
 
 
-def read_sysctl(path):
-    """The value at a sysctl path as the ledger records it (core.sysctl_text); None when the path is gone."""
+def read_setting(path):
+    """The value of a setting file (a sysctl, a driver's parameter) as the ledger records it (core.sysctl_text); None
+    when the path is gone."""
     try:
         with open(path, encoding='utf-8') as handle:
             return core.sysctl_text(handle.read())
@@ -819,31 +820,44 @@ def read_sysctl(path):
         return None
 
 
-def write_sysctl(path, value):
-    """Write a sysctl (the kernel parses the text as ``sysctl -w`` would give it) and read it back."""
+def write_setting(path, value):
+    """Write a setting file (the kernel parses the text as ``sysctl -w`` or a module option would give it) and read
+    it back."""
     with open(path, 'w', encoding='utf-8') as handle:
         handle.write(str(value) + '\n')
-    return read_sysctl(path)
+    return read_setting(path)
 
 
-def _undo_sysctl(params, ctx):
-    name, path, previous, value = params['name'], params['path'], params['previous'], params['value']
-    found = read_sysctl(path)
+def _put_back_setting(label, path, previous, value, by_hand):
+    """Write ``previous`` back to the setting file ``path`` while it still holds ``value`` (inferlab's); a value at
+    neither is someone else's and left alone, ``by_hand`` saying how to put it back once they know who set it."""
+    found = read_setting(path)
     if found is None:
-        return f'{path} is gone (its network namespace with it?): nothing to put back'
+        return f'{path} is gone (its network namespace or driver with it?): nothing to put back'
     if found == previous:
-        return f'{name} is {previous!r} already: nothing to put back'
+        return f'{label} is {previous!r} already: nothing to put back'
     if found != value:
-        raise core.UndoError(f'{name} is {found!r} now, neither the {value!r} inferlab wrote nor the {previous!r} it '
+        raise core.UndoError(f'{label} is {found!r} now, neither the {value!r} inferlab wrote nor the {previous!r} it '
                              f'found: someone changed it since, so it is left alone; put it back yourself '
-                             f'(sysctl -w {name}="{previous}") once you know who did')
+                             f'({by_hand}) once you know who did')
     try:
-        back = write_sysctl(path, previous)
+        back = write_setting(path, previous)
     except OSError as exc:
         raise core.UndoError(f'could not write {previous!r} to {path}: {exc}') from None
     if back != previous:
         raise core.UndoError(f'wrote {previous!r} to {path}, but it reads {back!r}')
-    return f'{name} back to {previous!r} (from {value!r})'
+    return f'{label} back to {previous!r} (from {value!r})'
+
+
+def _undo_sysctl(params, ctx):
+    name, previous = params['name'], params['previous']
+    return _put_back_setting(name, params['path'], previous, params['value'], f'sysctl -w {name}="{previous}"')
+
+
+def _undo_driver_param(params, ctx):
+    label = f'{params["driver"]}\'s parameter {params["name"]}'
+    return _put_back_setting(label, params['path'], params['previous'], params['value'],
+                             f'echo {params["previous"]} > {params["path"]}')
 
 
 def _undo_nic_setting(params, ctx):
@@ -902,4 +916,5 @@ UNDO = {
     'build_dir': _undo_build_dir,
     'sysctl': _undo_sysctl,
     'nic_setting': _undo_nic_setting,
+    'driver_param': _undo_driver_param,
 }

@@ -96,7 +96,7 @@ import os  # noqa: E402 - after the docs, as in community.general
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _setting_layer  # noqa: E402
 
 
 def sysctl_path(root, name):
@@ -108,90 +108,33 @@ def sysctl_path(root, name):
     return os.path.join(root, *name.split('.'))
 
 
-class SysctlLayer:
-    def __init__(self, module):
-        self.module = module
-        self.p = module.params
+class Sysctl(_setting_layer.SettingFile):
+    kind = 'sysctl'
+    result_key = 'sysctls'
 
-    def fail(self, msg, **extra):
-        self.module.fail_json(msg=msg, **extra)
+    def __init__(self, root):
+        self.root = root
 
-    def apply(self):
-        found, paths = {}, {}
-        try:
-            for name, wanted in sorted(self.p['settings'].items()):
-                path = sysctl_path(self.p['proc_sys_root'], name)
-                previous = _ledger_undo.read_sysctl(path)
-                if previous is None:
-                    self.fail(f'{name} does not exist here ({path}): not a sysctl of this kernel, or not one of this '
-                              'network namespace. Nothing was changed for it', sysctls=found)
-                value = _ledger_core.sysctl_text(wanted)
-                found[name] = {'previous': previous, 'value': value, 'changed': previous != value, 'entry_id': None}
-                paths[name] = path
-        except _ledger_core.LedgerError as exc:
-            self.fail(f'{exc}. Nothing was changed', sysctls=found)
-        if self.module.check_mode:
-            return found
-        for name, item in found.items():
-            if not item['changed']:
-                continue
-            params = {'name': name, 'path': paths[name], 'previous': item['previous'], 'value': item['value']}
-            try:
-                line = _ledger_core.record(self.p['ledger_dir'], self.p['ledger_host'], 'sysctl', params,
-                                           run_id=self.p['run_id'])
-                item['entry_id'] = line['id']
-                back = _ledger_undo.write_sysctl(params['path'], item['value'])
-            except (_ledger_core.LedgerError, OSError) as exc:
-                self.fail(f'could not set {name} to {item["value"]!r}: {exc} (the ledger holds every write made '
-                          'or about to be made: a restore puts them back)', sysctls=found)
-            if back != item['value']:
-                self.fail(f'wrote {item["value"]!r} to {name}, but it reads {back!r}: the kernel took another value '
-                          '(a maximum elsewhere, or a format it does not parse). The ledger entry stays open for '
-                          'the restore', sysctls=found)
-            _ledger_core.mark(self.p['ledger_dir'], self.p['ledger_host'], line['id'], 'applied',
-                              run_id=self.p['run_id'])
-        return found
+    def locate(self, name):
+        return sysctl_path(self.root, name)
 
-    def undo(self):
-        """The ledger's undo of the host's open sysctl entries (those of O(settings)' names, or all)."""
-        names = set(self.p['settings'])
-        ids = [entry['id'] for entry in _ledger_core.entries(self.p['ledger_dir'], self.p['ledger_host'])
-               if entry['kind'] == 'sysctl' and entry['state'] in _ledger_core.OPEN_STATES
-               and (not names or entry['params']['name'] in names)]
-        if not ids:
-            return {'changed': False, 'details': [], 'failed': [], 'message': 'no open sysctl entry: nothing to undo'}
-        try:
-            return _ledger_undo.undo(self.p['ledger_dir'], self.p['ledger_host'], ids=ids, run_id=self.p['run_id'],
-                                     check_mode=self.module.check_mode)
-        except _ledger_core.LedgerError as exc:
-            self.fail(str(exc), sysctls={}, undone=[])
+    def missing(self, name, path):
+        return f'{name} does not exist here ({path}): not a sysctl of this kernel, or not one of this network namespace'
 
-    def run(self):
-        if self.p['state'] == 'applied':
-            found = self.apply()
-            self.module.exit_json(changed=any(item['changed'] for item in found.values()), sysctls=found, undone=[])
-        result = self.undo()
-        if result['failed']:
-            self.fail(f'could not put every sysctl back: {result["message"]}', sysctls={}, undone=result['details'])
-        self.module.exit_json(changed=result['changed'], sysctls={}, undone=result['details'])
+    def params(self, name, path, previous, value):
+        return {'name': name, 'path': path, 'previous': previous, 'value': value}
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
-            settings=dict(type='dict', default={}),
-            state=dict(type='str', choices=['applied', 'undone'], default='applied'),
-            proc_sys_root=dict(type='path', default='/proc/sys'),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
-        ),
+        argument_spec=_setting_layer.argument_spec(proc_sys_root=dict(type='path', default='/proc/sys')),
         supports_check_mode=True,
     )
 
 
 def main():
-    SysctlLayer(build_module()).run()
+    module = build_module()
+    _setting_layer.SettingLayer(module, Sysctl(module.params['proc_sys_root'])).run()
 
 
 if __name__ == '__main__':
