@@ -75,6 +75,17 @@ def test_a_condition_without_its_hooks_key_is_named(tmp_path):
             "link_ab_conditions / link_ab_host" in said(proc))
 
 
+def test_tunable_conditions_need_their_mappings_and_known_nic_groups(tmp_path):
+    fine = [{"name": "as-found", "hook": "nic", "nic": {}},
+            {"name": "no-gso", "hook": "nic", "nic": {"features": {"generic-segmentation-offload": False}}}]
+    assert run_plan(tmp_path, "kernel", link_ab_conditions=fine).returncode == 0
+    conditions = [{"name": "pause", "hook": "nic", "nic": {"pause": {"rx": False}}},
+                  {"name": "napi", "hook": "driver_param"}]
+    proc = run_plan(tmp_path, "kernel", link_ab_conditions=conditions)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert "found conditions ['pause', 'napi'], without their hook's key: pause, napi and link_ab_host" in said(proc)
+
+
 def test_a_dry_run_notes_every_problem_and_goes_on(tmp_path):
     conditions = [PROFILES[0], {"name": "stock", "hook": "link_profile", "profile": "clean"}]
     proc = run_plan(tmp_path, "kernel", link_ab_conditions=conditions, inferlab_preflight_collect=True)

@@ -3,8 +3,8 @@ quarantine, the restore) and the ring's admission: every host's Ethernet link ve
 matrix naming the suspect's transmit path and nothing else, the ring's admission refusing it, the ladder
 characterizing it (per flow, its sender, not its host's TCP), the real engine served with and without it (lab-c
 starting nothing while left out) and on lab-c alone talking to itself over loopback, the quarantine (lab-c a solo
-llama-server behind its gateway role, the ring served again without it), every iperf3 server and engine process
-stopped through the ledger, and the restore verifying all four hosts."""
+llama-server behind its gateway role, the ring served again without it), kept and checked by a later verify, every
+iperf3 server and engine process stopped through the ledger, and the restore verifying all four hosts."""
 
 import json
 import sys
@@ -138,6 +138,17 @@ def test_the_quarantine_served_lab_c_solo_and_the_ring_without_it():
     assert ring["admission"]["weak_in_ring"] == [], ring["admission"]
     public = json.loads(next(RUN_DIR.glob("**/fragments/topology/public.json")).read_text())["roles"]
     assert public["solo-lab-c"]["passed"] and public["solo-lab-c"]["served_by"] == [solo["url"] + "/v1"], public
+
+
+def test_a_later_verify_checked_the_kept_quarantine_and_the_restore_forgot_it():
+    [later] = (RUN_DIR.parent / "later-verify").glob("**/fragments/verify/kept_topology.json")
+    kept = json.loads(later.read_text())
+    assert kept["public_model"] and set(kept["roles"]) == {kept["public_model"], "solo-lab-c"}, kept["roles"]
+    assert all(role["passed"] for role in kept["roles"].values()), kept["roles"]
+    solo = kept["roles"]["solo-lab-c"]
+    assert solo["served_by"] == [solo["expected_backend"]] and solo["requests"] > 0, solo
+    # the kept record went with the restore that ended the quarantine
+    assert list(LAB_DIR.glob("controller/state/topology.json")) == []
 
 
 def test_every_iperf3_server_and_engine_process_was_stopped_through_the_ledger(host):
