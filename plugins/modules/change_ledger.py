@@ -110,7 +110,7 @@ options:
     description:
       - The kind of change, for O(action=record). One of V(process), V(sampler), V(file), V(tc_profile),
         V(systemd_unit), V(container), V(service_pause), V(gateway_config), V(kernel_module), V(build_dir),
-        V(sysctl).
+        V(sysctl), V(nic_setting), V(driver_param).
     type: str
   params:
     description:
@@ -156,6 +156,13 @@ options:
         C(net.core), C(net.ipv4) or C(net.ipv6)), C(path) (its file under C(/proc/sys)), C(previous) and C(value)
         (as text). Undo writes C(previous) back while the value is still C(value), and leaves a value someone else
         set alone with an error.'
+      - 'V(nic_setting): the ethtool settings of one group of a NIC (the nic_layer module records it). C(interface),
+        C(group) (V(features), V(coalesce) or V(rings)), C(previous) and C(value) (the same setting names, each
+        C(on)/C(off) or a whole number). Undo sets C(previous) back for each name still at C(value), and leaves the
+        group alone with an error when a name is at neither.'
+      - 'V(driver_param): a run-time parameter of a loaded driver (the driver_param_layer module records it). C(driver),
+        C(name), C(path) (its file under C(/sys/module/DRIVER/parameters)), C(previous) and C(value). Undo as
+        V(sysctl).'
     type: dict
   id:
     description:

@@ -209,8 +209,8 @@ def test_a_line_that_reopens_an_undone_entry_is_a_problem_not_a_reopened_entry(t
 
 def test_unknown_kind_fails_at_record_time(ledger_dir):
     with pytest.raises(_ledger_core.LedgerError,
-                       match=r"unknown ledger kind 'tc_profil': known kinds are build_dir, container, file, "
-                             r"gateway_config, kernel_module, "
+                       match=r"unknown ledger kind 'tc_profil': known kinds are build_dir, container, driver_param, "
+                             r"file, gateway_config, kernel_module, nic_setting, "
                              r"process, sampler, service_pause, sysctl, systemd_unit, tc_profile"):
         _ledger_core.record(ledger_dir, HOST, "tc_profil", {"dev": "thunderbolt0"})
     assert not os.path.exists(_ledger_core.ledger_path(ledger_dir, HOST))

@@ -69,8 +69,8 @@ def test_mark_in_check_mode_writes_nothing(tmp_path, ledger_dir):
 def test_record_unknown_kind_fails(ledger_dir):
     failed, result = run(ledger_dir, action="record", kind="tc_profil", params={"dev": "thunderbolt0"})
     assert failed
-    assert result["msg"] == ("unknown ledger kind 'tc_profil': known kinds are build_dir, container, file, "
-                             "gateway_config, kernel_module, "
+    assert result["msg"] == ("unknown ledger kind 'tc_profil': known kinds are build_dir, container, driver_param, "
+                             "file, gateway_config, kernel_module, nic_setting, "
                              "process, sampler, service_pause, sysctl, systemd_unit, tc_profile")
     assert not os.path.exists(ledger_dir)
 
