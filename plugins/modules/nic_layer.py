@@ -8,7 +8,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: nic_layer
-short_description: Set a NIC's offloads, interrupt coalescing or ring sizes for a run, recorded in the change ledger first
+short_description: Set a NIC's offloads, coalescing or ring sizes for a run, recorded in the change ledger first
 version_added: 0.1.0
 description:
   - Sets a NIC's ethtool settings, a group at a time (O(features) with C(ethtool -K), O(coalesce) with C(ethtool -C),
@@ -207,7 +207,8 @@ class NicLayer:
                if entry['kind'] == KIND and entry['state'] in _ledger_core.OPEN_STATES
                and self.p['interface'] in (None, entry['params']['interface'])]
         if not ids:
-            return {'changed': False, 'details': [], 'failed': [], 'message': 'no open nic_setting entry: nothing to undo'}
+            return {'changed': False, 'details': [], 'failed': [],
+                    'message': 'no open nic_setting entry: nothing to undo'}
         try:
             return _ledger_undo.undo(self.p['ledger_dir'], self.p['ledger_host'], ids=ids, run_id=self.p['run_id'],
                                      check_mode=self.module.check_mode)
