@@ -148,7 +148,7 @@ class CoalescingNic:
     def run(self, argv, timeout):
         self.commands.append(argv)
         if argv[1] == '-C':
-            self.values.update(dict(zip(argv[3::2], argv[4::2])))
+            self.values.update(dict(zip(argv[3::2], argv[4::2], strict=True)))
             return 0, '', ''
         text = fixture('ice-coalesce.txt').replace('rx-usecs: 12', 'rx-usecs: ' + self.values['rx-usecs'])
         return 0, text.replace('tx-usecs: 28', 'tx-usecs: ' + self.values['tx-usecs']), ''
