@@ -78,6 +78,17 @@ def undo(ledger_dir, host, ids=None, run_id=None, ctx=None, check_mode=False, ex
         return _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude)
 
 
+def undo_kind(ledger_dir, host, kind, select=None, run_id=None, check_mode=False):
+    """``undo`` of the host's open entries of ``kind`` (those whose params ``select`` keeps, or all), newest first;
+    with none open, a no-op result that says so. The layer modules' ``state=undone``."""
+    ids = [entry['id'] for entry in core.entries(ledger_dir, host)
+           if entry['kind'] == kind and entry['state'] in core.OPEN_STATES
+           and (select is None or select(entry['params']))]
+    if not ids:
+        return {'changed': False, 'details': [], 'failed': [], 'message': f'no open {kind} entry: nothing to undo'}
+    return undo(ledger_dir, host, ids=ids, run_id=run_id, check_mode=check_mode)
+
+
 def _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude=None):
     core.check_lock_owner(ledger_dir, host, run_id)
     entries, problems = core.read_ledger(ledger_dir, host)

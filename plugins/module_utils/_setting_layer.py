@@ -94,15 +94,10 @@ class SettingLayer:
     def undo(self):
         """The ledger's undo of the host's open entries of this kind (those of the names given, or all)."""
         names = set(self.p['settings'])
-        ids = [entry['id'] for entry in _ledger_core.entries(self.p['ledger_dir'], self.p['ledger_host'])
-               if entry['kind'] == self.setting.kind and entry['state'] in _ledger_core.OPEN_STATES
-               and (not names or entry['params']['name'] in names)]
-        if not ids:
-            return {'changed': False, 'details': [], 'failed': [],
-                    'message': f'no open {self.setting.kind} entry: nothing to undo'}
         try:
-            return _ledger_undo.undo(self.p['ledger_dir'], self.p['ledger_host'], ids=ids, run_id=self.p['run_id'],
-                                     check_mode=self.module.check_mode)
+            return _ledger_undo.undo_kind(self.p['ledger_dir'], self.p['ledger_host'], self.setting.kind,
+                                          select=lambda params: not names or params['name'] in names,
+                                          run_id=self.p['run_id'], check_mode=self.module.check_mode)
         except _ledger_core.LedgerError as exc:
             self.fail(str(exc))
 

@@ -203,15 +203,10 @@ class NicLayer:
 
     def undo(self):
         """The ledger's undo of the host's open nic_setting entries (those of O(interface), or all)."""
-        ids = [entry['id'] for entry in _ledger_core.entries(self.p['ledger_dir'], self.p['ledger_host'])
-               if entry['kind'] == KIND and entry['state'] in _ledger_core.OPEN_STATES
-               and self.p['interface'] in (None, entry['params']['interface'])]
-        if not ids:
-            return {'changed': False, 'details': [], 'failed': [],
-                    'message': 'no open nic_setting entry: nothing to undo'}
         try:
-            return _ledger_undo.undo(self.p['ledger_dir'], self.p['ledger_host'], ids=ids, run_id=self.p['run_id'],
-                                     check_mode=self.module.check_mode)
+            return _ledger_undo.undo_kind(self.p['ledger_dir'], self.p['ledger_host'], KIND,
+                                          select=lambda params: self.p['interface'] in (None, params['interface']),
+                                          run_id=self.p['run_id'], check_mode=self.module.check_mode)
         except _ledger_core.LedgerError as exc:
             self.fail(str(exc))
 
