@@ -15,7 +15,7 @@ from labinfo import RING, assert_records_valid, own_processes  # noqa: E402
 
 testinfra_hosts = RING
 RESULTS = json.loads((Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "interrupt.json").read_text())
-POINTS = ["pause", "tp2_baseline+4", "deadman:tp2_baseline+2"]
+POINTS = ["pause", "deadman:tp2_baseline+2"]
 NOTHING_LEFT = {"open_ledger_entries": [], "ledger_locks": [], "processes": [], "tc_profiles": [], "build_dirs": [],
                 "gateway_config": [], "lab_problems": [], "controller_processes": []}
 
