@@ -43,7 +43,10 @@ class Progress:
         if kind == "playbook_on_play_start" and not self.staged:
             self.say(f"play: {data.get('play') or data.get('name') or '(unnamed)'}")
         elif kind in ("runner_on_failed", "runner_item_on_failed") and not data.get("ignore_errors"):
-            self.say(f"failed on {host_of(data)}: {data.get('task') or '(unnamed task)'}: {message_of(data)}")
+            first, *more = message_lines(data)
+            self.say(f"failed on {host_of(data)}: {data.get('task') or '(unnamed task)'}: {first}")
+            for line in more:
+                self.say(f"  {line}")
         elif kind == "runner_on_unreachable":
             self.say(f"unreachable: {host_of(data)}: {message_of(data)}")
         return True
@@ -131,16 +134,27 @@ def host_of(data: dict) -> str:
 
 
 def message_of(data: dict) -> str:
+    """The failure's message on one line, cut at MESSAGE_MAX (a list's items joined with "; ")."""
+    lines = message_lines(data)
+    return truncate("; ".join(lines))
+
+
+def message_lines(data: dict) -> list[str]:
+    """The failure's message as the lines to show: a message that is a list (a site dry run's problems, each a whole
+    sentence) one item a line, each whole; any other message one line, cut at MESSAGE_MAX."""
     res = data.get("res") or {}
     if res.get("censored"):
-        return "(output hidden: no_log)"
+        return ["(output hidden: no_log)"]
     msg = res.get("msg") or res.get("stderr") or res.get("reason") or ""
-    if isinstance(msg, list):
-        msg = "; ".join(str(m) for m in msg)
+    label = ""
     if data.get("item") is not None or res.get("item") is not None:
-        label = (res.get("_ansible_item_label") or res.get("item") or data.get("item"))
-        msg = f"[{label}] {msg}"
-    return truncate(" ".join(str(msg).split())) or "(no message)"
+        label = f"[{res.get('_ansible_item_label') or res.get('item') or data.get('item')}] "
+    if isinstance(msg, list) and len(msg) > 1:
+        items = [" ".join(str(m).split()) for m in msg]
+        return [label + items[0]] + items[1:]
+    if isinstance(msg, list):
+        msg = " ".join(str(m) for m in msg)
+    return [truncate(" ".join(f"{label}{msg}".split())) or "(no message)"]
 
 
 def truncate(text: str) -> str:

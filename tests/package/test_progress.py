@@ -105,6 +105,19 @@ def test_failed_tasks_and_items_with_host_and_message_an_ignored_failure_not_and
     ]
 
 
+def test_a_dry_runs_problems_are_shown_every_one_whole_one_a_line(tmp_path):
+    """A failure whose message is a list (the site dry run's: a heading, then a problem an item) shows every item on
+    a line of its own, whole, however many and however long: the whole list, not its first 300 characters."""
+    out = io.StringIO()
+    problems = [f"lab-{i}: Stop if the model's disk is small: expected 60 GB free at /models, found {i} GB; set "
+                f"inferlab_model_path to a volume with room ({'x' * 200})" for i in range(13)]
+    failed = {"host": "localhost", "task": "Stop if the site has a problem",
+              "res": {"msg": ["The site dry run found 13 problem(s):"] + problems}}
+    progress.Progress(tmp_path, stream=out)({"event": "runner_on_failed", "event_data": failed})
+    assert lines_of(out) == ["failed on localhost: Stop if the site has a problem: The site dry run found 13 "
+                             "problem(s):"] + ["  " + problem for problem in problems]
+
+
 def test_a_plan_that_is_not_json_gives_stages_without_their_place(tmp_path):
     out = io.StringIO()
     write_json(tmp_path / "fragments" / "experiment" / "plan.json", ["not", "a", "plan"])
