@@ -85,6 +85,17 @@ def _retransmits(summary, direction):
     return part.get("retransmits")
 
 
+def _side_by_side(forward, reverse):
+    """Each direction alone: the a -> b run's intervals beside the b -> a run's (-R), second by second (as many as
+    the shorter run has)."""
+    rows = []
+    ahead_rows, back_rows = (forward or {}).get("intervals") or [], (reverse or {}).get("intervals") or []
+    for ahead, back in zip(ahead_rows, back_rows, strict=False):
+        rows.append(dict(ahead, reverse_bps=back.get("reverse_bps"),
+                         omitted=bool(ahead.get("omitted") or back.get("omitted"))))
+    return rows
+
+
 def link_test_result(inputs):
     if not isinstance(inputs, dict):
         raise AnsibleFilterError("link_test_result expects a dict, got %s" % type(inputs).__name__)
@@ -108,18 +119,27 @@ def _assemble(inputs):
     tests, verdicts = {}, {}
     weak = None
     if "asymmetry" in results:
-        bidir = results["asymmetry"]["bidir"]
-        a_to_b, b_to_a = _receiver_bps(bidir, "forward"), _receiver_bps(bidir, "reverse")
+        runs = results["asymmetry"]
+        # --bidir: one run, both directions at once; iperf3 before 3.16 (one thread for both): each direction alone,
+        # a_to_b as sent and b_to_a with -R (iperf3_summary reports that under `reverse`)
+        together = "bidir" in runs
+        forward, reverse = (runs["bidir"], runs["bidir"]) if together else (runs["a_to_b"], runs["b_to_a"])
+        a_to_b, b_to_a = _receiver_bps(forward, "forward"), _receiver_bps(reverse, "reverse")
         verdict = asymmetry_verdict(a_to_b, b_to_a, a, b, threshold=thresholds["asymmetry"])
         weak = verdict.get("weak_direction")
         tests["asymmetry"] = {
             "a_to_b_bps": a_to_b, "b_to_a_bps": b_to_a,
-            "iperf3_retransmits": {"a_to_b": _retransmits(bidir, "forward"), "b_to_a": _retransmits(bidir, "reverse")},
+            "mode": "bidir" if together else "each direction alone",
+            "iperf3_version": inputs.get("iperf3_version"),
+            "iperf3_retransmits": {"a_to_b": _retransmits(forward, "forward"),
+                                   "b_to_a": _retransmits(reverse, "reverse")},
             "host_counters": counters("asymmetry"),
             "verdict": verdict,
-            "intervals": bidir.get("intervals") or [],
+            "intervals": (forward.get("intervals") or []) if together else _side_by_side(forward, reverse),
         }
-        verdicts["asymmetry"] = verdict["text"]
+        verdicts["asymmetry"] = verdict["text"] if together else (
+            "%s (each direction alone: iperf3 %s runs --bidir in one thread)" % (verdict["text"],
+                                                                                 inputs.get("iperf3_version")))
     if "flow_sweep" in results:
         runs = results["flow_sweep"]
         sweep = {"a_to_b": {}, "b_to_a": {}}

@@ -190,7 +190,8 @@ def _link_tests(host: str, result: dict) -> list[str]:
     if "asymmetry" in tests:
         rows.append(
             (
-                "asymmetry (bidir)",
+                "asymmetry (bidir)" if tests["asymmetry"].get("mode", "bidir") == "bidir"
+                else "asymmetry (each direction alone)",
                 tests["asymmetry"]["a_to_b_bps"],
                 tests["asymmetry"]["b_to_a_bps"],
                 tests["asymmetry"],

@@ -38,6 +38,25 @@ def test_weak_direction_is_characterised_by_the_sweep():
     assert result["verdicts"]["flow_sweep"].startswith("lab-b -> lab-a (the weak direction): per-host limit")
 
 
+def test_an_iperf3_before_3_16_measures_each_direction_alone_and_says_so():
+    """iperf3 3.12 runs --bidir's two directions in one thread: the asymmetry test runs a plain run and a -R run, one
+    after the other, and the result names the mode and the version, never a one-thread bottleneck as an asymmetry."""
+    data = inputs(iperf3_version="3.12")
+    data["results"]["asymmetry"] = {"a_to_b": iperf3("plain.json"), "b_to_a": iperf3("reverse.json")}
+    asymmetry = link_test_result(data)["tests"]["asymmetry"]
+    assert asymmetry["a_to_b_bps"] == iperf3("plain.json")["forward"]["receiver_bps"]
+    assert asymmetry["b_to_a_bps"] == iperf3("reverse.json")["reverse"]["receiver_bps"]
+    assert (asymmetry["mode"], asymmetry["iperf3_version"]) == ("each direction alone", "3.12")
+    # the two runs' seconds side by side, as --bidir's intervals carry both directions
+    first = asymmetry["intervals"][0]
+    assert (first["forward_bps"], first["reverse_bps"]) == (iperf3("plain.json")["intervals"][0]["forward_bps"],
+                                                            iperf3("reverse.json")["intervals"][0]["reverse_bps"])
+    assert None not in (first["forward_bps"], first["reverse_bps"])
+    assert link_test_result(data)["verdicts"]["asymmetry"].endswith(
+        "(each direction alone: iperf3 3.12 runs --bidir in one thread)")
+    assert link_test_result(inputs())["tests"]["asymmetry"]["mode"] == "bidir"
+
+
 def test_symmetric_link_has_nothing_to_characterise():
     data = inputs()
     bidir = dict(data["results"]["asymmetry"]["bidir"])
