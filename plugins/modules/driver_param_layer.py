@@ -17,7 +17,7 @@ description:
   - Only a parameter the driver lets change while loaded (its file writable, such as C(virtio_net)'s C(napi_tx)) is
     taken. One that is read-only (mode 0444, such as C(virtio_net)'s C(gso)) is set when the driver loads, so
     changing it is a reload, as the candidate C(thunderbolt_net)'s C(tx_e2e) is
-    (P(inferlab.distributed.tbnet_module#module)): it fails here, with nothing changed.
+    (P(inferlab.distributed.tbnet_module#module)), so it fails here, with nothing changed.
   - Before each write it reads the value, records a V(driver_param) entry in the host's change ledger with that
     value (C(previous)) and the one it writes, then writes, reads back and marks the entry applied. The ledger's undo
     (a restore, or O(state=undone)) writes C(previous) back exactly, and leaves alone a value someone else set since.
