@@ -141,7 +141,7 @@ def test_the_quarantine_served_lab_c_solo_and_the_ring_without_it():
 
 
 def test_a_later_verify_checked_the_kept_quarantine_and_the_restore_forgot_it():
-    [later] = (RUN_DIR.parent / "later-verify").glob("**/fragments/verify/kept_topology.json")
+    [later] = (RUN_DIR.parent / "later-verify").glob("**/fragments/kept_topology/public.json")
     kept = json.loads(later.read_text())
     assert kept["public_model"] and set(kept["roles"]) == {kept["public_model"], "solo-lab-c"}, kept["roles"]
     assert all(role["passed"] for role in kept["roles"].values()), kept["roles"]
