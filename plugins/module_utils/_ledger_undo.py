@@ -884,7 +884,8 @@ def _undo_nic_setting(params, ctx):
     try:
         found = ethtool.read_group(prefix, group, interface, runner=runner)
     except ethtool.EthtoolError as exc:
-        if 'no such device' in str(exc).lower() or 'cannot get device' in str(exc).lower():
+        # ethtool's ioctl and netlink paths say it differently
+        if any(text in str(exc).lower() for text in ('no such device', 'no device matches name')):
             return f'{interface} no longer exists, and its settings went with it: nothing to put back'
         raise core.UndoError(f'cannot read the {group} of {interface}: {exc}') from None
     now = {name: (found.get(name) or {}).get('value') for name in value}

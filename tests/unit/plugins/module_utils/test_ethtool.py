@@ -187,3 +187,12 @@ def test_an_undo_of_a_change_never_made_sets_nothing(tmp_path):
     result = undo_entry(tmp_path, nic)
     assert result['failed'] == [] and not [argv for argv in nic.commands if argv[1] == '-C']
     assert 'as found before already' in result['details'][0]['message']
+
+
+def test_an_undo_whose_interface_is_gone_has_nothing_to_set_back(tmp_path):
+    class Gone(CoalescingNic):
+        def run(self, argv, timeout):
+            self.commands.append(argv)
+            return 1, '', 'netlink error: no device matches name (offset 24)\nnetlink error: No such device\n'
+    result = undo_entry(tmp_path, Gone())
+    assert result['failed'] == [] and 'em1 no longer exists' in result['details'][0]['message']
