@@ -1,6 +1,7 @@
 """The staged experiment's plan against its ring's hosts, refused before anything connects or changes: on a ring
 whose links are Ethernet (inferlab_link_kind), the stages that swap the thunderbolt_net driver, naming the stages
-and the hosts (a plan without them goes on); a Windows member, naming what inferlab would need for it. A real
+and the hosts (a plan without them goes on); a Windows member, naming what inferlab would need for it; a quarantine an
+earlier run kept, naming the command that ends it. A real
 ansible-playbook run of roles/experiment/tasks/plan.yml on the controller."""
 
 import json
@@ -37,7 +38,9 @@ def run_plan(tmp_path, stages, kind, **second_host):
         "gpu-a": host, "gpu-b": {**host, **second_host}}}}}}))
     playbook = tmp_path / "plan.yml"
     playbook.write_text(PLAYBOOK)
-    extra = json.dumps({"inferlab_run_dir": str(tmp_path), "experiment_stages": stages})
+    # no kept quarantine unless a test writes one there
+    extra = json.dumps({"inferlab_run_dir": str(tmp_path), "experiment_stages": stages,
+                        "inferlab_topology_kept_file": str(tmp_path / "topology.json")})
     return subprocess.run(
         [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", extra], cwd=REPO_ROOT,
         env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
@@ -77,4 +80,16 @@ def test_a_windows_member_is_refused_at_the_plan_naming_what_it_would_need(tmp_p
     assert "The plan cannot run on gpu-b: a Windows host" in text and "nothing was changed" in text
     assert ("a Windows member would need Ansible's Windows connection in every role, iperf3 and the counter sampler "
             "on Windows, and process management and ledger kinds") in text
+    assert "went on" not in proc.stdout
+
+
+def test_a_quarantine_kept_by_an_earlier_run_is_refused_naming_how_to_end_it(tmp_path):
+    (tmp_path / "topology.json").write_text(json.dumps({
+        "format": "inferlab.kept_topology/1", "run_id": "r1", "solo": ["gpu-b"], "roles": [],
+        "restore": "inferlab run restore -e restore_known_good_dir=runs/r1/known_good"}))
+    proc = run_plan(tmp_path, ["verify", "control"], None)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert ("A quarantine an earlier run kept is in place (%s: inferlab run restore -e "
+            "restore_known_good_dir=runs/r1/known_good ends it); end it before another run changes these hosts"
+            % (tmp_path / "topology.json")) in said(proc)
     assert "went on" not in proc.stdout
