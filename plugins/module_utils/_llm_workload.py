@@ -218,9 +218,14 @@ def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefi
 
 def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1, prompt_tokens=None,
                   prefix_tokens=None, output_tokens=64, first_token_timeout_s=30.0, total_timeout_s=300.0,
-                  extra_body=None, prompt_sizing="words", context_tokens=None, flush_method="flush_cache"):
+                  extra_body=None, prompt_sizing="words", context_tokens=None, flush_method="flush_cache",
+                  prefill_floor_tokens_per_s=None):
     """Raise WorkloadError, saying what was expected and what was found, for options that cannot make a batch."""
     problems = []
+    if prefill_floor_tokens_per_s is not None and not (prefill_floor_tokens_per_s > 0
+                                                       and math.isfinite(prefill_floor_tokens_per_s)):
+        problems.append("prefill_floor_tokens_per_s must be a finite number more than 0, got %r"
+                        % prefill_floor_tokens_per_s)
     if flush_method not in FLUSH_METHODS:
         problems.append("flush_method must be one of %s, got %r" % (", ".join(FLUSH_METHODS), flush_method))
     if prompt_sizing not in PROMPT_SIZINGS:
@@ -466,6 +471,21 @@ def _read_body(sock, response, deadline):
         return "(the body could not be read: %s: %s)" % (type(exc).__name__, exc)
 
 
+def first_token_deadline_s(margin_s, prompt_tokens, in_flight=1, prefill_floor_tokens_per_s=None):
+    """Seconds a request may wait for its first token: ``margin_s``, plus, with a prefill rate floor, the prefill of
+    its prompt and of the prompts in flight with it (a server prefills a wave's prompts before any of their first
+    tokens) at that floor. A real model prefills about 1,000 uncached tokens a second: a flat deadline sized for a
+    short prompt calls a near-context-length prompt's prefill a hang."""
+    if not prefill_floor_tokens_per_s:
+        return float(margin_s)
+    return round(float(margin_s) + float(prompt_tokens or 0) * in_flight / float(prefill_floor_tokens_per_s), 3)
+
+
+def _prompt_length(record):
+    """The prompt's tokens as sized: the server's count where it was asked, else the requested length."""
+    return record["content_tokens"] if record["content_tokens"] is not None else record["requested_prompt_tokens"]
+
+
 def new_record(index, requested_prompt_tokens, capture_headers, content_tokens=None):
     return {
         "index": index, "ok": False, "status": None, "error": None, "start": None, "end_offset_s": None,
@@ -474,11 +494,14 @@ def new_record(index, requested_prompt_tokens, capture_headers, content_tokens=N
         "output_tokens": None, "chunks": 0, "ttft_s": None, "latency_s": None, "output_tok_s": None,
         "decode_tok_s": None, "tpot_s": None, "itl_s": [], "spec_accept_length": None, "spec_verify_ct": None,
         "server_timings": None, "headers": dict((name, None) for name in capture_headers),
+        "first_token_deadline_s": None,
     }
 
 
-def stream_request(target, api, payload, headers, record, first_token_timeout_s, total_timeout_s, origin):
-    """Send one streamed request and fill ``record`` (see ``new_record``) with what happened.
+def stream_request(target, api, payload, headers, record, first_token_timeout_s, total_timeout_s, origin,
+                   first_token_why="first_token_timeout_s"):
+    """Send one streamed request and fill ``record`` (see ``new_record``) with what happened; ``first_token_why``
+    says, in a hang's message, where ``first_token_timeout_s`` came from.
 
     It never raises for what the server or the network did: that goes into ``record["error"]`` as ``{kind, message,
     body}``, kind one of ``connection``, ``http``, ``not_a_stream``, ``hang``, ``timeout``, ``malformed``,
@@ -534,8 +557,8 @@ def stream_request(target, api, payload, headers, record, first_token_timeout_s,
             if stream.first is None and first_token_timeout_s < total_timeout_s:
                 found = ("no response headers" if record["status"] is None else "HTTP status %d, %d events, none "
                          "with generated text" % (record["status"], stream.events))
-                raise _Failure("hang", "no token within %g s (first_token_timeout_s): %s"
-                               % (first_token_timeout_s, found)) from None
+                raise _Failure("hang", "no token within %g s (%s): %s"
+                               % (first_token_timeout_s, first_token_why, found)) from None
             raise _Failure("timeout", "no complete response within %g s (total_timeout_s): HTTP status %s, %d "
                                       "chunks with generated text"
                            % (total_timeout_s, record["status"], stream.chunks)) from None
@@ -734,8 +757,11 @@ def summarize(records, wall_s):
 def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1, concurrency=1, prompt_tokens=None,
               prefix_tokens=None, output_tokens=64, flush=False, first_token_timeout_s=30.0, total_timeout_s=300.0,
               seed=0, capture_headers=None, extra_body=None, prompt_sizing="words", context_tokens=None,
-              flush_method="flush_cache"):
+              flush_method="flush_cache", prefill_floor_tokens_per_s=None):
     """Send one batch and return its dict: options, ``cache`` label, figures, ``definitions``, raw ``records``.
+
+    With ``prefill_floor_tokens_per_s`` each request's first-token deadline is ``first_token_timeout_s`` plus its
+    prefill at that rate (``first_token_deadline_s``), recorded in each record and in ``first_token_deadline``.
 
     Raises WorkloadError for options or a URL that cannot make a batch (nothing sent). A refused flush, a tokenizer
     that cannot be asked (``prompt_sizing="tokenizer"``) or a prompt that cannot fit ``context_tokens`` returns the
@@ -745,7 +771,7 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
                   prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, output_tokens=output_tokens,
                   first_token_timeout_s=first_token_timeout_s, total_timeout_s=total_timeout_s,
                   extra_body=extra_body, prompt_sizing=prompt_sizing, context_tokens=context_tokens,
-                  flush_method=flush_method)
+                  flush_method=flush_method, prefill_floor_tokens_per_s=prefill_floor_tokens_per_s)
     target = Target(url)
     capture_headers = [name.lower() for name in (DEFAULT_CAPTURE_HEADERS if capture_headers is None
                                                  else capture_headers)]
@@ -797,11 +823,22 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
         batch.update(cache="cold", cache_flushed=True)
 
     records = [new_record(index, prompts[index][1], capture_headers, prompts[index][2]) for index in range(requests)]
+    in_flight = 1 if kind == "single_stream" else min(concurrency, requests)
+    for record in records:
+        record["first_token_deadline_s"] = first_token_deadline_s(
+            first_token_timeout_s, _prompt_length(record), in_flight, prefill_floor_tokens_per_s)
+    batch["first_token_deadline"] = {
+        "margin_s": first_token_timeout_s, "prefill_floor_tokens_per_s": prefill_floor_tokens_per_s,
+        "prompts_in_flight": in_flight, "longest_s": max(r["first_token_deadline_s"] for r in records)}
     origin = time.perf_counter()
 
+    why = ("first_token_timeout_s" if not prefill_floor_tokens_per_s else
+           "first_token_timeout_s %g s + the prefill of %d prompt(s) in flight at %g tokens/s"
+           % (first_token_timeout_s, in_flight, prefill_floor_tokens_per_s))
+
     def run_one(index):
-        stream_request(target, api, payloads[index], headers, records[index], first_token_timeout_s,
-                       total_timeout_s, origin)
+        stream_request(target, api, payloads[index], headers, records[index],
+                       records[index]["first_token_deadline_s"], total_timeout_s, origin, first_token_why=why)
 
     if kind == "repeated_prefix":
         run_one(0)

@@ -145,9 +145,16 @@ options:
   first_token_timeout_s:
     description:
       - A request with no generated token this many seconds after it was sent fails as C(hang). Connecting must
-        also succeed within it.
+        also succeed within it. With O(prefill_floor_tokens_per_s), the margin added to each prompt's prefill.
     type: float
     default: 30
+  prefill_floor_tokens_per_s:
+    description:
+      - The slowest prefill the server is expected to manage, in uncached prompt tokens a second (a real model
+        about 1,000). Each request's first-token deadline is then O(first_token_timeout_s) plus the prefill of its
+        prompt and of the prompts in flight with it at this rate, recorded as C(first_token_deadline_s) in each
+        record and as C(first_token_deadline) in the batch. Unset, every request has O(first_token_timeout_s).
+    type: float
   total_timeout_s:
     description:
       - A request whose stream has not ended (with C(data) V([DONE])) this many seconds after it was sent fails as
@@ -264,6 +271,14 @@ batch:
       returned: success
       type: str
       sample: null
+    first_token_deadline:
+      description:
+        - The first-token deadlines used, C({margin_s, prefill_floor_tokens_per_s, prompts_in_flight, longest_s})
+          - O(first_token_timeout_s), O(prefill_floor_tokens_per_s) (null without one), the prompts prefilled with
+          each, and the longest deadline. Each record has its own C(first_token_deadline_s).
+      returned: success, when requests were sent
+      type: dict
+      sample: {margin_s: 60, prefill_floor_tokens_per_s: 500, prompts_in_flight: 1, longest_s: 122.1}
     wall_s:
       description: From the first request sent to the last byte received (or the last failure), in seconds.
       returned: success
@@ -369,7 +384,8 @@ class LlmWorkload:
                 total_timeout_s=params['total_timeout_s'], seed=params['seed'],
                 capture_headers=params['capture_headers'], extra_body=params['extra_body'],
                 prompt_sizing=params['prompt_sizing'], context_tokens=params['context_tokens'],
-                flush_method=params['flush_method'])
+                flush_method=params['flush_method'],
+                prefill_floor_tokens_per_s=params['prefill_floor_tokens_per_s'])
         except WorkloadError as err:
             self.module.fail_json(msg=str(err), cache_flushed=False)
         if params['record_path']:
@@ -424,6 +440,7 @@ def build_module():
             prompt_sizing=dict(type='str', choices=list(PROMPT_SIZINGS), default='words'),
             context_tokens=dict(type='int', no_log=False),
             first_token_timeout_s=dict(type='float', default=30.0, no_log=False),
+            prefill_floor_tokens_per_s=dict(type='float', no_log=False),
             total_timeout_s=dict(type='float', default=300.0),
             seed=dict(type='int', default=0),
             capture_headers=dict(type='list', elements='str', default=list(DEFAULT_CAPTURE_HEADERS)),

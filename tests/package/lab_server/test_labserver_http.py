@@ -371,3 +371,22 @@ def test_a_client_reset_is_logged_without_a_traceback(start_server):
     log = server.log_text()
     assert "client connection closed" in log
     assert "Traceback" not in log
+
+
+def test_a_server_that_loads_after_its_start(start_server):
+    """--lab-ready-after: the pidfile names the process at once, the port answers 503 while it loads, a signal ends
+    the load cleanly; once loaded it serves."""
+    loading = start_server("--lab-ready-after", "600")
+    assert "Loading the model weights (--lab-ready-after 600.0 s)" in loading.log_text()
+    assert loading.request("GET", "/health")[0] == 503
+    assert loading.request("POST", "/v1/chat/completions", chat("hi", max_tokens=3))[0] == 503
+    loading.proc.send_signal(signal.SIGTERM)
+    assert loading.wait_exit() == 0
+    assert not loading.pidfile.exists()
+
+    loaded = start_server("--lab-ready-after", "0.5", "--lab-step-time", "0")
+    deadline = time.monotonic() + 15
+    while loaded.request("GET", "/health")[0] != 200:
+        assert time.monotonic() < deadline, loaded.log_text()
+        time.sleep(0.05)
+    assert loaded.request("POST", "/v1/chat/completions", chat("hi", max_tokens=3))[0] == 200

@@ -43,6 +43,9 @@ Lab knobs (defaults keep a lab run short):
   steps answered), a rank dying in the middle of a run;
 - ``--lab-pidfile PATH``: written once serving (TP rank 0: after rank 1 joined; rank 1: once joined), removed on
   SIGTERM/SIGINT;
+- ``--lab-ready-after S`` (0): seconds of loading after every start (TP mode: once the ranks joined) with the port
+  open and every request answered 503, as a real model's weights take minutes; the pidfile is written when the load
+  starts (a daemon's pidfile names it from its start), so a restart is seen at once and its serving only later;
 - ``--lab-rank-timeout S`` (60): how long ranks wait for each other at start;
 - ``--print-versions``: one JSON object (sglang, torch, cuda, nccl, server) on stdout, exit 0.
 

@@ -182,6 +182,7 @@ class LabService:
         self.mode = "tp" if cfg.tp else "replica"
         self.started = time.time()
         self.ready = False
+        self.loading = False  # --lab-ready-after: generation answers 503 until the weights are loaded
         self.health_timeout = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 
     def make_request(self, rid: str, prompt_tokens: list, prompt_key: str, limit: int | None, natural_cap: int,
@@ -353,6 +354,9 @@ class Handler(BaseHTTPRequestHandler):
             if method in ("POST", "PUT"):
                 if isinstance(body_or_error, RequestError):
                     raise body_or_error
+                if self.server.lab.loading:
+                    raise RequestError(503, "the server is still loading the model weights",
+                                       code="service_unavailable")
                 route(self, path, body_or_error)
             else:
                 route(self, path)

@@ -164,7 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--lab-kill-after-steps", type=_positive_int, metavar="N",
                      help="kill this process with SIGKILL after N decode steps (a rank dying in the middle of a run)")
     lab.add_argument("--lab-pidfile", metavar="PATH",
-                     help="written once serving (TP rank 0: once all ranks joined), removed on SIGTERM/SIGINT")
+                     help="written once serving (TP rank 0: once all ranks joined; with --lab-ready-after, when the "
+                          "load starts), removed on SIGTERM/SIGINT")
+    lab.add_argument("--lab-ready-after", type=_non_negative_float, default=0.0, metavar="S",
+                     help="seconds of loading (HTTP 503, no token) before the warm-up, as a real model's weights and "
+                          "CUDA graphs take minutes after every start; TP mode: once the ranks joined")
     lab.add_argument("--lab-rank-timeout", type=_positive_float, default=60.0, metavar="S",
                      help="TP mode: how long the ranks wait for each other at start")
     lab.add_argument("--lab-gpu-dir", metavar="DIR",
@@ -358,6 +362,6 @@ def server_args_dict(cfg: LabConfig) -> dict:
         "lab_step_time": a.lab_step_time, "lab_prefill_time_per_token": a.lab_prefill_time_per_token,
         "lab_allreduce_bytes": cfg.allreduce_bytes, "lab_spec_accept_seed": a.lab_spec_accept_seed,
         "lab_spec_step_factor": a.lab_spec_step_factor, "lab_fault": a.lab_fault,
-        "lab_kill_after_steps": a.lab_kill_after_steps,
+        "lab_kill_after_steps": a.lab_kill_after_steps, "lab_ready_after": a.lab_ready_after,
         "lab_rank_timeout": a.lab_rank_timeout, "lab_prefix_cache_budget_tokens": cfg.cache_budget_tokens,
     }

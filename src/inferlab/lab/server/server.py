@@ -198,6 +198,21 @@ def serve_follower(cfg, link: Link, lifecycle: Lifecycle) -> int:
     return 0
 
 
+def load(lab: LabService, args, lifecycle: Lifecycle) -> bool:
+    """``--lab-ready-after``: the time a real server spends loading its weights after every start (minutes for a
+    27B model), with its port open and every request answered 503. The pidfile names the process from the load's
+    start, as a daemon's does; False when a signal ended the load."""
+    if not args.lab_ready_after:
+        return True
+    lab.loading = True
+    log.info("Loading the model weights (--lab-ready-after %.1f s)", args.lab_ready_after)
+    if args.lab_pidfile:
+        write_pidfile(args.lab_pidfile)
+    stopped = lifecycle.stop.wait(args.lab_ready_after)
+    lab.loading = False
+    return not stopped
+
+
 def warm_up(lab: LabService, timeout: float) -> bool:
     """One request through the engine (and, in TP mode, over the link) before the server says it is ready."""
     req = lab.make_request("warmup", [0], "warmup", 1, 1, [], None, stream=False, log_metrics=False)
@@ -242,6 +257,10 @@ def serve_api(cfg, interface, nccl: NcclLog, lifecycle: Lifecycle) -> int:
                 return lifecycle.exit_code
             engine.link = lab.link = link
         engine.start()
+        if not load(lab, args, lifecycle):
+            if link is not None:
+                link.goodbye()
+            return lifecycle.exit_code
         if not warm_up(lab, args.lab_rank_timeout):
             log.error("RuntimeError: the warm-up request did not complete")
             return 1

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.inferlab.distributed.plugins.modules import llm_workload
+from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import first_token_deadline_s
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
     FIXTURES,
     run_module,
@@ -365,6 +366,36 @@ def test_hang_before_headers(server):
     rec = result["batch"]["records"][0]
     assert (rec["error"]["kind"], rec["status"]) == ("hang", None)
     assert rec["error"]["message"] == "no token within 0.3 s (first_token_timeout_s): no response headers"
+
+
+def test_first_token_deadline_grows_with_the_prompts_prefill(server):
+    """With a prefill rate floor a long prompt gets its prefill on top of the margin, for every prompt in flight;
+    each record and the batch say which deadline was used, and a hang names where it came from."""
+    server.routes[("POST", "/v1/chat/completions")] = lambda handler, seen: handler.server.release.wait(30)
+    failed, result = run(server, model="qwen-27b", kind="concurrent", requests=2, concurrency=2, prompt_tokens=200,
+                         first_token_timeout_s=0.3, prefill_floor_tokens_per_s=1000)
+    assert failed
+    batch = result["batch"]
+    assert batch["first_token_deadline"] == {"margin_s": 0.3, "prefill_floor_tokens_per_s": 1000.0,
+                                             "prompts_in_flight": 2, "longest_s": 0.7}
+    for rec in batch["records"]:
+        assert rec["first_token_deadline_s"] == 0.7
+        assert 0.7 <= rec["latency_s"] < 15
+        assert rec["error"]["message"] == ("no token within 0.7 s (first_token_timeout_s 0.3 s + the prefill of 2 "
+                                           "prompt(s) in flight at 1000 tokens/s): no response headers")
+
+
+def test_first_token_deadline_without_a_floor_is_the_flat_timeout():
+    assert first_token_deadline_s(60, 80000) == 60.0
+    assert first_token_deadline_s(60, 80000, 1, 1000) == 140.0
+    assert first_token_deadline_s(60, None, 4, 1000) == 60.0
+
+
+def test_a_prefill_floor_that_is_no_rate_is_refused(server):
+    failed, result = run(server, prefill_floor_tokens_per_s=0, **CHAT)
+    assert failed
+    assert "prefill_floor_tokens_per_s must be a finite number more than 0, got 0.0" in result["msg"]
+    assert server.seen == []
 
 
 def test_total_timeout_while_tokens_still_flow(server):
