@@ -119,7 +119,19 @@ def _service_state(result):
         "completion_tokens": tokens if isinstance(tokens, int) else None,
         "text_sample": text[:80] or None,
         "error": None if ok else (result.get("msg") or "no text or no usage tokens in the reply"),
+        # after a restart: how long it took to serve ({ready_timeout_s, waited_s, attempts}); null before
+        "wait": result.get("wait"),
     }
+
+
+def _service_found(service):
+    """What a service answered, and after a restart how long it was waited for."""
+    found = "HTTP 200" if service["ok"] else "HTTP %s: %s" % (service["status"], service["error"])
+    wait = service.get("wait") or {}
+    if wait.get("ready_timeout_s"):
+        found += " (after %s s, %d request(s); ready_timeout_s %g)" % (
+            wait.get("waited_s"), wait.get("attempts") or 0, wait["ready_timeout_s"])
+    return found
 
 
 def _thunderbolt_checks(checks, expected, tbnet, peer, interface):
@@ -253,7 +265,7 @@ def host_verify_state(observed, expected):
     for service in services:
         checks.add("service %s answers" % service["name"], service["ok"],
                    "HTTP 200 with text and completion tokens > 0 from %s" % service["url"],
-                   "HTTP %s: %s" % (service["status"], service["error"]) if not service["ok"] else "HTTP 200",
+                   _service_found(service),
                    "inferlab_original_services", "original service %s does not answer a real request" % service["name"])
 
     module = tbnet.get("module") or {}

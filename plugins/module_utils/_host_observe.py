@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _identity, _nic, _nvml, _tbnet
 
@@ -24,6 +25,9 @@ LINK_KINDS = ('thunderbolt', 'ethernet')
 # what of an Ethernet NIC goes into the host's identity (inferlab matrix groups hosts by it)
 NIC_IDENTITY = ('interface', 'driver', 'driver_version', 'firmware_version', 'speed_mbps')
 PING_WAIT_S = '1'
+# Pauses between a service's tries while it starts: the first, then doubled up to the longest.
+READY_FIRST_PAUSE_S = 1.0
+READY_LONGEST_PAUSE_S = 10.0
 
 
 def ping_argv(interface, peer_address, count):
@@ -108,6 +112,42 @@ def ask_service(service, prompt, max_tokens, timeout_s, post):
             'msg': message}
 
 
+def serves(answer):
+    """Whether an answer of ask_service is a completion (HTTP 200 with a JSON body): what a started service is
+    waited for. Its content is judged later (host_verify_state)."""
+    return answer['status'] == 200 and answer['json'] is not None
+
+
+def ready_timeout(service, default_s):
+    """A service's seconds to serve after a restart: its own ``ready_timeout_s``, else ``default_s``; 0 (ask once)
+    where ``default_s`` is None (no restart to wait for)."""
+    if default_s is None:
+        return 0.0
+    own = service.get('ready_timeout_s')
+    return float(default_s if own in (None, '') else own)
+
+
+def wait_until_serving(service, prompt, max_tokens, timeout_s, ready_timeout_s, post, started,
+                       clock=time.monotonic, sleep=time.sleep):
+    """Ask a service until it answers a real completion, the last time at ``ready_timeout_s`` seconds after
+    ``started`` (0: once), each request with ``timeout_s``. A real model's server takes minutes to serve after a start: it refuses connections, then
+    answers 503, while it loads. The answer gets ``wait``: ``{ready_timeout_s, waited_s, attempts}``."""
+    deadline = started + max(float(ready_timeout_s), 0.0)
+    pause = READY_FIRST_PAUSE_S
+    attempts = 0
+    while True:
+        attempts += 1
+        answer = ask_service(service, prompt, max_tokens, timeout_s, post)
+        left = deadline - clock()
+        if serves(answer) or left <= 0:
+            break
+        sleep(min(pause, left))
+        pause = min(pause * 2, READY_LONGEST_PAUSE_S)
+    answer['wait'] = {'ready_timeout_s': float(ready_timeout_s), 'waited_s': round(clock() - started, 1),
+                      'attempts': attempts}
+    return answer
+
+
 def nic_identity(nic):
     """An Ethernet NIC as the identity records it: what tells one host's NIC from another's."""
     return dict({key: nic.get(key) for key in NIC_IDENTITY}, pci_id=(nic.get('pci') or {}).get('id'))
@@ -116,15 +156,22 @@ def nic_identity(nic):
 def observe(link_interface, peer_address, model_path, services, post, ping_count=3, prompt='', max_tokens=16,
             request_timeout_s=30.0, tbnet_sysfs_root='/sys', nvml_snapshot=None, sysfs_root='/sys',
             procfs_root='/proc', popen=subprocess.Popen, run=subprocess.run, import_pynvml=_nvml.import_pynvml,
-            link_kind='thunderbolt', which_ethtool=_nic.ethtool_path):
+            link_kind='thunderbolt', which_ethtool=_nic.ethtool_path, service_ready_timeout_s=None,
+            clock=time.monotonic, sleep=time.sleep):
     """The observed document host_verify judges (see the host_verify_state filter); raises the readers' own errors
     (``SysfsError``, ``NvmlError``) for what cannot be read at all. An Ethernet link (``link_kind``) adds ``nic``
-    (``_nic.read_nic``, through the real sysfs: a NIC is no fixture) and the NIC in the identity."""
+    (``_nic.read_nic``, through the real sysfs: a NIC is no fixture) and the NIC in the identity.
+
+    Each service is asked once; with ``service_ready_timeout_s`` (after a restart), until it serves, for up to its
+    own ``ready_timeout_s`` (an entry's key) or else that many seconds, counted from this call's start."""
     if link_kind not in LINK_KINDS:
         raise ValueError('link_kind must be one of %s, got %r' % (', '.join(LINK_KINDS), link_kind))
     pinging = start_ping(link_interface, peer_address, ping_count, popen=popen)
     try:
-        answers = [ask_service(s, prompt, max_tokens, request_timeout_s, post) for s in services]
+        started = clock()
+        answers = [wait_until_serving(s, prompt, max_tokens, request_timeout_s,
+                                      ready_timeout(s, service_ready_timeout_s), post, started,
+                                      clock=clock, sleep=sleep) for s in services]
         tbnet = _tbnet.collect(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root)
         counters, missing = _counters.collect([link_interface], sysfs_root=sysfs_root, procfs_root=procfs_root,
                                               fail_on_missing=False)

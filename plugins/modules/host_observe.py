@@ -83,6 +83,13 @@ options:
       - Seconds each chat completion may take.
     type: float
     default: 30
+  service_ready_timeout_s:
+    description:
+      - After a restart (the restore's proof), ask each service again until it answers a completion, for up to its
+        own C(ready_timeout_s) in O(services) or else this many seconds, counted from the module's start, with
+        pauses of 1 s doubling to 10 s. Each answer then has C(wait) (C(ready_timeout_s), C(waited_s),
+        C(attempts)). Unset, each service is asked once.
+    type: float
   tbnet_sysfs_root:
     description:
       - Where the Thunderbolt facts and the host's identity (the host router's PCI ids, the peer, DMI firmware) are
@@ -176,7 +183,9 @@ storage:
   type: dict
   sample: {model_path: /models/qwen, exists: true, disk_free_bytes: 500000000000}
 services:
-  description: Per service, the service, the HTTP status (null without an answer), the reply's JSON and an error.
+  description:
+    - Per service, the service, the HTTP status (null without an answer), the reply's JSON and an error; with
+      O(service_ready_timeout_s), C(wait) too.
   returned: success
   type: list
   elements: dict
@@ -219,6 +228,7 @@ def build_module():
             prompt=dict(type='str', default='Reply with one short sentence about verification.'),
             max_tokens=dict(type='int', default=16, no_log=False),  # a count of tokens, not a secret
             request_timeout_s=dict(type='float', default=30),
+            service_ready_timeout_s=dict(type='float'),
             tbnet_sysfs_root=dict(type='path', default='/sys'),
             nvml_snapshot=dict(type='path'),
             sysfs_root=dict(type='path', default='/sys'),
@@ -243,7 +253,8 @@ def main():
             ping_count=params['ping_count'], prompt=params['prompt'], max_tokens=params['max_tokens'],
             request_timeout_s=params['request_timeout_s'], tbnet_sysfs_root=params['tbnet_sysfs_root'],
             nvml_snapshot=params['nvml_snapshot'], sysfs_root=params['sysfs_root'],
-            procfs_root=params['procfs_root'], link_kind=params['link_kind'])
+            procfs_root=params['procfs_root'], link_kind=params['link_kind'],
+            service_ready_timeout_s=params['service_ready_timeout_s'])
     except (SysfsError, _nvml.NvmlError) as err:
         module.fail_json(msg=str(err))
     module.exit_json(changed=False, **observed)

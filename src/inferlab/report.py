@@ -574,6 +574,21 @@ def _link_back(back: dict | None) -> str:
     return text
 
 
+def _services_back(services: list | None) -> str:
+    """Each original service after the undo: serving or not, after how long and how many requests."""
+    if not services:
+        return "-"
+    parts = []
+    for service in services:
+        wait = service.get("wait") or {}
+        said = "serves" if service.get("ok") else "**does not serve**"
+        if wait.get("ready_timeout_s"):
+            said += f" after {fmt.value(wait.get('waited_s'))} s ({wait.get('attempts')} requests, " \
+                    f"of {fmt.value(wait['ready_timeout_s'])} s)"
+        parts.append(f"{service.get('name')} {said}")
+    return fmt.cell("; ".join(parts))
+
+
 def _module_facts(module: dict) -> str:
     if not isinstance(module, dict) or not module:
         return "—"
@@ -963,9 +978,9 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
         lines += [
             "## Restore",
             "",
-            "| host | verified | compared with | undone | direct link back | GPUs after the restore "
-            "| differences from known-good |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| host | verified | compared with | undone | direct link back | services serving again "
+            "| GPUs after the restore | differences from known-good |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         checked = (record.get("stages") or {}).get("restore_check") or {}
         for host, restore in sorted(record["restore"].items()):
@@ -975,8 +990,9 @@ def render(record: dict, planned: list[plots.Plot] | None = None, reverification
             compared = fmt.cell(restore.get("compared_with", "known_good").replace("_", " "))
             link = _link_back(restore.get("link_back"))
             gpus = fmt.cell(_gpu_holders(checked.get(host))) if host in checked else "-"
-            lines.append(f"| {host} | {fmt.value(restore['verified'])} | {compared} | {undone} | {link} | {gpus} "
-                         f"| {diffs} |")
+            serving = _services_back(restore.get("services"))
+            lines.append(f"| {host} | {fmt.value(restore['verified'])} | {compared} | {undone} | {link} | {serving} "
+                         f"| {gpus} | {diffs} |")
         lines += _restore_driver(record["restore"])
         lines.append("")
     if reverifications:

@@ -361,13 +361,23 @@ def test_the_restore_shows_the_driver_and_its_persistence_proof():
     text = report.render(load("restore_driver"))
     rows = table(text, "## Restore")
     link_back = "3.507 s (carrier at 3.5 s); set thunderbolt0 up at 3.2s; re-added 169.254.10.1/30 at 3.2s"
-    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", link_back,
+    assert rows[1] == ["lab-a", "yes", "inventory expectations", "0", link_back, "-",
                        "0: NVIDIA GeForce RTX 5090, 32132 MiB free", "none"]
     restore = section(text, "## Restore")
     assert "lib/modules/6.18.44-fc-v509: no such directory (before and after)" in restore
     assert "- lab-a: kernel taint 0, unchanged (not tainted)" in restore
     limits = section(text, "## What it does not show")
     assert "The restore on lab-a was checked against the inventory's expectations" in limits
+
+
+def test_the_restore_says_how_long_each_service_took_to_serve_again():
+    data = load("restore_driver")
+    data["restore"]["lab-a"]["services"] = [
+        {"name": "original-a", "ok": True, "wait": {"ready_timeout_s": 900.0, "waited_s": 41.3, "attempts": 7}},
+        {"name": "original-b", "ok": False, "wait": {"ready_timeout_s": 60.0, "waited_s": 60.2, "attempts": 9}}]
+    rows = table(report.render(data), "## Restore")
+    assert rows[1][5] == ("original-a serves after 41.3 s (7 requests, of 900 s); "
+                          "original-b **does not serve** after 60.2 s (9 requests, of 60 s)")
 
 
 def test_a_restore_that_is_not_verified_says_a_person_must_look():
@@ -419,7 +429,7 @@ def test_the_gpus_show_who_holds_them_at_verify_and_after_the_restore():
     record.setdefault("verification", {})["lab-a"] = {**record["stages"]["restore_check"]["lab-a"], "gpus": [held]}
     text = report.render(record)
     holders = "0: NVIDIA GeForce RTX 5090, 3814 MiB free, held by sglang::schedul (pid 4100, 27656 MiB)"
-    assert table(text, "## Restore")[1][5] == holders
+    assert table(text, "## Restore")[1][6] == holders
     assert f"- GPUs (snapshot): {holders}" in section(text, "## Verification (known-good snapshot)")
 
 

@@ -32,7 +32,7 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.asked.append((self.path, body))
-        status, payload = self.server.answer
+        status, payload = self.server.starting.pop(0) if self.server.starting else self.server.answer
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -45,7 +45,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 def chat_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), ChatHandler)
     server.daemon_threads = True
-    server.asked, server.answer = [], (200, REPLY)
+    server.asked, server.answer, server.starting = [], (200, REPLY), []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -107,6 +107,43 @@ def test_silent_and_failing_services_are_observations(host, chat_server):
     assert erroring["status"] == 500 and erroring["json"] is None
     assert "HTTP 500" in erroring["msg"] and "model not loaded" in erroring["msg"]
     assert silent["status"] is None and silent["msg"].startswith(f"no answer from http://127.0.0.1:{refused}/v1")
+
+
+def test_after_a_restart_each_service_is_asked_until_it_serves(host, chat_server, monkeypatch):
+    """A server that loads answers 503 first: asked again, with growing pauses, until it serves; the answer says how
+    long it took and how often it was asked."""
+    monkeypatch.setattr(_host_observe, "READY_FIRST_PAUSE_S", 0.05)
+    chat_server.starting = [(503, "loading"), (503, "loading")]
+    args = dict(host, services=[service(chat_server.server_address[1])], service_ready_timeout_s=30)
+    failed, result = run_module(host_observe.main, args)
+    assert not failed, result.get("msg", result)
+    [answer] = result["services"]
+    assert answer["status"] == 200 and answer["msg"] is None
+    assert answer["wait"]["attempts"] == 3 and answer["wait"]["ready_timeout_s"] == 30.0
+    assert 0.1 <= answer["wait"]["waited_s"] < 30
+    assert len(chat_server.asked) == 3
+
+
+def test_a_service_that_never_serves_is_given_up_at_its_own_deadline(host, monkeypatch):
+    monkeypatch.setattr(_host_observe, "READY_FIRST_PAUSE_S", 0.05)
+    refused = dict(service(closed_port()), ready_timeout_s=0.5)
+    failed, result = run_module(host_observe.main, dict(host, services=[refused], service_ready_timeout_s=600))
+    assert not failed, result.get("msg", result)
+    [answer] = result["services"]
+    assert answer["status"] is None and answer["msg"].startswith("no answer from")
+    assert answer["wait"]["ready_timeout_s"] == 0.5 and answer["wait"]["attempts"] >= 2
+    assert 0.5 <= answer["wait"]["waited_s"] < 60   # the last try at the deadline
+
+
+def test_without_a_restart_a_service_is_asked_once(host, chat_server):
+    chat_server.starting = [(503, "loading")]
+    args = dict(host, services=[dict(service(chat_server.server_address[1]), ready_timeout_s=600)])
+    failed, result = run_module(host_observe.main, args)
+    assert not failed
+    [answer] = result["services"]
+    assert answer["status"] == 503 and answer["wait"] == {"ready_timeout_s": 0.0, "waited_s": answer["wait"]["waited_s"],
+                                                          "attempts": 1}
+    assert len(chat_server.asked) == 1
 
 
 def test_a_reply_that_is_not_json_is_said(host, chat_server):
