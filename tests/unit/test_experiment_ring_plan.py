@@ -29,7 +29,7 @@ PLAYBOOK = """
 """
 
 
-def run_plan(tmp_path, stages, kind, **second_host):
+def run_plan(tmp_path, stages, kind, extra_vars=None, **second_host):
     host = {"inferlab_allow_driver_swap": True, "inferlab_allow_pause_production": True}
     if kind:
         host["inferlab_link_kind"] = kind
@@ -40,7 +40,7 @@ def run_plan(tmp_path, stages, kind, **second_host):
     playbook.write_text(PLAYBOOK)
     # no kept quarantine unless a test writes one there
     extra = json.dumps({"inferlab_run_dir": str(tmp_path), "experiment_stages": stages,
-                        "inferlab_topology_kept_file": str(tmp_path / "topology.json")})
+                        "inferlab_topology_kept_file": str(tmp_path / "topology.json"), **(extra_vars or {})})
     return subprocess.run(
         [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", extra], cwd=REPO_ROOT,
         env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
@@ -93,3 +93,25 @@ def test_a_quarantine_kept_by_an_earlier_run_is_refused_naming_how_to_end_it(tmp
             "restore_known_good_dir=runs/r1/known_good ends it); end it before another run changes these hosts"
             % (tmp_path / "topology.json")) in said(proc)
     assert "went on" not in proc.stdout
+
+
+LOOPBACK_SERVICE = {"name": "qwen-b", "url": "http://127.0.0.1:30000/v1", "model": "qwen3-27b"}
+
+
+def test_a_replica_the_controller_cannot_reach_is_refused_naming_controller_url(tmp_path):
+    proc = run_plan(tmp_path, ["verify", "control"], None, inferlab_original_services=[LOOPBACK_SERVICE])
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert ("The control stage cannot measure gpu-b's qwen-b (http://127.0.0.1:30000/v1) from the controller: its "
+            "url is the host's own loopback, and no router (inferlab_router_url) stands in front of the replicas; "
+            "nothing was changed. Set controller_url on the service in inferlab_original_services") in said(proc)
+    assert "went on" not in proc.stdout
+
+
+@pytest.mark.parametrize(("service", "extra_vars"), [
+    (dict(LOOPBACK_SERVICE, controller_url="http://gpu-b.lan:30000/v1"), None),
+    (LOOPBACK_SERVICE, {"inferlab_router_url": "http://router.lan:8100"}),
+])
+def test_a_replica_reached_by_its_controller_url_or_a_router_goes_on(tmp_path, service, extra_vars):
+    proc = run_plan(tmp_path, ["verify", "control"], None, extra_vars, inferlab_original_services=[service])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "went on" in proc.stdout
