@@ -130,8 +130,9 @@ def ready_timeout(service, default_s):
 def wait_until_serving(service, prompt, max_tokens, timeout_s, ready_timeout_s, post, started,
                        clock=time.monotonic, sleep=time.sleep):
     """Ask a service until it answers a real completion, the last time at ``ready_timeout_s`` seconds after
-    ``started`` (0: once), each request with ``timeout_s``. A real model's server takes minutes to serve after a start: it refuses connections, then
-    answers 503, while it loads. The answer gets ``wait``: ``{ready_timeout_s, waited_s, attempts}``."""
+    ``started`` (0: once), each request with ``timeout_s``. A real model's server takes minutes to serve after a
+    start: it refuses connections, then answers 503, while it loads. The answer gets ``wait``: ``{ready_timeout_s,
+    waited_s, attempts}``."""
     deadline = started + max(float(ready_timeout_s), 0.0)
     pause = READY_FIRST_PAUSE_S
     attempts = 0

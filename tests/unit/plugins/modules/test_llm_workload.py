@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from ansible_collections.inferlab.distributed.plugins.modules import llm_workload
 from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import first_token_deadline_s
+from ansible_collections.inferlab.distributed.plugins.modules import llm_workload
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import (
     FIXTURES,
     run_module,
