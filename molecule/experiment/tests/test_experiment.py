@@ -127,6 +127,29 @@ def test_the_restore_verified_in_the_same_run():
     assert "restore_router" not in RECORD["stages"]  # no router to prove
 
 
+def test_the_slow_lab_loaded_after_every_start_and_the_restore_waited_for_each_service():
+    """inventory/norouter.yml: each original replica loads for 20 s after a start (the lab's, the fallback's resume,
+    the restore's); the restore asked each until it served, within the default ready_timeout_s, and recorded it."""
+    for host in RING:
+        name = "original-" + host[-1]
+        log = (LAB_DIR / "hosts" / host[-1] / "logs" / f"{name}.log").read_text()
+        assert log.count("Loading the model weights (--lab-ready-after 20.0 s)") >= 3, host
+        [service] = RECORD["restore"][host]["services"]
+        assert service["name"] == name and service["ok"] is True
+        assert service["wait"]["ready_timeout_s"] == 900 and service["wait"]["attempts"] >= 1
+
+
+def test_the_long_prompts_first_token_deadline_held_their_prefill():
+    """A first-token margin of 5 s, a prefill of 2,000 tokens a second: the long-context step's first token came
+    after more than the margin and within the deadline its prompt's length gave it (a floor of 1,000 tokens/s)."""
+    for mode, result in RECORD["serving"].items():
+        [long_context] = [s["batch"] for s in result["acceptance"]["steps"] if s["step"] == "long_context"]
+        deadline = long_context["first_token_deadline"]
+        assert deadline["margin_s"] == 5 and deadline["prefill_floor_tokens_per_s"] == 1000, mode
+        assert long_context["ttft_s"]["max"] > deadline["margin_s"], (mode, long_context["ttft_s"])
+        assert long_context["ttft_s"]["max"] < deadline["longest_s"], (mode, long_context["ttft_s"], deadline)
+
+
 def test_no_public_route_request_failed():
     continuity = RECORD["continuity"]
     assert continuity, "no prober summary"
