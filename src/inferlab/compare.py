@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from inferlab import record, record_view, stats
+from inferlab import fingerprint, record, record_view, stats
 
 CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
 ALPHA = (100 - CONFIDENCE_PCT) / 100
@@ -172,6 +172,10 @@ class Comparison:
     require_fresh: bool = False
     fresh_b: tuple[bool, str] | None = None
     design: str = ONE_RUN  # ONE_RUN or WHOLE_RUNS
+    # What the records say ran (fingerprint.py): every component that differs between A and B, with the declared
+    # layer that explains it (None: none does); and how many components A's fingerprint has.
+    fingerprint: list[fingerprint.Difference] = field(default_factory=list)
+    fingerprint_components: int = 0
 
 
 # --- reading records ----------------------------------------------------------------------------------------------
@@ -838,6 +842,12 @@ def compare(
         ids = (ids_a[0], ids_b[0])
         verdicts = [one_run_a_side(v, rows, role, ids) for v, (_claim, role) in zip(verdicts, claims, strict=True)]
 
+    prints_a = [fingerprint.fingerprint(data, {a: labels[a] for a, _b in pairs}) for data in group_a]
+    prints_b = [fingerprint.fingerprint(data, {b: labels_b[b] for _a, b in pairs}) for data in group_b]
+    apart, withheld = _fingerprint_apart(prints_a, prints_b, group_a, group_b, differing, notes)
+    if withheld:
+        verdicts = [Verdict(v.claim, INCONCLUSIVE if changed else NO_VERDICT, withheld) for v in verdicts]
+
     fresh_b = None
     if require_fresh:
         fresh_b = _group_fresh(group_b, group_a)
@@ -860,7 +870,37 @@ def compare(
         require_fresh=require_fresh,
         fresh_b=fresh_b,
         design=WHOLE_RUNS if repeated else ONE_RUN,
+        fingerprint=apart,
+        fingerprint_components=len(prints_a[0]),
     )
+
+
+def _fingerprint_apart(prints_a: list[dict], prints_b: list[dict], group_a: list[dict], group_b: list[dict],
+                       differing: dict, notes: list[str]) -> tuple[list[fingerprint.Difference], str | None]:
+    """The fingerprint differences between A and B (first runs), and why the verdicts are withheld (None: they are
+    not): a difference no declared layer explains, or runs of one side that differ among themselves. A component
+    only one record has (an older record) is listed and noted, never a reason to withhold."""
+    apart = fingerprint.differences(prints_a[0], prints_b[0], differing)
+    one_sided = [d for d in apart if d.a is None or d.b is None]
+    if one_sided:
+        notes.append(f"{len(one_sided)} fingerprint component(s) recorded in one run only, so not checked (first: "
+                     f"{one_sided[0].component})")
+    reasons = []
+    unexplained = [d for d in apart if d not in one_sided and d.explained_by is None]
+    if unexplained:
+        declared = f"the declared layer {next(iter(differing))}" if differing else "no declared layer"
+        reasons.append(f"A and B differ in more than {declared}: {fingerprint.describe(unexplained)}")
+    for which, prints, group in (("A", prints_a, group_a), ("B", prints_b, group_b)):
+        for data, theirs in zip(group[1:], prints[1:], strict=True):
+            inside = [d for d in fingerprint.differences(prints[0], theirs, {}) if d.a is not None and d.b is not None]
+            if inside:
+                reasons.append(f"the runs of {which} are not one configuration: {group[0]['run']['id']} and "
+                               f"{data['run']['id']} differ in {fingerprint.describe(inside, 3)}")
+    if not reasons:
+        return apart, None
+    notes.append("no verdict across more than one layer: " + "; ".join(reasons) + ". Change one layer at a time "
+                 "(or declare a deliberate change with -e " + LAYER_EXTRAVAR_PREFIX + "NAME=VALUE)")
+    return apart, "; ".join(reasons) + ": no verdict across more than one layer"
 
 
 def _reading(which: str, data: dict, read, *args):
@@ -956,6 +996,19 @@ def _reading_text(seen: str | None, test: stats.RankSumTest | None) -> str:
     return no_verdict_possible(test) if seen == UNATTAINABLE else seen
 
 
+def _fingerprint_lines(comparison: Comparison) -> list[str]:
+    """Every component of what ran that differs between A and B, and the declared layer that explains it."""
+    if not comparison.fingerprint:
+        return [f"A and B ran the same configuration: {comparison.fingerprint_components} components (kernel, "
+                "firmware, drivers, link settings, engine versions, launch commands, model files) alike."]
+    lines = ["| component | layer | A | B | explained by |", "| --- | --- | --- | --- | --- |"]
+    for found in comparison.fingerprint:
+        explained = found.explained_by or ("recorded in one run only" if None in (found.a, found.b) else "**nothing**")
+        lines.append(f"| {found.component} | {found.layer} | {found.a or '(not recorded)'} "
+                     f"| {found.b or '(not recorded)'} | {explained} |")
+    return lines
+
+
 def render_text(comparison: Comparison) -> str:
     a, b = comparison.run_a, comparison.run_b
     lines = [f"# inferlab compare: A {a['id']} vs B {b['id']}", ""]
@@ -967,6 +1020,7 @@ def render_text(comparison: Comparison) -> str:
     for name, (value_a, value_b) in comparison.layers.items():
         mark = "**differs**" if name == comparison.changed_layer else ""
         lines.append(f"| {name} | {value_a or '(not recorded)'} | {value_b or '(not recorded)'} | {mark} |")
+    lines += ["", "## Configuration fingerprint", ""] + _fingerprint_lines(comparison)
     lines += [
         "",
         "## Differences (B - A)",
@@ -1032,6 +1086,8 @@ def as_json(comparison: Comparison) -> dict:
             "family": "Bonferroni: alpha / k for each of a claim's k metrics",
             "min_samples": MIN_SAMPLES,
         },
+        "fingerprint": {"components": comparison.fingerprint_components,
+                        "differences": [asdict(found) for found in comparison.fingerprint]},
         "rows": [asdict(row) for row in comparison.rows],
         "verdicts": [asdict(v) for v in comparison.verdicts],
         "require_fresh": comparison.require_fresh,
