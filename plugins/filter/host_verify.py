@@ -61,7 +61,18 @@ class _Checks(object):
         self.host = host
         self.items = []
 
-    def add(self, name, ok, expected, found, variable, what):
+    def failed(self, name):
+        """The failed check called ``name``; None when it passed or was not made."""
+        return next((item for item in self.items if item["name"] == name and not item["ok"]), None)
+
+    def add(self, name, ok, expected, found, variable, what, after=None):
+        """``after``: ``(an earlier check's name, why)``. When that check failed, this one could not be measured
+        (a missing model path has no free space to read): found says so and why, and the variable is the earlier
+        check's, so that a failed dry run names one cause once instead of a "None" per check that follows from it."""
+        earlier = self.failed(after[0]) if after and not ok else None
+        if earlier:
+            found = "nothing, it cannot be measured: %s ('%s' failed)" % (after[1], after[0])
+            variable = earlier["variable"]
         message = "" if ok else "Stop if %s on %s: expected %s, found %s; set %s" % (
             what, self.host, expected, found, variable)
         self.items.append({"name": name, "ok": bool(ok), "expected": expected, "found": found,
@@ -145,12 +156,14 @@ def _thunderbolt_checks(checks, expected, tbnet, peer, interface):
     min_speed = float(expected["min_speed_gbps"])
     checks.add("link speed", None not in (rx, tx) and rx >= min_speed and tx >= min_speed,
                ">= %s Gb/s per lane both ways" % min_speed, "rx %s Gb/s, tx %s Gb/s" % (rx, tx),
-               "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed")
+               "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed",
+               after=("link peer present", "no Thunderbolt peer on %s" % interface))
     rx_lanes, tx_lanes = (peer or {}).get("rx_lanes"), (peer or {}).get("tx_lanes")
     min_lanes = int(expected["min_lanes"])
     checks.add("link lanes", None not in (rx_lanes, tx_lanes) and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
                ">= %d lane(s) both ways" % min_lanes, "rx %s, tx %s" % (rx_lanes, tx_lanes),
-               "inferlab_link_min_lanes", "the direct link has fewer lanes than expected")
+               "inferlab_link_min_lanes", "the direct link has fewer lanes than expected",
+               after=("link peer present", "no Thunderbolt peer on %s" % interface))
 
 
 def _ethernet_checks(checks, expected, nic, interface):
@@ -162,10 +175,12 @@ def _ethernet_checks(checks, expected, nic, interface):
     found = "%s Mb/s" % speed if speed is not None else "no speed (carrier %s, %s)" % (nic.get("carrier"), why_none)
     checks.add("link speed", speed is not None and speed >= min_speed * 1000, ">= %s Gb/s negotiated" % min_speed,
                found, "inferlab_link_min_speed_gbps",
-               "the Ethernet link %s negotiated below the expected speed" % interface)
+               "the Ethernet link %s negotiated below the expected speed" % interface,
+               after=("link interface exists", "interface %s is missing" % interface))
     duplex = expected.get("link_duplex") or "full"
     checks.add("link duplex", nic.get("duplex") == duplex, duplex, nic.get("duplex"), "inferlab_link_duplex",
-               "the Ethernet link %s is not at the expected duplex" % interface)
+               "the Ethernet link %s is not at the expected duplex" % interface,
+               after=("link interface exists", "interface %s is missing" % interface))
 
 
 def _link_identity(kind, peer, nic):
@@ -194,15 +209,16 @@ def host_verify_state(observed, expected):
                "interfaces %s" % sorted((net.get("interfaces") or {}).keys()) if iface is None else interface,
                "inferlab_link_interface", "the direct-link interface is missing")
     operstate = iface.get("operstate") if iface else None
+    no_interface = ("link interface exists", "interface %s is missing" % interface)
     checks.add("link interface up", operstate == "up", "up", operstate, "inferlab_link_interface",
-               "the direct-link interface %s is not up" % interface)
+               "the direct-link interface %s is not up" % interface, after=no_interface)
     mtu = iface.get("mtu") if iface else None
     checks.add("link MTU", mtu == expected["link_mtu"], expected["link_mtu"], mtu, "inferlab_link_mtu",
-               "the MTU of %s differs" % interface)
+               "the MTU of %s differs" % interface, after=no_interface)
     addresses = _addresses(observed.get("addresses"))
     checks.add("link address", expected["link_address"] in addresses, expected["link_address"],
                addresses or "no IPv4 address", "inferlab_link_address",
-               "%s does not carry the expected address" % interface)
+               "%s does not carry the expected address" % interface, after=no_interface)
     kind = expected.get("link_kind") or "thunderbolt"
     if kind not in LINK_KINDS:
         raise AnsibleFilterError("link_kind must be one of %s, got %r (inferlab_link_kind)"
@@ -222,15 +238,16 @@ def host_verify_state(observed, expected):
     checks.add("link ping to peer", ping_ok, "replies from %s over %s" % (expected["peer_address"], interface),
                "%s%% loss (%s)" % (ping_result["loss_pct"],
                                    (ping.get("stderr") or "").strip() or "rc %s" % ping.get("rc")),
-               "inferlab_link_peer_address", "the peer's link address does not answer")
+               "inferlab_link_peer_address", "the peer's link address does not answer", after=no_interface)
 
     # GPUs.
     gpus = nvml.get("gpus") or []
     checks.add("GPU count", len(gpus) == int(expected["gpu_count"]), int(expected["gpu_count"]), len(gpus),
                "inferlab_gpu_count", "the GPU count differs")
     names = sorted(set(g.get("name") for g in gpus))
+    no_gpu = ("GPU count", "no GPU was found") if not gpus else None
     checks.add("GPU model", bool(gpus) and names == [expected["gpu_name"]], expected["gpu_name"], names,
-               "inferlab_gpu_name", "the GPU model differs")
+               "inferlab_gpu_name", "the GPU model differs", after=no_gpu)
     originals = list(expected.get("original_gpu_processes") or [])
     allowed = list(expected.get("allowed_compute_processes") or [])
     min_free = int(expected["gpu_min_free_mib"])
@@ -241,7 +258,8 @@ def host_verify_state(observed, expected):
     checks.add("GPU free memory", bool(gpus) and min(free + held for _i, free, held in memory) >= min_free,
                ">= %d MiB free on each GPU once the original services are paused" % min_free,
                "; ".join("GPU %s: %d MiB free + %d MiB held by the original services" % m for m in memory) or "no GPU",
-               "inferlab_gpu_min_free_mib", "a GPU would have too little free memory even with the originals paused")
+               "inferlab_gpu_min_free_mib", "a GPU would have too little free memory even with the originals paused",
+               after=no_gpu)
     unexpected = ["%s (pid %s, GPU %s)" % (p.get("name"), p.get("pid"), g.get("index"))
                   for g in gpus for p in g.get("compute_processes") or []
                   if not gpu_process_matches(p.get("name"), originals + allowed)]
@@ -258,7 +276,8 @@ def host_verify_state(observed, expected):
     free_gb = round(free_bytes / 1e9, 1) if isinstance(free_bytes, int) else None
     min_gb = float(expected["min_disk_free_gb"])
     checks.add("disk free", free_gb is not None and free_gb >= min_gb, ">= %s GB free" % min_gb,
-               "%s GB" % free_gb, "inferlab_min_disk_free_gb", "the model's disk is too full")
+               "%s GB" % free_gb, "inferlab_min_disk_free_gb", "the model's disk is too full",
+               after=("model path exists", "the model path %s is missing" % storage.get("model_path")))
 
     # Original services: a real completion, not a port check.
     services = [_service_state(r) for r in observed.get("services") or []]

@@ -262,3 +262,29 @@ def test_a_thunderbolt_expectation_on_an_ethernet_host_fails_on_the_peer():
 def test_an_unknown_link_kind_is_refused():
     with pytest.raises(AnsibleFilterError, match="link_kind must be one of thunderbolt, ethernet, got 'infiniband'"):
         host_verify_state(ethernet_host(), dict(ETHERNET_EXPECTED, link_kind="infiniband"))
+
+
+def test_a_check_that_follows_from_a_failed_one_says_it_cannot_be_measured_and_why():
+    """The issue's new user: a missing model path also failed the disk check with "found None GB". A check that
+    cannot be made without an earlier one says so, naming that check and its variable."""
+    observed = healthy()
+    observed["storage"] = {"model_path": "/models/qwen", "exists": False, "disk_free_bytes": None}
+    observed["nvml"]["gpus"] = []
+    state = host_verify_state(observed, {**EXPECTED, "link_interface": "thunderbolt9"})
+    messages = {c["name"]: c["message"] for c in state["checks"] if not c["ok"]}
+    assert messages["disk free"] == (
+        "Stop if the model's disk is too full on lab-a: expected >= 1.0 GB free, found nothing, it cannot be "
+        "measured: the model path /models/qwen is missing ('model path exists' failed); set inferlab_model_path")
+    assert messages["link MTU"].endswith("found nothing, it cannot be measured: interface thunderbolt9 is missing "
+                                         "('link interface exists' failed); set inferlab_link_interface")
+    assert "found nothing, it cannot be measured: no GPU was found ('GPU count' failed); set inferlab_gpu_count" \
+        in messages["GPU free memory"]
+    # a check whose own value failed, with its cause present, keeps its own words
+    assert "found None GB" not in " ".join(messages.values())
+
+
+def test_a_check_that_fails_on_its_own_keeps_its_own_variable():
+    observed = healthy()
+    state = host_verify_state(observed, {**EXPECTED, "min_disk_free_gb": "100"})
+    [disk] = [c for c in state["checks"] if c["name"] == "disk free"]
+    assert disk["variable"] == "inferlab_min_disk_free_gb" and "found 50.0 GB" in disk["message"]
