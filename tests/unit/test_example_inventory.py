@@ -1,0 +1,57 @@
+"""The example inventory (inventory/example/), as an operator copies it: the staged experiment's plan passes on it
+once the opt-ins are set, and names them while they are not. A real ansible-playbook run of
+roles/experiment/tasks/plan.yml on the controller; no host is contacted."""
+
+import json
+import subprocess
+from pathlib import Path
+
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO_ROOT / "inventory" / "example" / "hosts.yml"
+
+PLAYBOOK = """
+- name: The experiment's plan on the example inventory
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Check the plan
+      ansible.builtin.include_role:
+        name: inferlab.distributed.experiment
+        tasks_from: plan
+    - name: Say the play went on
+      ansible.builtin.debug:
+        msg: went on
+"""
+
+
+def run_plan(tmp_path, **extra_vars):
+    playbook = tmp_path / "plan.yml"
+    playbook.write_text(PLAYBOOK)
+    extra = {"inferlab_run_dir": str(tmp_path), "inferlab_topology_kept_file": str(tmp_path / "topology.json"),
+             **extra_vars}
+    return subprocess.run(
+        [ansible_playbook(), "-i", str(EXAMPLE), str(playbook), "-e", json.dumps(extra)], cwd=REPO_ROOT,
+        env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
+        check=False)
+
+
+def said(proc):
+    return " ".join(proc.stdout.split())  # the callback folds long messages
+
+
+def test_the_example_passes_the_whole_plan_once_its_opt_ins_are_set(tmp_path):
+    proc = run_plan(tmp_path, inferlab_allow_pause_production=True, inferlab_allow_driver_swap=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "went on" in proc.stdout
+    plan = json.loads((tmp_path / "fragments" / "experiment" / "plan.json").read_text())
+    assert {"tp2_baseline", "tp2_nextn", "candidate_build", "tp2_nextn_candidate"} <= set(plan["selected"])
+
+
+def test_the_example_as_shipped_names_its_opt_ins(tmp_path):
+    proc = run_plan(tmp_path)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    text = said(proc)
+    assert "inferlab_allow_pause_production" in text and "inferlab_allow_driver_swap" in text
+    assert "went on" not in proc.stdout
