@@ -161,6 +161,28 @@ def _candidate_shows(candidates: dict) -> list[str]:
     return shows
 
 
+def _link_ab_first_shows(record: dict) -> list[str]:
+    """Whether the network-only A/B proved the driver's effect on the link before the candidate's serving measured
+    model speed on it (integrity before speed), or the plan's recorded reason for leaving it out."""
+    modes = sorted(mode for mode, result in (record.get("serving") or {}).items()
+                   if isinstance(result, dict) and (result.get("layers") or {}).get("driver") == "candidate")
+    if not modes:
+        return []
+    served = f"The candidate driver's serving ({fmt.join(modes)})"
+    entries = {e["stage"]: e for e in record_view.journal_entries(record)}
+    ab = entries.get("link_ab")
+    if ab and ab.get("status") == "ok":
+        return [f"{served} came after the network-only A/B (stage link_ab), which measured the driver's effect on "
+                "the link alone."]
+    plan = ((record.get("stages") or {}).get("experiment") or {}).get("plan") or {}
+    if plan.get("link_ab_opt_out"):
+        return [f"{served} ran without the network-only A/B before it: the plan left link_ab out because "
+                f"{plan['link_ab_opt_out'].rstrip('.')}."]
+    if ab:
+        return [f"{served} ran after a network-only A/B that did not pass (stage link_ab {ab.get('status')})."]
+    return [f"{served} ran without the network-only A/B before it in this run."]
+
+
 def _fallback_shows(fallback: dict) -> list[str]:
     shows = []
     negative, prove, remove = fallback.get("negative_proof"), fallback.get("prove"), fallback.get("remove")
@@ -269,6 +291,7 @@ def _shows(
                 f"repetitions): median {name} {fmt.join(cells)}."
             )
     shows += _candidate_shows(record.get("candidate") or {})
+    shows += _link_ab_first_shows(record)
     shows += _fallback_shows(record.get("fallback") or {})
     for label, result in sorted((record.get("continuity") or {}).items()):
         verdict = "within" if result.get("within_budget") else "OVER"

@@ -39,7 +39,7 @@ def run_plan(tmp_path, stages, kind, extra_vars=None, **second_host):
     playbook = tmp_path / "plan.yml"
     playbook.write_text(PLAYBOOK)
     # no kept quarantine unless a test writes one there
-    extra = json.dumps({"inferlab_run_dir": str(tmp_path), "experiment_stages": stages,
+    extra = json.dumps({"inferlab_run_dir": str(tmp_path), **({"experiment_stages": stages} if stages else {}),
                         "inferlab_topology_kept_file": str(tmp_path / "topology.json"), **(extra_vars or {})})
     return subprocess.run(
         [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", extra], cwd=REPO_ROOT,
@@ -115,3 +115,32 @@ def test_a_replica_reached_by_its_controller_url_or_a_router_goes_on(tmp_path, s
     proc = run_plan(tmp_path, ["verify", "control"], None, extra_vars, inferlab_original_services=[service])
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "went on" in proc.stdout
+
+
+CANDIDATE_WITHOUT_AB = ["verify", "link_test", "known_good", "control", "prober", "fallback", "pause", "tp2_baseline",
+                        "tp2_nextn", "candidate_build", "tp2_nextn_candidate"]
+
+
+def test_the_candidate_served_without_the_network_only_ab_is_refused_unless_a_reason_is_given(tmp_path):
+    proc = run_plan(tmp_path, CANDIDATE_WITHOUT_AB, None)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert ("The plan serves the candidate driver (tp2_nextn_candidate) without the network-only A/B before it; "
+            "nothing was changed. The first field report proved the driver's effect on the link before it measured "
+            "model speed on it. Add link_ab to experiment_stages, or set experiment_link_ab_opt_out") in said(proc)
+    assert "went on" not in proc.stdout
+
+
+def test_a_reason_to_leave_the_ab_out_is_recorded_with_the_plan(tmp_path):
+    reason = "the link A/B ran yesterday (run 2026-12-06T10:00Z) on the same hosts"
+    proc = run_plan(tmp_path, CANDIDATE_WITHOUT_AB, None, {"experiment_link_ab_opt_out": reason})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    plan = json.loads((tmp_path / "fragments" / "experiment" / "plan.json").read_text())
+    assert plan["link_ab_opt_out"] == reason
+
+
+def test_the_default_plan_runs_the_network_only_ab_before_the_candidate(tmp_path):
+    proc = run_plan(tmp_path, None, None)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    plan = json.loads((tmp_path / "fragments" / "experiment" / "plan.json").read_text())
+    selected = plan["selected"]
+    assert selected.index("link_ab") < selected.index("tp2_nextn_candidate") and plan["link_ab_opt_out"] is None

@@ -150,6 +150,13 @@ def test_the_long_prompts_first_token_deadline_held_their_prefill():
         assert long_context["ttft_s"]["max"] < deadline["longest_s"], (mode, long_context["ttft_s"], deadline)
 
 
+def test_the_plans_reason_to_leave_the_network_only_ab_out_is_recorded_and_reported():
+    assert RECORD["stages"]["experiment"]["plan"]["link_ab_opt_out"] == "molecule link runs the network-only A/B"
+    report = " ".join((RUN / "report.md").read_text().split())
+    assert ("The candidate driver's serving (nextn_candidate) ran without the network-only A/B before it: the plan "
+            "left link_ab out because molecule link runs the network-only A/B.") in report
+
+
 def test_no_public_route_request_failed():
     continuity = RECORD["continuity"]
     assert continuity, "no prober summary"
