@@ -30,7 +30,8 @@ from bench_lab import INFERLAB, lab_is_up, machine, timed  # noqa: E402
 STAGES = ["verify", "known_good", "control", "prober", "fallback", "pause", "tp2_baseline", "tp2_nextn",
           "candidate_build", "tp2_nextn_candidate"]
 # One measured trial a mode and run: whole runs are the samples (compare takes each run's median).
-EXTRA_VARS = {"experiment_stages": STAGES, "inferlab_trials": 1, "inferlab_prefix_trials": 0}
+EXTRA_VARS = {"experiment_stages": STAGES, "inferlab_trials": 1, "inferlab_prefix_trials": 0,
+              "experiment_link_ab_opt_out": "the benchmark measures re-verification of the serving verdict"}
 
 
 def inferlab_json(argv: list[str]) -> dict:

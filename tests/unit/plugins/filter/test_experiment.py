@@ -37,7 +37,7 @@ def test_each_measured_stage_changes_one_layer_in_the_default_table():
         'runtime', 'runtime original -> sglang_tp')
     assert rows['tp2_nextn']['layer_change'] == 'speculation none -> nextn'
     assert rows['tp2_nextn_candidate']['layer_change'] == 'driver stock -> candidate'
-    assert not rows['link_ab']['selected'] and rows['restore']['selected'] and rows['restore']['always']
+    assert rows['link_ab']['selected'] and rows['restore']['selected'] and rows['restore']['always']
     assert not rows['rpc_baseline']['selected'] and not rows['rpc_baseline_candidate']['selected']
     assert [row['index'] for row in rows.values()] == list(range(1, 17))
 
@@ -109,4 +109,4 @@ def test_the_filters_and_the_plan_line():
     assert lines[8] == (' 9 tp2_nextn            runs: starts SGLang TP with NEXTN, then stops it (ledger); needs '
                         'inferlab_allow_pause_production; measured against tp2_baseline (speculation none -> nextn)')
     assert lines[9].startswith('10 rpc_baseline         skipped: ')
-    assert lines[11].startswith('12 link_ab              skipped: ')
+    assert lines[11].startswith('12 link_ab              runs: swaps the driver back and forth')
