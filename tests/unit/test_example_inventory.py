@@ -1,5 +1,6 @@
 """The example inventory (inventory/example/), as an operator copies it: the staged experiment's plan passes on it
-once the opt-ins are set, and names them while they are not. A real ansible-playbook run of
+once the opt-ins are set, and names them while they are not; so does the plan that serves on a site in production
+(inventory/plans/serve_in_production.yml). A real ansible-playbook run of
 roles/experiment/tasks/plan.yml on the controller; no host is contacted."""
 
 import json
@@ -26,13 +27,14 @@ PLAYBOOK = """
 """
 
 
-def run_plan(tmp_path, **extra_vars):
+def run_plan(tmp_path, *plan_files, **extra_vars):
     playbook = tmp_path / "plan.yml"
     playbook.write_text(PLAYBOOK)
     extra = {"inferlab_run_dir": str(tmp_path), "inferlab_topology_kept_file": str(tmp_path / "topology.json"),
              **extra_vars}
+    plans = [arg for name in plan_files for arg in ("-e", f"@{REPO_ROOT / 'inventory' / 'plans' / name}")]
     return subprocess.run(
-        [ansible_playbook(), "-i", str(EXAMPLE), str(playbook), "-e", json.dumps(extra)], cwd=REPO_ROOT,
+        [ansible_playbook(), "-i", str(EXAMPLE), str(playbook), *plans, "-e", json.dumps(extra)], cwd=REPO_ROOT,
         env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
         check=False)
 
@@ -55,3 +57,13 @@ def test_the_example_as_shipped_names_its_opt_ins(tmp_path):
     text = said(proc)
     assert "inferlab_allow_pause_production" in text and "inferlab_allow_driver_swap" in text
     assert "went on" not in proc.stdout
+
+
+def test_serving_in_production_pauses_behind_the_fallback_and_needs_only_that_opt_in(tmp_path):
+    proc = run_plan(tmp_path, "serve_in_production.yml", inferlab_allow_pause_production=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    plan = json.loads((tmp_path / "fragments" / "experiment" / "plan.json").read_text())
+    assert plan["selected"] == ["verify", "prober", "fallback", "pause", "tp2_baseline", "tp2_nextn"]
+    refused = run_plan(tmp_path, "serve_in_production.yml")
+    assert refused.returncode == 2 and "inferlab_allow_pause_production" in said(refused)
+    assert "inferlab_allow_driver_swap" not in said(refused)
