@@ -2,8 +2,10 @@
 the program beside the test's Python (a venv), else the one on PATH (ansible-test puts its own there), with the
 checkout's ansible.cfg and the collection found where this tree is importable from."""
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,3 +28,24 @@ def playbook_env(tmp_path, **extra):
     return dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
                 ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_DIR), ANSIBLE_NOCOLOR="1",
                 ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), **extra)
+
+
+def run_playbook(tmp_path, playbook, inventory, *extra_args, **extra_vars):
+    """``ansible-playbook`` on the controller (``-c local``) with the ``playbook`` text, an ``inventory`` (a dict,
+    written as JSON, or a path) and ``extra_vars`` as one JSON ``-e``, after ``extra_args``: a task file's checks in a
+    real run, as the roles run them. Returns the finished process (stdout and stderr as text)."""
+    path = tmp_path / "playbook.yml"
+    path.write_text(playbook)
+    if isinstance(inventory, dict):
+        written = tmp_path / "hosts.yml"
+        written.write_text(json.dumps(inventory))
+        inventory = written
+    return subprocess.run(
+        [ansible_playbook(), "-i", str(inventory), "-c", "local", str(path), *extra_args, "-e", json.dumps(extra_vars)],
+        cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True,
+        timeout=120, check=False)
+
+
+def said(proc):
+    """What a run printed, its whitespace folded: the callback folds long messages at spaces."""
+    return " ".join(proc.stdout.split())

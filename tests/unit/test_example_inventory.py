@@ -4,10 +4,9 @@ once the opt-ins are set, and names them while they are not; so does the plan th
 roles/experiment/tasks/plan.yml on the controller; no host is contacted."""
 
 import json
-import subprocess
 from pathlib import Path
 
-from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import run_playbook, said
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "inventory" / "example" / "hosts.yml"
@@ -28,19 +27,9 @@ PLAYBOOK = """
 
 
 def run_plan(tmp_path, *plan_files, **extra_vars):
-    playbook = tmp_path / "plan.yml"
-    playbook.write_text(PLAYBOOK)
-    extra = {"inferlab_run_dir": str(tmp_path), "inferlab_topology_kept_file": str(tmp_path / "topology.json"),
-             **extra_vars}
     plans = [arg for name in plan_files for arg in ("-e", f"@{REPO_ROOT / 'inventory' / 'plans' / name}")]
-    return subprocess.run(
-        [ansible_playbook(), "-i", str(EXAMPLE), str(playbook), *plans, "-e", json.dumps(extra)], cwd=REPO_ROOT,
-        env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
-        check=False)
-
-
-def said(proc):
-    return " ".join(proc.stdout.split())  # the callback folds long messages
+    return run_playbook(tmp_path, PLAYBOOK, EXAMPLE, *plans, inferlab_run_dir=str(tmp_path),
+                        inferlab_topology_kept_file=str(tmp_path / "topology.json"), **extra_vars)
 
 
 def test_the_example_passes_the_whole_plan_once_its_opt_ins_are_set(tmp_path):

@@ -2,15 +2,9 @@
 borrowed while the primaries are paused): roles/fallback_route/tasks/target_elsewhere.yml in a real ansible-playbook
 run, on gateway config roles as the preflight reads them."""
 
-import json
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import run_playbook, said
 
 PLAYBOOK = """
 - name: The fallback's check of its target
@@ -38,20 +32,9 @@ RING = {
 
 
 def run_check(tmp_path, large_backends):
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"children": {"ring": {"hosts": RING}}}}))
-    playbook = tmp_path / "check.yml"
-    playbook.write_text(PLAYBOOK)
     backends = {"small": ["http://gpu-a.lan:30000/v1", "http://10.0.0.12:30000/v1"], "large": large_backends}
-    extra = {"backends": backends, "fallback_route_target_model": "large", "inferlab_run_dir": str(tmp_path)}
-    return subprocess.run(
-        [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", json.dumps(extra)],
-        cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True,
-        timeout=120, check=False)
-
-
-def said(proc):
-    return " ".join(proc.stdout.split())  # the callback folds long messages
+    return run_playbook(tmp_path, PLAYBOOK, {"all": {"children": {"ring": {"hosts": RING}}}}, backends=backends,
+                        fallback_route_target_model="large", inferlab_run_dir=str(tmp_path))
 
 
 @pytest.mark.parametrize("large", [["http://gw-large.lan:8200/v1"], [None], [], ["os.environ/LARGE_API_BASE"]])

@@ -2,15 +2,9 @@
 report's decisive fix, upstream commit fc5a979f, in 0.5.21 and later): roles/sglang_tp/tasks/nextn_fix.yml in a
 real ansible-playbook run, on each ring host's version as the preflight reads it."""
 
-import json
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import run_playbook, said
 
 PLAYBOOK = """
 - name: The preflight's check of NEXTN's SGLang
@@ -31,19 +25,8 @@ PLAYBOOK = """
 
 
 def run_check(tmp_path, version_a, version_b, **extra_vars):
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"children": {"ring": {"hosts": {
-        "gpu-a": {"sglang_version": version_a}, "gpu-b": {"sglang_version": version_b}}}}}}))
-    playbook = tmp_path / "check.yml"
-    playbook.write_text(PLAYBOOK)
-    return subprocess.run(
-        [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", json.dumps(extra_vars)],
-        cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True,
-        timeout=120, check=False)
-
-
-def said(proc):
-    return " ".join(proc.stdout.split())  # the callback folds long messages
+    ring = {"gpu-a": {"sglang_version": version_a}, "gpu-b": {"sglang_version": version_b}}
+    return run_playbook(tmp_path, PLAYBOOK, {"all": {"children": {"ring": {"hosts": ring}}}}, **extra_vars)
 
 
 @pytest.mark.parametrize(("version_a", "version_b"), [("0.5.21", "0.5.21"), ("0.5.23", "v0.5.23.post1"),
