@@ -49,3 +49,20 @@ def run_playbook(tmp_path, playbook, inventory, *extra_args, **extra_vars):
 def said(proc):
     """What a run printed, its whitespace folded: the callback folds long messages at spaces."""
     return " ".join(proc.stdout.split())
+
+
+# The staged experiment's plan checks (roles/experiment/tasks/plan.yml) as a playbook on the controller, and a line
+# that says the play went on past them.
+EXPERIMENT_PLAN_PLAYBOOK = """
+- name: The experiment's plan checks
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Check the plan
+      ansible.builtin.include_role:
+        name: inferlab.distributed.experiment
+        tasks_from: plan
+    - name: Say the play went on
+      ansible.builtin.debug:
+        msg: went on
+"""

@@ -6,29 +6,18 @@ roles/experiment/tasks/plan.yml on the controller; no host is contacted."""
 import json
 from pathlib import Path
 
-from ansible_collections.inferlab.distributed.tests.unit.playbook_run import run_playbook, said
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import (
+    EXPERIMENT_PLAN_PLAYBOOK,
+    run_playbook,
+    said,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "inventory" / "example" / "hosts.yml"
 
-PLAYBOOK = """
-- name: The experiment's plan on the example inventory
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Check the plan
-      ansible.builtin.include_role:
-        name: inferlab.distributed.experiment
-        tasks_from: plan
-    - name: Say the play went on
-      ansible.builtin.debug:
-        msg: went on
-"""
-
-
 def run_plan(tmp_path, *plan_files, **extra_vars):
     plans = [arg for name in plan_files for arg in ("-e", f"@{REPO_ROOT / 'inventory' / 'plans' / name}")]
-    return run_playbook(tmp_path, PLAYBOOK, EXAMPLE, *plans, inferlab_run_dir=str(tmp_path),
+    return run_playbook(tmp_path, EXPERIMENT_PLAN_PLAYBOOK, EXAMPLE, *plans, inferlab_run_dir=str(tmp_path),
                         inferlab_topology_kept_file=str(tmp_path / "topology.json"), **extra_vars)
 
 

@@ -5,50 +5,25 @@ earlier run kept, naming the command that ends it. A real
 ansible-playbook run of roles/experiment/tasks/plan.yml on the controller."""
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-PLAYBOOK = """
-- name: The experiment's plan checks
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Check the plan
-      ansible.builtin.include_role:
-        name: inferlab.distributed.experiment
-        tasks_from: plan
-    - name: Say the play went on
-      ansible.builtin.debug:
-        msg: went on
-"""
+from ansible_collections.inferlab.distributed.tests.unit.playbook_run import (
+    EXPERIMENT_PLAN_PLAYBOOK,
+    run_playbook,
+    said,
+)
 
 
 def run_plan(tmp_path, stages, kind, extra_vars=None, **second_host):
     host = {"inferlab_allow_driver_swap": True, "inferlab_allow_pause_production": True}
     if kind:
         host["inferlab_link_kind"] = kind
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"children": {"ring": {"hosts": {
-        "gpu-a": host, "gpu-b": {**host, **second_host}}}}}}))
-    playbook = tmp_path / "plan.yml"
-    playbook.write_text(PLAYBOOK)
+    inventory = {"all": {"children": {"ring": {"hosts": {"gpu-a": host, "gpu-b": {**host, **second_host}}}}}}
     # no kept quarantine unless a test writes one there
-    extra = json.dumps({"inferlab_run_dir": str(tmp_path), **({"experiment_stages": stages} if stages else {}),
-                        "inferlab_topology_kept_file": str(tmp_path / "topology.json"), **(extra_vars or {})})
-    return subprocess.run(
-        [ansible_playbook(), "-i", str(inventory), "-c", "local", str(playbook), "-e", extra], cwd=REPO_ROOT,
-        env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"), capture_output=True, text=True, timeout=120,
-        check=False)
-
-
-def said(proc):
-    return " ".join(proc.stdout.split())  # the callback folds long messages
+    return run_playbook(tmp_path, EXPERIMENT_PLAN_PLAYBOOK, inventory, inferlab_run_dir=str(tmp_path),
+                        **({"experiment_stages": stages} if stages else {}),
+                        inferlab_topology_kept_file=str(tmp_path / "topology.json"), **(extra_vars or {}))
 
 
 def test_driver_stages_on_an_ethernet_ring_are_refused_before_anything_changes(tmp_path):
