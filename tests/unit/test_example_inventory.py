@@ -15,6 +15,7 @@ from ansible_collections.inferlab.distributed.tests.unit.playbook_run import (
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "inventory" / "example" / "hosts.yml"
 
+
 def run_plan(tmp_path, *plan_files, **extra_vars):
     plans = [arg for name in plan_files for arg in ("-e", f"@{REPO_ROOT / 'inventory' / 'plans' / name}")]
     return run_playbook(tmp_path, EXPERIMENT_PLAN_PLAYBOOK, EXAMPLE, *plans, inferlab_run_dir=str(tmp_path),

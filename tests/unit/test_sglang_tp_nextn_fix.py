@@ -29,8 +29,8 @@ def run_check(tmp_path, version_a, version_b, **extra_vars):
     return run_playbook(tmp_path, PLAYBOOK, {"all": {"children": {"ring": {"hosts": ring}}}}, **extra_vars)
 
 
-@pytest.mark.parametrize(("version_a", "version_b"), [("0.5.21", "0.5.21"), ("0.5.23", "v0.5.23.post1"),
-                                                     ("0.6.0", "0.5.22rc1")])
+@pytest.mark.parametrize(("version_a", "version_b"), [
+    ("0.5.21", "0.5.21"), ("0.5.23", "v0.5.23.post1"), ("0.6.0", "0.5.22rc1")])
 def test_a_release_with_the_fix_goes_on(tmp_path, version_a, version_b):
     proc = run_check(tmp_path, version_a, version_b)
     assert proc.returncode == 0, proc.stdout[-3000:]
