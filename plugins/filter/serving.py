@@ -39,6 +39,7 @@ class FilterModule(object):
         return dict((f.__name__, _wrap(f)) for f in (
             _acceptance.model_manifest,
             _acceptance.rank_mismatches,
+            _acceptance.sglang_older_than,
             _acceptance.log_failure_lines,
             _acceptance.rank_problems,
             _acceptance.ladder_step_verdict,

@@ -63,6 +63,25 @@ def version_tuple(text):
     return tuple(int(part) for part in match.group(1).split('.'))
 
 
+def sglang_too_old(found, minimum):
+    """Whether an SGLang version is older than ``minimum``, by their leading dotted numbers; a version that does not
+    start with numbers is too old too (nothing can tell)."""
+    try:
+        return version_tuple(found) < version_tuple(minimum)
+    except AcceptanceError:
+        return True
+
+
+def sglang_older_than(identities, minimum):
+    """``{host: {"versions": {"sglang": ...}}}`` -> ``HOST runs SGLang FOUND`` for each host whose SGLang is older
+    than ``minimum`` (see :func:`sglang_too_old`), in the dict's order: a release check of its own, as mode nextn's."""
+    identities = _mapping(identities, 'identities')
+    found = {host: (_mapping(identity, 'identity of %s' % host).get('versions') or {}).get('sglang')
+             for host, identity in identities.items()}
+    return ['%s runs SGLang %s' % (host, version or 'of no version') for host, version in found.items()
+            if sglang_too_old(version, minimum)]
+
+
 def rank_mismatches(identities, min_sglang_version=''):
     """Differences between ranks, one sentence each naming the host and the item.
 
@@ -79,14 +98,9 @@ def rank_mismatches(identities, min_sglang_version=''):
     for host in hosts:
         identity = _mapping(identities[host], 'identity of %s' % host)
         versions = _mapping(identity.get('versions'), 'versions of %s' % host)
-        if min_sglang_version:
-            found = versions.get('sglang')
-            try:
-                too_old = version_tuple(found) < version_tuple(min_sglang_version)
-            except AcceptanceError:
-                too_old = True
-            if too_old:
-                problems.append('%s runs SGLang %s, older than the required %s' % (host, found, min_sglang_version))
+        if min_sglang_version and sglang_too_old(versions.get('sglang'), min_sglang_version):
+            problems.append('%s runs SGLang %s, older than the required %s'
+                            % (host, versions.get('sglang'), min_sglang_version))
         if host == reference_host:
             continue
         for item in sorted(set(reference['versions']) | set(versions)):

@@ -92,6 +92,15 @@ def test_minimum_sglang_version_on_every_rank():
     assert acc.rank_mismatches(unreadable, "0.5.23") == ["a runs SGLang unknown, older than the required 0.5.23"]
 
 
+def test_the_ranks_older_than_a_release_read_as_the_minimum_version_is():
+    ids = {"a": identity(versions={"sglang": "0.5.23-lab"}), "b": identity(versions={"sglang": "0.5.20"}),
+           "c": identity(versions={"sglang": "main-fc5a979"}), "d": {"versions": {}, "model": MODEL}}
+    assert acc.sglang_older_than(ids, "0.5.21") == [
+        "b runs SGLang 0.5.20", "c runs SGLang main-fc5a979", "d runs SGLang of no version"]
+    assert FilterModule().filters()["sglang_older_than"](ids, "0.5.19") == [
+        "c runs SGLang main-fc5a979", "d runs SGLang of no version"]
+
+
 @pytest.mark.parametrize("text, expected", [("0.5.23", (0, 5, 23)), ("v0.5.23-lab", (0, 5, 23)),
                                             ("0.5.3.post1", (0, 5, 3))])
 def test_version_tuple(text, expected):
@@ -332,7 +341,7 @@ def test_filters_wrap_errors():
     assert set(FILTERS) == {"model_manifest", "rank_mismatches", "log_failure_lines", "rank_problems",
                             "ladder_step_verdict", "link_traffic", "trials_summary", "acceptance_summary",
                             "public_environment", "prefix_trials_summary", "sweep_points", "client_server_agreement",
-                            "link_bytes_per_token"}
+                            "link_bytes_per_token", "sglang_older_than"}
     with pytest.raises(AnsibleFilterError, match="ladder_step_verdict: unknown ladder step"):
         FILTERS["ladder_step_verdict"]({"step": "nope"})
 
