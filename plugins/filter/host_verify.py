@@ -152,23 +152,25 @@ def _thunderbolt_checks(checks, expected, tbnet, peer, interface):
                "; ".join(tbnet.get("notes") or []) or "no service bound to %s" % interface,
                "inferlab_link_interface (and inferlab_tbnet_sysfs_root)",
                "no Thunderbolt peer answers on the direct link")
+    no_peer = ("link peer present", "no Thunderbolt peer on %s" % interface)
     rx, tx = (peer or {}).get("rx_speed_gbps"), (peer or {}).get("tx_speed_gbps")
     min_speed = float(expected["min_speed_gbps"])
     checks.add("link speed", None not in (rx, tx) and rx >= min_speed and tx >= min_speed,
                ">= %s Gb/s per lane both ways" % min_speed, "rx %s Gb/s, tx %s Gb/s" % (rx, tx),
                "inferlab_link_min_speed_gbps", "the direct link trained below the expected per-lane speed",
-               after=("link peer present", "no Thunderbolt peer on %s" % interface))
+               after=no_peer)
     rx_lanes, tx_lanes = (peer or {}).get("rx_lanes"), (peer or {}).get("tx_lanes")
     min_lanes = int(expected["min_lanes"])
     checks.add("link lanes", None not in (rx_lanes, tx_lanes) and rx_lanes >= min_lanes and tx_lanes >= min_lanes,
                ">= %d lane(s) both ways" % min_lanes, "rx %s, tx %s" % (rx_lanes, tx_lanes),
                "inferlab_link_min_lanes", "the direct link has fewer lanes than expected",
-               after=("link peer present", "no Thunderbolt peer on %s" % interface))
+               after=no_peer)
 
 
 def _ethernet_checks(checks, expected, nic, interface):
     """An Ethernet link, by what it is: the speed it negotiated and its duplex (the NIC, its driver, firmware and
     offloads are recorded beside them)."""
+    no_interface = ("link interface exists", "interface %s is missing" % interface)
     speed = nic.get("speed_mbps")
     min_speed = float(expected["min_speed_gbps"])
     why_none = "; ".join(nic.get("notes") or []) or "operstate %s" % nic.get("operstate")
@@ -176,11 +178,11 @@ def _ethernet_checks(checks, expected, nic, interface):
     checks.add("link speed", speed is not None and speed >= min_speed * 1000, ">= %s Gb/s negotiated" % min_speed,
                found, "inferlab_link_min_speed_gbps",
                "the Ethernet link %s negotiated below the expected speed" % interface,
-               after=("link interface exists", "interface %s is missing" % interface))
+               after=no_interface)
     duplex = expected.get("link_duplex") or "full"
     checks.add("link duplex", nic.get("duplex") == duplex, duplex, nic.get("duplex"), "inferlab_link_duplex",
                "the Ethernet link %s is not at the expected duplex" % interface,
-               after=("link interface exists", "interface %s is missing" % interface))
+               after=no_interface)
 
 
 def _link_identity(kind, peer, nic):

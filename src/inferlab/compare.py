@@ -881,18 +881,18 @@ def _fingerprint_apart(prints_a: list[dict], prints_b: list[dict], group_a: list
     not): a difference no declared layer explains, or runs of one side that differ among themselves. A component
     only one record has (an older record) is listed and noted, never a reason to withhold."""
     apart = fingerprint.differences(prints_a[0], prints_b[0], differing)
-    one_sided = [d for d in apart if d.a is None or d.b is None]
+    one_sided = [d for d in apart if d.one_sided]
     if one_sided:
         notes.append(f"{len(one_sided)} fingerprint component(s) recorded in one run only, so not checked (first: "
                      f"{one_sided[0].component})")
     reasons = []
-    unexplained = [d for d in apart if d not in one_sided and d.explained_by is None]
+    unexplained = [d for d in apart if not d.one_sided and d.explained_by is None]
     if unexplained:
         declared = f"the declared layer {next(iter(differing))}" if differing else "no declared layer"
         reasons.append(f"A and B differ in more than {declared}: {fingerprint.describe(unexplained)}")
     for which, prints, group in (("A", prints_a, group_a), ("B", prints_b, group_b)):
         for data, theirs in zip(group[1:], prints[1:], strict=True):
-            inside = [d for d in fingerprint.differences(prints[0], theirs, {}) if d.a is not None and d.b is not None]
+            inside = [d for d in fingerprint.differences(prints[0], theirs, {}) if not d.one_sided]
             if inside:
                 reasons.append(f"the runs of {which} are not one configuration: {group[0]['run']['id']} and "
                                f"{data['run']['id']} differ in {fingerprint.describe(inside, 3)}")
@@ -1003,7 +1003,7 @@ def _fingerprint_lines(comparison: Comparison) -> list[str]:
                 "firmware, drivers, link settings, engine versions, launch commands, model files) alike."]
     lines = ["| component | layer | A | B | explained by |", "| --- | --- | --- | --- | --- |"]
     for found in comparison.fingerprint:
-        explained = found.explained_by or ("recorded in one run only" if None in (found.a, found.b) else "**nothing**")
+        explained = found.explained_by or ("recorded in one run only" if found.one_sided else "**nothing**")
         lines.append(f"| {found.component} | {found.layer} | {found.a or '(not recorded)'} "
                      f"| {found.b or '(not recorded)'} | {explained} |")
     return lines

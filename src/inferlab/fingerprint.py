@@ -47,6 +47,11 @@ class Difference:
     b: str | None
     explained_by: str | None  # the declared layer that explains it; None: not explained
 
+    @property
+    def one_sided(self) -> bool:
+        """Only one record has the component (a record from before it was recorded): listed, never counted."""
+        return self.a is None or self.b is None
+
 
 def _text(value) -> str | None:
     if value is None:
