@@ -55,6 +55,11 @@ from inferlab import fingerprint, record, record_view, stats
 CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
 ALPHA = (100 - CONFIDENCE_PCT) / 100
 MIN_SAMPLES = 3  # fewer a side: no test (at 3 vs 3 the smallest two-sided p is 0.1, so a test but no verdict)
+# Two modes of the same runs pair by run from this many runs: the signed-rank test's smallest p, 2 / 2^runs, is then
+# 0.0078, within reach of a claim of up to 6 metrics (0.05 / 6); with fewer runs it could not reach the level that
+# the rank-sum test (which ignores the pairing: valid, and conservative here) reaches with the same runs. Chosen by
+# the number of runs alone, never by the figures, so the level holds.
+PAIRED_MIN_RUNS = 8
 FRESH_SOURCES = ("lab_up", "restore")  # "untouched" (a first run on a host never changed) restarted nothing
 LAYER_EXTRAVAR_PREFIX = "inferlab_layer_"
 TRIAL_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<trial>\d+)$")
@@ -64,6 +69,7 @@ NO_VERDICT = "no verdict"  # an A/A pair: nothing declared differs, so there is 
 # Where a side's samples come from (`design`).
 ONE_RUN = "one run a side"
 WHOLE_RUNS = "repeated whole runs"
+PAIRED_RUNS = "repeated whole runs, paired"  # two modes of the same runs: each run measured both sides
 SPEED, TRANSPORT, INFO = "speed", "transport", "info"  # which verdict a metric counts for (info: none)
 # What one metric's test shows (`observed`, `family_observed`).
 B_BETTER = "B better"
@@ -552,9 +558,16 @@ def extract_metrics(record: dict, modes: dict[str, str], transport: str) -> dict
 # --- statistics ---------------------------------------------------------------------------------------------------
 
 
-def no_verdict_possible(test: stats.RankSumTest) -> str:
+def no_verdict_possible(test: stats.RankSumTest | stats.SignedRankTest) -> str:
     """The words for a metric whose sizes cannot reach the level it is read at."""
-    return f"no verdict possible at n={test.m} vs {test.n}: the smallest exact p is {test.smallest_p:.3g}"
+    return f"no verdict possible at {test.sizes()}: the smallest exact p is {test.smallest_p:.3g}"
+
+
+def needed_for(test: stats.RankSumTest | stats.SignedRankTest, alpha: float) -> str:
+    """How many samples a side (pairs, for the paired test) could reach `alpha`."""
+    if test.method == stats.SIGNED_RANK:
+        return f"at least {stats.pairs_needed(alpha)} pairs"
+    return f"at least {stats.samples_needed(alpha)} samples a side"
 
 
 def reading(test: stats.RankSumTest, alpha: float, better: str | None) -> str:
@@ -569,15 +582,21 @@ def reading(test: stats.RankSumTest, alpha: float, better: str | None) -> str:
     return B_BETTER if test.b_higher == (better == "higher") else B_WORSE
 
 
-def compare_metric(a: Metric, b: Metric) -> Row:
+def compare_metric(a: Metric, b: Metric, paired: bool = False) -> Row:
     """One metric's row: both spreads, the difference of medians and, with at least MIN_SAMPLES a side, the exact
-    rank-sum test and the Hodges-Lehmann shift with its interval (read at ALPHA alone: `observed`)."""
+    rank-sum test and the Hodges-Lehmann shift with its interval (read at ALPHA alone: `observed`). `paired`: the
+    i-th samples of A and B were measured together (two modes of one run), so the signed-rank test of the
+    differences and the paired shift instead."""
     spread_a, spread_b = Spread.of(a.samples), Spread.of(b.samples)
     test = interval = None
     seen = TOO_FEW
     if min(spread_a.n, spread_b.n) >= MIN_SAMPLES:
-        test = stats.rank_sum_test(a.samples, b.samples)
-        interval = stats.hodges_lehmann(a.samples, b.samples, CONFIDENCE_PCT)
+        if paired:
+            test = stats.signed_rank_test(a.samples, b.samples)
+            interval = stats.paired_shift(a.samples, b.samples, CONFIDENCE_PCT)
+        else:
+            test = stats.rank_sum_test(a.samples, b.samples)
+            interval = stats.hodges_lehmann(a.samples, b.samples, CONFIDENCE_PCT)
         seen = reading(test, ALPHA, a.better)
     role = a.role if a.role == b.role else INFO  # e.g. ladder rates where only one run ran trials
     difference = spread_b.median - spread_a.median
@@ -615,7 +634,9 @@ def claim_verdict(claim: str, rows: list[Row], role: str) -> Verdict:
         return Verdict(claim, INCONCLUSIVE, f"no {role} metric has at least {MIN_SAMPLES} samples on both sides")
     alpha = family_alpha(len(counted))
     each = f" each ({ALPHA:g} / {len(counted)}, Bonferroni)" if len(counted) > 1 else ""
-    tally = f"of {len(counted)} {role} metric(s), exact rank-sum test at two-sided p <= {alpha:.3g}{each}"
+    methods = sorted({r.test.method for r in counted})
+    tally = (f"of {len(counted)} {role} metric(s), exact {' and '.join(methods)} test at two-sided "
+             f"p <= {alpha:.3g}{each}")
     better = [r for r in counted if seen(r) == B_BETTER]
     worse = [r for r in counted if seen(r) == B_WORSE]
     if better and not worse:
@@ -627,12 +648,11 @@ def claim_verdict(claim: str, rows: list[Row], role: str) -> Verdict:
     unattainable = [r for r in counted if seen(r) == UNATTAINABLE]
     if len(unattainable) == len(counted):
         largest = max(unattainable, key=lambda r: (r.test.m * r.test.n, -r.test.smallest_p))
-        needed = stats.samples_needed(alpha)
         return Verdict(
             claim,
             INCONCLUSIVE,
             f"{no_verdict_possible(largest.test)}, above the {alpha:.3g} each of {len(counted)} {role} metric(s) "
-            f"needs; at least {needed} samples a side can reach it",
+            f"needs; {needed_for(largest.test, alpha)} can reach it",
         )
     cannot = f" ({len(unattainable)} of them could not reach it at their n)" if unattainable else ""
     return Verdict(claim, INCONCLUSIVE, f"observed: no clear difference {tally}{cannot}")
@@ -714,6 +734,17 @@ def _same_configuration(group: list[dict], which: str, modes: list[str]) -> dict
     return layers[0]
 
 
+def _paired_by_run(group_a: list[dict], group_b: list[dict]) -> tuple[list[dict], bool]:
+    """B's runs in A's order, and True when the sides are two modes of the same runs (RUN:MODE, each run once a
+    side) and at least PAIRED_MIN_RUNS of them, so that each run's samples pair; else B unchanged and False."""
+    runs_a = [split_mode(i)[0] for i in _ids(group_a)]
+    by_run_b = {split_mode(i)[0]: data for i, data in zip(_ids(group_b), group_b, strict=True)}
+    modes = [split_mode(i)[1] for i in _ids(group_a) + _ids(group_b)]
+    if all(modes) and len(set(runs_a)) == len(runs_a) == len(group_b) and set(runs_a) == set(by_run_b):
+        return [by_run_b[run] for run in runs_a], len(runs_a) >= PAIRED_MIN_RUNS
+    return group_b, False
+
+
 def _per_run_medians(per_run: list[dict[tuple[str, str], Metric]]) -> dict[tuple[str, str], Metric]:
     """Several runs' metrics -> one Metric per key that every run has, with one sample per run: its median."""
     if len(per_run) == 1:
@@ -789,12 +820,13 @@ def compare(
             f"-e {LAYER_EXTRAVAR_PREFIX}NAME=VALUE"
         )
 
+    group_b, paired = _paired_by_run(group_a, group_b) if repeated else (group_b, False)
     transport = transport_label(group_a + group_b)
     labels = {a: a if a == b else f"{a} -> {b}" for a, b in pairs}
     metrics_a = _per_run_medians([_reading("RUN_A", data, extract_metrics, labels, transport) for data in group_a])
     labels_b = {b: labels[a] for a, b in pairs}
     metrics_b = _per_run_medians([_reading("RUN_B", data, extract_metrics, labels_b, transport) for data in group_b])
-    rows = [compare_metric(metrics_a[key], metrics_b[key]) for key in metrics_a if key in metrics_b]
+    rows = [compare_metric(metrics_a[key], metrics_b[key], paired) for key in metrics_a if key in metrics_b]
     only = {
         which: [key for key in mine if key not in theirs]
         for which, mine, theirs in (("A", metrics_a, metrics_b), ("B", metrics_b, metrics_a))
@@ -807,7 +839,14 @@ def compare(
             f"a metric with fewer than {MIN_SAMPLES} samples on either side gets no test and counts for no "
             f"verdict: run more {'whole runs' if repeated else 'trials'}"
         )
-    if repeated:
+    if paired:
+        notes.append(
+            f"each sample is one whole run's median, and each of the {len(group_a)} runs measured both sides (two "
+            "modes of one run): the samples are paired by run, and the signed-rank test of the differences B - A "
+            "(the paired shift: the median of their Walsh averages) takes out each run's own level; a metric that "
+            "not every run of a side has is left out"
+        )
+    elif repeated:
         notes.append(
             f"each sample is one whole run's median ({len(group_a)} runs in A, {len(group_b)} in B): the test covers "
             "the spread between whole runs; a metric that not every run of a side has is left out"
@@ -869,7 +908,7 @@ def compare(
         notes=notes,
         require_fresh=require_fresh,
         fresh_b=fresh_b,
-        design=WHOLE_RUNS if repeated else ONE_RUN,
+        design=PAIRED_RUNS if paired else WHOLE_RUNS if repeated else ONE_RUN,
         fingerprint=apart,
         fingerprint_components=len(prints_a[0]),
     )
@@ -987,7 +1026,7 @@ def _shift(interval: stats.ShiftInterval | None) -> str:
         return "—"
     if interval.low is None:
         return f"{_fmt(interval.estimate)} (no {CONFIDENCE_PCT}% interval at this n)"
-    return f"{_fmt(interval.estimate)} ({_fmt(interval.low)} to {_fmt(interval.high)}, {interval.confidence_pct:.1f}%)"
+    return f"{_fmt(interval.estimate)} ({interval.bounds(_fmt)}, {interval.confidence_pct:.1f}%)"
 
 
 def _reading_text(seen: str | None, test: stats.RankSumTest | None) -> str:
@@ -1009,6 +1048,18 @@ def _fingerprint_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
+def _method_text(design: str) -> str:
+    if design == PAIRED_RUNS:
+        return (f"the shift, the paired Hodges-Lehmann estimate (the median of the Walsh averages of the per-run "
+                f"differences b - a) with its exact {CONFIDENCE_PCT}% interval (the shifts the test does not "
+                "reject); p, the exact two-sided Wilcoxon signed-rank p-value of the per-run differences (zeros left "
+                "out, ties take midranks).")
+    return (f"the shift, the Hodges-Lehmann estimate (the median of all differences b - a) with its exact "
+            f"distribution-free {CONFIDENCE_PCT}% interval and that interval's exact confidence (with ties: the "
+            "shifts the test does not reject); p, the exact two-sided Wilcoxon-Mann-Whitney rank-sum p-value (ties "
+            "take midranks).")
+
+
 def render_text(comparison: Comparison) -> str:
     a, b = comparison.run_a, comparison.run_b
     lines = [f"# inferlab compare: A {a['id']} vs B {b['id']}", ""]
@@ -1026,9 +1077,8 @@ def render_text(comparison: Comparison) -> str:
         "## Differences (B - A)",
         "",
         f"Samples: {comparison.design}. Each side: median (min to max, n samples); B - A is the difference of the "
-        f"medians. With at least {MIN_SAMPLES} samples a side: the shift, the Hodges-Lehmann estimate (the median "
-        f"of all differences b - a) with its exact distribution-free {CONFIDENCE_PCT}% interval and that interval's "
-        "exact confidence; p, the exact two-sided Wilcoxon-Mann-Whitney rank-sum p-value (ties take midranks). "
+        f"medians. With at least {MIN_SAMPLES} samples a side: {_method_text(comparison.design)} An interval's end "
+        "said 'above' or 'below' is open: the test rejects that shift itself. "
         f"`observed` reads p at {ALPHA:g}; a verdict reads each of its k metrics at {ALPHA:g} / k (`family`, "
         "Bonferroni), so that one metric off 0 among many by chance does not carry it. docs/STATISTICS.md says "
         "why these methods and what they assume.",
@@ -1078,9 +1128,16 @@ def as_json(comparison: Comparison) -> dict:
         "transport_label": comparison.transport_label,
         "statistics": {
             "difference": "median(B) - median(A)",
-            "test": "Wilcoxon-Mann-Whitney rank-sum, two-sided, midranks for ties",
-            "exact_up_to_pooled_samples": stats.EXACT_MAX_POOLED,
-            "shift": "Hodges-Lehmann: median of all b - a, with its distribution-free interval",
+            **({"test": "Wilcoxon signed-rank of the per-run differences b - a, two-sided, zeros left out, "
+                        "midranks for ties",
+                "exact_up_to_pairs": stats.EXACT_MAX_PAIRS,
+                "shift": "paired Hodges-Lehmann: median of the Walsh averages of b - a, with the shifts the test "
+                         "does not reject"}
+               if comparison.design == PAIRED_RUNS else
+               {"test": "Wilcoxon-Mann-Whitney rank-sum, two-sided, midranks for ties",
+                "exact_up_to_pooled_samples": stats.EXACT_MAX_POOLED,
+                "shift": "Hodges-Lehmann: median of all b - a, with its distribution-free interval (with ties: the "
+                         "shifts the test does not reject)"}),
             "confidence_pct": CONFIDENCE_PCT,
             "alpha": ALPHA,
             "family": "Bonferroni: alpha / k for each of a claim's k metrics",

@@ -33,7 +33,7 @@ def interval_bounds(interval: stats.ShiftInterval, m: int, n: int, samples: str)
     """A Hodges-Lehmann interval as the report prints it, or why there is none at m vs n `samples` (trials, ...)."""
     if interval.low is None:
         return f"no {compare.CONFIDENCE_PCT} % interval at {m} vs {n} {samples}"
-    return f"{interval.confidence_pct:.0f} % interval {text_of(interval.low)} to {text_of(interval.high)}"
+    return f"{interval.confidence_pct:.0f} % interval {interval.bounds(text_of)}"
 
 
 def shift(cold: dict, warm: dict, better: str) -> str:

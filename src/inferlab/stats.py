@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from statistics import NormalDist, median
 
 EXACT_MAX_POOLED = 60  # pooled samples up to which p-values and interval ranks are exact (a few ms each)
+EXACT_MAX_PAIRS = 60  # pairs up to which the signed-rank test is exact
+RANK_SUM, SIGNED_RANK = "rank-sum", "signed-rank"  # the test a comparison used: independent sides, or paired
 
 
 @dataclass(frozen=True)
@@ -37,11 +40,48 @@ class RankSumTest:
     p_two_sided: float  # 2 * the smaller one-sided p, at most 1
     smallest_p: float  # the smallest two-sided p any samples of these sizes can give: 2 / C(m+n, n)
     exact: bool  # False: the normal approximation (more than EXACT_MAX_POOLED pooled samples)
+    method: str = RANK_SUM
 
     @property
     def b_higher(self) -> bool:
         """Whether the evidence, whatever its strength, points to B being the higher."""
         return self.p_b_higher < self.p_b_lower
+
+    def sizes(self) -> str:
+        return f"n={self.m} vs {self.n}"
+
+
+@dataclass(frozen=True)
+class SignedRankTest:
+    """The Wilcoxon signed-rank test of B against A paired (A's i-th sample and B's i-th are measured together, e.g.
+    two modes of one run): the differences b - a, zeros left out (Wilcoxon's rule), ranked by size with midranks;
+    `t_plus` is the rank sum of the positive ones. Exact: each of the 2^pairs sign patterns is equally likely when
+    A and B are exchangeable within each pair, so a run's own level, shared by both sides, cancels."""
+
+    pairs: int  # pairs whose difference is not zero: the test's n
+    zeros: int  # pairs with b == a, left out
+    t_plus: float
+    p_b_higher: float
+    p_b_lower: float
+    p_two_sided: float
+    smallest_p: float  # 2 / 2^pairs: every difference on one side
+    exact: bool  # False: the normal approximation (more than EXACT_MAX_PAIRS pairs)
+    method: str = SIGNED_RANK
+
+    @property
+    def b_higher(self) -> bool:
+        return self.p_b_higher < self.p_b_lower
+
+    @property
+    def m(self) -> int:
+        return self.pairs
+
+    @property
+    def n(self) -> int:
+        return self.pairs
+
+    def sizes(self) -> str:
+        return f"{self.pairs} pairs" + (f" ({self.zeros} equal, left out)" if self.zeros else "")
 
 
 @dataclass(frozen=True)
@@ -53,6 +93,22 @@ class ShiftInterval:
     high: float | None
     confidence_pct: float  # the interval's exact confidence (>= the requested); when none: the widest one's
     exact: bool
+    # With ties the interval is the set of shifts the test does not reject (inverted), and an end the test rejects
+    # at itself but not just inside it is open: excluded, so that the interval excludes 0 exactly when p <= alpha.
+    low_open: bool = False
+    high_open: bool = False
+
+    def excludes(self, value: float) -> bool:
+        """Whether `value` lies outside the interval (False when there is none)."""
+        if self.low is None:
+            return False
+        return (value < self.low or (value == self.low and self.low_open)
+                or value > self.high or (value == self.high and self.high_open))
+
+    def bounds(self, text=str) -> str:
+        """'LOW to HIGH', an open end said as 'above LOW' / 'below HIGH'."""
+        return (f"{'above ' if self.low_open else ''}{text(self.low)} to "
+                f"{'below ' if self.high_open else ''}{text(self.high)}")
 
 
 def reaches(p: float, alpha: float) -> bool:
@@ -70,6 +126,12 @@ def samples_needed(alpha: float, at_most: int = 30) -> int | None:
     """The fewest samples a side (the same number on both) with which a two-sided rank-sum test can reach alpha;
     None when more than `at_most` would be needed."""
     return next((k for k in range(1, at_most + 1) if reaches(smallest_p(k, k), alpha)), None)
+
+
+def pairs_needed(alpha: float, at_most: int = 30) -> int | None:
+    """The fewest pairs with which a two-sided signed-rank test can reach alpha (2 / 2^pairs <= alpha); None when
+    more than `at_most` would be needed."""
+    return next((k for k in range(1, at_most + 1) if reaches(min(1.0, 2 / 2**k), alpha)), None)
 
 
 def doubled_midranks(values: list[float]) -> list[int]:
@@ -141,7 +203,11 @@ def _check_samples(a, b) -> tuple[list[float], list[float]]:
 def rank_sum_test(a, b) -> RankSumTest:
     """The Wilcoxon-Mann-Whitney rank-sum test of B against A, two one-sided p-values and the two-sided one.
     Exact (the permutation distribution of B's midrank sum) up to EXACT_MAX_POOLED pooled samples."""
-    a, b = _check_samples(a, b)
+    return _rank_sum_test(*_check_samples(a, b))
+
+
+def _rank_sum_test(a: list, b: list) -> RankSumTest:
+    """rank_sum_test on checked samples (floats, or the exact Fractions an inverted interval shifts)."""
     m, n = len(a), len(b)
     ranks = doubled_midranks(a + b)
     observed = sum(ranks[m:])
@@ -177,6 +243,13 @@ def hodges_lehmann(a, b, confidence_pct: float = 95) -> ShiftInterval:
     differences = sorted(y - x for x in a for y in b)
     alpha = 1 - confidence_pct / 100
     exact = m + n <= EXACT_MAX_POOLED
+    if exact and len(set(a + b)) < m + n:
+        # ties: the no-ties ranks below would not match the tied test; invert the test itself, in exact arithmetic
+        exact_a, exact_b = [Fraction(x) for x in a], [Fraction(y) for y in b]
+        return _inverted_interval(
+            median(differences), sorted({y - x for x in exact_a for y in exact_b}),
+            lambda shift: reaches(_rank_sum_test(exact_a, [y - shift for y in exact_b]).p_two_sided, alpha),
+            confidence_pct, smallest_p(m, n))
     if exact:
         lower_tail = _lower_tail_u(m, n)
         k = 0
@@ -190,3 +263,100 @@ def hodges_lehmann(a, b, confidence_pct: float = 95) -> ShiftInterval:
     if k < 1:
         return ShiftInterval(median(differences), None, None, 100 * coverage, exact)
     return ShiftInterval(median(differences), differences[k - 1], differences[-k], 100 * coverage, exact)
+
+
+def _inverted_interval(estimate: float, points: list[Fraction], rejects, confidence_pct: float,
+                       smallest: float) -> ShiftInterval:
+    """The shifts the test does not reject at the interval's level, its ends as the sorted `points` (the shifts at
+    which the statistic changes) bound them: between two points the samples keep their order, so the test reads
+    the same as at their midpoint. An end found only just inside a point (the point itself rejected) is open.
+    Binary search from the estimate outwards: the shifts not rejected are one run. When even the widest interval
+    falls short of the level, no interval (None), with the widest one's confidence."""
+    probes = [points[0] - 1]
+    for left, right in zip(points, points[1:], strict=False):
+        probes += [left, (left + right) / 2]
+    probes += [points[-1], points[-1] + 1]
+    if not rejects(probes[0]) or not rejects(probes[-1]):
+        return ShiftInterval(estimate, None, None, 100 * (1 - smallest), True)
+    centre = min(range(len(probes)), key=lambda i: abs(probes[i] - Fraction(estimate)))
+    if rejects(probes[centre]):
+        return ShiftInterval(estimate, None, None, 100 * (1 - smallest), True)
+
+    def edge(inside: int, outside: int) -> int:
+        """The last probe not rejected going from `inside` (not rejected) towards `outside` (rejected)."""
+        while abs(inside - outside) > 1:
+            middle = (inside + outside) // 2
+            if rejects(probes[middle]):
+                outside = middle
+            else:
+                inside = middle
+        return inside
+
+    first, last = edge(centre, 0), edge(centre, len(probes) - 1)
+    low_is_gap, high_is_gap = probes[first] not in points, probes[last] not in points
+    low = probes[first - 1] if low_is_gap else probes[first]
+    high = probes[last + 1] if high_is_gap else probes[last]
+    return ShiftInterval(estimate, float(low), float(high), confidence_pct, True, low_is_gap, high_is_gap)
+
+
+# --- paired samples -----------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def signed_rank_counts(ranks: tuple[int, ...]) -> tuple[int, ...]:
+    """counts[s]: how many of the 2^len(ranks) sign patterns give the positive ranks (doubled midranks) the sum s."""
+    counts = [1] + [0] * sum(ranks)
+    for rank in ranks:
+        counts[rank:] = [have + extra for have, extra in zip(counts[rank:], counts, strict=False)]
+    return tuple(counts)
+
+
+def _check_pairs(a, b) -> tuple[list[float], list[float]]:
+    a, b = _check_samples(a, b)
+    if len(a) != len(b):
+        raise ValueError(f"a paired test needs one B sample for each A sample (found {len(a)} in A, {len(b)} in B)")
+    return a, b
+
+
+def signed_rank_test(a, b) -> SignedRankTest:
+    """The Wilcoxon signed-rank test of B against A, a[i] paired with b[i]: exact (the 2^pairs equally likely sign
+    patterns of the ranked differences, ties by midranks) up to EXACT_MAX_PAIRS pairs, else the normal
+    approximation with the tie correction."""
+    a, b = _check_pairs(a, b)
+    return _signed_rank_test([y - x for x, y in zip(a, b, strict=True)])
+
+
+def _signed_rank_test(differences: list) -> SignedRankTest:
+    nonzero = [d for d in differences if d != 0]
+    pairs, zeros = len(nonzero), len(differences) - len(nonzero)
+    if not pairs:
+        return SignedRankTest(0, zeros, 0.0, 1.0, 1.0, 1.0, 1.0, True)
+    ranks = doubled_midranks([abs(d) for d in nonzero])
+    observed = sum(rank for rank, d in zip(ranks, nonzero, strict=True) if d > 0)
+    exact = pairs <= EXACT_MAX_PAIRS
+    if exact:
+        counts = signed_rank_counts(tuple(sorted(ranks)))
+        patterns = sum(counts)
+        higher, lower = sum(counts[observed:]) / patterns, sum(counts[: observed + 1]) / patterns
+    else:
+        mean, deviation = sum(ranks) / 4, math.sqrt(sum(r * r for r in ranks)) / 4  # in ranks, not doubled
+        normal = NormalDist(mean, deviation)
+        higher, lower = 1 - normal.cdf(observed / 2 - 0.5), normal.cdf(observed / 2 + 0.5)
+    return SignedRankTest(pairs, zeros, observed / 2, higher, lower, min(1.0, 2 * min(higher, lower)),
+                          min(1.0, 2 / 2**pairs), exact)
+
+
+def paired_shift(a, b, confidence_pct: float = 95) -> ShiftInterval:
+    """The paired Hodges-Lehmann shift, the median of the Walsh averages (d_i + d_j) / 2, i <= j, of the
+    differences d = b - a, and the shifts the signed-rank test does not reject at 1 - confidence (inverted, in
+    exact arithmetic: the test reads the same between two Walsh averages)."""
+    a, b = _check_pairs(a, b)
+    differences = [y - x for x, y in zip(a, b, strict=True)]
+    walsh = [(differences[i] + differences[j]) / 2 for i in range(len(a)) for j in range(i, len(a))]
+    alpha = 1 - confidence_pct / 100
+    exact = [Fraction(y) - Fraction(x) for x, y in zip(a, b, strict=True)]
+    points = sorted({(exact[i] + exact[j]) / 2 for i in range(len(a)) for j in range(i, len(a))})
+    return _inverted_interval(
+        median(walsh), points,
+        lambda shift: reaches(_signed_rank_test([d - shift for d in exact]).p_two_sided, alpha),
+        confidence_pct, min(1.0, 2 / 2 ** len(a)))

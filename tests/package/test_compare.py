@@ -409,7 +409,8 @@ def test_json_output_carries_the_methods_and_each_rows_test(capsys):
         "difference": "median(B) - median(A)",
         "test": "Wilcoxon-Mann-Whitney rank-sum, two-sided, midranks for ties",
         "exact_up_to_pooled_samples": stats.EXACT_MAX_POOLED,
-        "shift": "Hodges-Lehmann: median of all b - a, with its distribution-free interval",
+        "shift": "Hodges-Lehmann: median of all b - a, with its distribution-free interval (with ties: the shifts "
+                 "the test does not reject)",
         "confidence_pct": 95,
         "alpha": 0.05,
         "family": "Bonferroni: alpha / k for each of a claim's k metrics",
@@ -419,10 +420,13 @@ def test_json_output_carries_the_methods_and_each_rows_test(capsys):
     assert data["design"] == "one run a side"
     assert {v["verdict"] for v in data["verdicts"]} == {"inconclusive"}
     retrans = next(r for r in data["rows"] if r["name"] == "lab-a: TCP retransmitted segments")
-    assert set(retrans["test"]) == {"m", "n", "u", "p_b_higher", "p_b_lower", "p_two_sided", "smallest_p", "exact"}
+    assert set(retrans["test"]) == {"m", "n", "u", "p_b_higher", "p_b_lower", "p_two_sided", "smallest_p", "exact",
+                                    "method"}
+    assert retrans["test"]["method"] == "rank-sum"
     assert retrans["test"]["p_two_sided"] == 0.1 and retrans["observed"] == compare.UNATTAINABLE
     assert retrans["interval"] == {"estimate": retrans["interval"]["estimate"], "low": None, "high": None,
-                                   "confidence_pct": pytest.approx(90), "exact": True}
+                                   "confidence_pct": pytest.approx(90), "exact": True, "low_open": False,
+                                   "high_open": False}
     assert retrans["family_alpha"] == 0.05  # the only transport metric with a test (the others: one window a run)
 
 
@@ -635,6 +639,50 @@ def test_a_mode_view_keeps_the_mode_and_its_own_windows_only():
         k: v for k, v in data.items() if k not in ("run", "serving", "stages", "link_tests")}
     assert view["run"]["id"] == data["run"]["id"] + ":nextn"
     assert list(data["serving"]) == ["baseline", "nextn"]  # the record itself is left as it was
+
+
+def modes_of_runs(runs: int, shift: float, order=None) -> tuple[list[dict], list[dict]]:
+    """`runs` runs of the two-mode fixture, each at its own level (100 to 170 tok/s) with nextn `shift` faster in
+    every run but the last (half that), as mode views: A every run's baseline, B its nextn (in `order`)."""
+    group_a, group_b = [], []
+    for i in range(runs):
+        data = json.loads(TWO_MODES.read_text())
+        data["run"]["id"] = f"run-{i}"
+        level = 100 + 10 * ((3 * i) % runs)
+        step = shift if i < runs - 1 else shift / 2
+        with_trials(data, "baseline", [level] * 3, [4 * level] * 3)
+        with_trials(data, "nextn", [level + step] * 3, [4 * (level + step)] * 3)
+        group_a.append(compare.mode_view(data, "baseline"))
+        group_b.append(compare.mode_view(data, "nextn"))
+    return group_a, [group_b[i] for i in (order or range(runs))]
+
+
+def test_two_modes_of_eight_runs_pair_by_run():
+    # each run's level (100 to 170) moves both modes; nextn is 2 tok/s faster in every run: the rank-sum test sees
+    # the levels' spread and nothing else, the signed-rank test of the per-run differences sees the shift
+    group_a, group_b = modes_of_runs(8, 2.0, order=[3, 1, 0, 2, 7, 6, 5, 4])  # B given in another order
+    result = compare.compare(group_a, group_b)
+    assert result.design == compare.PAIRED_RUNS
+    single = {(r.section, r.name): r for r in result.rows}[(TRIALS_SECTION, SINGLE_TRIALS)]
+    assert single.test.method == stats.SIGNED_RANK and single.test.p_two_sided == 2 / 256
+    assert single.interval.estimate == 2 and single.interval.excludes(0)
+    faster = next(v for v in result.verdicts if v.claim == "B is faster")
+    assert faster.verdict == compare.SUPPORTED and "exact signed-rank test" in faster.reason
+    assert any(n.startswith("each sample is one whole run's median, and each of the 8 runs measured both sides")
+               for n in result.notes)
+    assert "Wilcoxon signed-rank" in compare.as_json(result)["statistics"]["test"]
+    assert "Wilcoxon signed-rank" in compare.render_text(result)
+    unpaired = compare.compare(group_a, [group_b[0]] + [dict(g, run={**g["run"], "id": "other-" + g["run"]["id"]})
+                                                        for g in group_b[1:]])
+    assert unpaired.design == compare.WHOLE_RUNS
+    assert next(v for v in unpaired.verdicts if v.claim == "B is faster").verdict == compare.INCONCLUSIVE
+
+
+def test_two_modes_of_fewer_than_eight_runs_stay_with_the_rank_sum_test():
+    # at 5 runs the signed-rank test's smallest p (0.0625) could never reach 0.05: chosen by the count, not the data
+    result = compare.compare(*modes_of_runs(5, 2.0))
+    assert result.design == compare.WHOLE_RUNS
+    assert {r.test.method for r in result.rows if r.test} == {stats.RANK_SUM}
 
 
 def test_two_modes_of_one_run_compare_one_layer_apart(tmp_path, capsys):

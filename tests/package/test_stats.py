@@ -1,5 +1,6 @@
 """inferlab.stats: the exact rank-sum test and the Hodges-Lehmann interval against values worked by hand at n = 3, 5
-and 10 a side, and against a brute-force enumeration of every split where ties make hand work long."""
+and 10 a side, and against a brute-force enumeration of every split where ties make hand work long; the signed-rank
+test of paired samples and its interval likewise; with ties, intervals that agree with their tests."""
 
 import itertools
 import math
@@ -181,6 +182,93 @@ def test_the_interval_agrees_with_the_test():
         assert excludes_zero == (test.p_two_sided <= 0.05)
 
 
+def test_with_ties_the_interval_is_the_shifts_the_test_does_not_reject():
+    # the case the no-ties ranks got wrong: p 0.0476 rejects at 0.05 while [0, 3] held 0; now 0 is an open end
+    a, b = [0, 0, 0, 1, 1], [1, 1, 2, 2, 3]
+    test, interval = stats.rank_sum_test(a, b), stats.hodges_lehmann(a, b)
+    assert test.p_two_sided == pytest.approx(0.047619, abs=1e-6)
+    assert (interval.low, interval.low_open, interval.high, interval.high_open) == (0.0, True, 2.0, False)
+    assert interval.excludes(0) and not interval.excludes(0.5)
+    assert interval.bounds() == "above 0.0 to 2.0"
+
+
+def test_with_ties_the_interval_and_the_test_never_disagree():
+    # tie-heavy counters (retransmissions, errors): 0 outside the 95 % interval exactly when p <= 0.05
+    rng = random.Random(5)
+    for _pair in range(400):
+        a = [rng.choice([0, 0, 1, 1, 2, 3]) for _sample in range(rng.choice([3, 4, 5, 6, 8]))]
+        b = [rng.choice([0, 1, 1, 2, 2, 3, 4]) for _sample in range(rng.choice([3, 4, 5, 6, 8]))]
+        test, interval = stats.rank_sum_test(a, b), stats.hodges_lehmann(a, b)
+        assert interval.excludes(0) == stats.reaches(test.p_two_sided, 0.05), (a, b, test, interval)
+
+
+# --- the signed-rank test of paired samples -----------------------------------------------------------------------
+
+
+def enumerated_signed_p(differences) -> tuple[float, float]:
+    """(P(T+ >= t), P(T+ <= t)) by listing every sign pattern of the nonzero differences' midranks."""
+    nonzero = [d for d in differences if d != 0]
+    ranks = [r / 2 for r in stats.doubled_midranks([abs(d) for d in nonzero])]
+    observed = sum(r for r, d in zip(ranks, nonzero, strict=True) if d > 0)
+    sums = [sum(r for r, sign in zip(ranks, signs, strict=True) if sign)
+            for signs in itertools.product((False, True), repeat=len(ranks))]
+    return sum(v >= observed for v in sums) / len(sums), sum(v <= observed for v in sums) / len(sums)
+
+
+def test_every_pair_higher_is_one_sign_pattern_in_all():
+    test = stats.signed_rank_test([1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 8])
+    assert test.p_b_higher == 1 / 64 and test.p_two_sided == 2 / 64 == test.smallest_p
+    assert test.b_higher and test.method == stats.SIGNED_RANK and test.sizes() == "6 pairs"
+
+
+@pytest.mark.parametrize("pairs", [4, 6, 9])
+def test_the_signed_rank_counts_match_enumeration_with_ties_and_zeros(pairs):
+    rng = random.Random(pairs)
+    for _draw in range(20):
+        a = [rng.choice([0, 1, 2]) for _pair in range(pairs)]
+        b = [x + rng.choice([-2, -1, 0, 1, 1, 2]) for x in a]
+        test = stats.signed_rank_test(a, b)
+        higher, lower = enumerated_signed_p([y - x for x, y in zip(a, b, strict=True)])
+        assert (test.p_b_higher, test.p_b_lower) == (pytest.approx(higher), pytest.approx(lower))
+        assert test.zeros == sum(x == y for x, y in zip(a, b, strict=True))
+
+
+def test_a_shared_run_level_cancels_in_the_paired_test():
+    # each run's level moves both modes: the rank-sum test sees the spread of the levels, the paired one only the
+    # differences (+2 in every run but one)
+    levels = [100, 140, 90, 160, 120, 80, 150, 110]
+    a, b = levels, [x + 2 for x in levels[:-1]] + [levels[-1] + 1]
+    assert stats.signed_rank_test(a, b).p_two_sided < 0.01 < stats.rank_sum_test(a, b).p_two_sided
+    interval = stats.paired_shift(a, b)
+    assert interval.estimate == 2 and interval.excludes(0) and not interval.excludes(1.5)
+
+
+def test_the_paired_interval_and_test_never_disagree():
+    rng = random.Random(7)
+    for draw in range(300):
+        pairs = rng.choice([3, 5, 6, 7, 8, 10])
+        if draw % 2:
+            a = [rng.gauss(0, 1) for _pair in range(pairs)]
+            b = [x + rng.gauss(0.7, 1) for x in a]
+        else:
+            a = [rng.choice([0, 1, 1, 2, 3]) for _pair in range(pairs)]
+            b = [x + rng.choice([-1, 0, 0, 1, 1, 2]) for x in a]
+        test, interval = stats.signed_rank_test(a, b), stats.paired_shift(a, b)
+        assert interval.excludes(0) == stats.reaches(test.p_two_sided, 0.05), (a, b, test, interval)
+
+
+def test_five_pairs_have_no_95_percent_interval_and_need_six():
+    interval = stats.paired_shift([1, 2, 3, 4, 5], [2, 3, 4, 5, 7])
+    assert interval.low is None and interval.confidence_pct == pytest.approx(93.75)
+    assert stats.pairs_needed(0.05) == 6 and stats.pairs_needed(0.025) == 7
+
+
+def test_unequal_pairs_are_refused_with_the_reason():
+    for method in (stats.signed_rank_test, stats.paired_shift):
+        with pytest.raises(ValueError, match=r"one B sample for each A sample \(found 3 in A, 2 in B\)"):
+            method([1, 2, 3], [1, 2])
+
+
 # --- malformed input ----------------------------------------------------------------------------------------------
 
 
@@ -197,7 +285,7 @@ def test_the_interval_agrees_with_the_test():
     ],
 )
 def test_malformed_samples_are_refused_with_the_reason(a, b, message):
-    for method in (stats.rank_sum_test, stats.hodges_lehmann):
+    for method in (stats.rank_sum_test, stats.hodges_lehmann, stats.signed_rank_test, stats.paired_shift):
         with pytest.raises(ValueError) as refused:
             method(a, b)
         assert str(refused.value).endswith(message)
