@@ -17,6 +17,7 @@ Standard library only.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -244,11 +245,14 @@ def hodges_lehmann(a, b, confidence_pct: float = 95) -> ShiftInterval:
     alpha = 1 - confidence_pct / 100
     exact = m + n <= EXACT_MAX_POOLED
     if exact and len(set(a + b)) < m + n:
-        # ties: the no-ties ranks below would not match the tied test; invert the test itself, in exact arithmetic
-        exact_a, exact_b = [Fraction(x) for x in a], [Fraction(y) for y in b]
+        # ties: the no-ties ranks below would not match the tied test; invert the test itself, in exact integers
+        ints, denominator = _integers(a + b)
+        ints_a, ints_b = ints[:m], ints[m:]
         return _inverted_interval(
-            median(differences), sorted({y - x for x in exact_a for y in exact_b}),
-            lambda shift: reaches(_rank_sum_test(exact_a, [y - shift for y in exact_b]).p_two_sided, alpha),
+            median(differences), sorted({y - x for x in ints_a for y in ints_b}), Fraction(denominator),
+            # a probe is twice a shift in the points' units: the samples doubled, B's less the probe
+            lambda probe: reaches(_rank_sum_test([2 * x for x in ints_a], [2 * y - probe for y in ints_b]).p_two_sided,
+                                  alpha),
             confidence_pct, smallest_p(m, n))
     if exact:
         lower_tail = _lower_tail_u(m, n)
@@ -265,20 +269,32 @@ def hodges_lehmann(a, b, confidence_pct: float = 95) -> ShiftInterval:
     return ShiftInterval(median(differences), differences[k - 1], differences[-k], 100 * coverage, exact)
 
 
-def _inverted_interval(estimate: float, points: list[Fraction], rejects, confidence_pct: float,
+def _integers(values: list[float]) -> tuple[list[int], int]:
+    """Floats as integers over one common denominator (every float is k / 2^e, so the largest denominator is
+    common), so that shifting and comparing them is exact and fast."""
+    fractions = [Fraction(v) for v in values]
+    denominator = max(f.denominator for f in fractions)
+    return [int(f * denominator) for f in fractions], denominator
+
+
+def _inverted_interval(estimate: float, points: list[int], scale: Fraction, rejects, confidence_pct: float,
                        smallest: float) -> ShiftInterval:
-    """The shifts the test does not reject at the interval's level, its ends as the sorted `points` (the shifts at
-    which the statistic changes) bound them: between two points the samples keep their order, so the test reads
-    the same as at their midpoint. An end found only just inside a point (the point itself rejected) is open.
-    Binary search from the estimate outwards: the shifts not rejected are one run. When even the widest interval
-    falls short of the level, no interval (None), with the widest one's confidence."""
-    probes = [points[0] - 1]
+    """The shifts the test does not reject at the interval's level, bounded by the sorted `points` (the shifts, times
+    `scale`, at which the statistic changes): between two points the samples keep their order, so the test reads
+    the same as at their midpoint. `rejects(probe)` is asked at probes in half the points' units (2 x a point, or the
+    sum of two neighbours: their midpoint), so that every probe is an integer. An end found only just inside a
+    point (the point itself rejected) is open. Binary search from the estimate outwards: the shifts not rejected
+    are one run. When even the widest interval falls short of the level, no interval (None), with the widest
+    one's confidence."""
+    probes, at_point = [2 * points[0] - 2], [False]
     for left, right in zip(points, points[1:], strict=False):
-        probes += [left, (left + right) / 2]
-    probes += [points[-1], points[-1] + 1]
+        probes += [2 * left, left + right]
+        at_point += [True, False]
+    probes += [2 * points[-1], 2 * points[-1] + 2]
+    at_point += [True, False]
     if not rejects(probes[0]) or not rejects(probes[-1]):
         return ShiftInterval(estimate, None, None, 100 * (1 - smallest), True)
-    centre = min(range(len(probes)), key=lambda i: abs(probes[i] - Fraction(estimate)))
+    centre = min(bisect_left(probes, 2 * Fraction(estimate) * scale), len(probes) - 1)  # at or just above it
     if rejects(probes[centre]):
         return ShiftInterval(estimate, None, None, 100 * (1 - smallest), True)
 
@@ -293,10 +309,10 @@ def _inverted_interval(estimate: float, points: list[Fraction], rejects, confide
         return inside
 
     first, last = edge(centre, 0), edge(centre, len(probes) - 1)
-    low_is_gap, high_is_gap = probes[first] not in points, probes[last] not in points
-    low = probes[first - 1] if low_is_gap else probes[first]
-    high = probes[last + 1] if high_is_gap else probes[last]
-    return ShiftInterval(estimate, float(low), float(high), confidence_pct, True, low_is_gap, high_is_gap)
+    low = probes[first] if at_point[first] else probes[first - 1]
+    high = probes[last] if at_point[last] else probes[last + 1]
+    return ShiftInterval(estimate, float(low / (2 * scale)), float(high / (2 * scale)), confidence_pct, True,
+                         not at_point[first], not at_point[last])
 
 
 # --- paired samples -----------------------------------------------------------------------------------------------
@@ -354,9 +370,11 @@ def paired_shift(a, b, confidence_pct: float = 95) -> ShiftInterval:
     differences = [y - x for x, y in zip(a, b, strict=True)]
     walsh = [(differences[i] + differences[j]) / 2 for i in range(len(a)) for j in range(i, len(a))]
     alpha = 1 - confidence_pct / 100
-    exact = [Fraction(y) - Fraction(x) for x, y in zip(a, b, strict=True)]
-    points = sorted({(exact[i] + exact[j]) / 2 for i in range(len(a)) for j in range(i, len(a))})
+    ints, denominator = _integers(a + b)
+    exact = [y - x for x, y in zip(ints[: len(a)], ints[len(a):], strict=True)]
+    points = sorted({exact[i] + exact[j] for i in range(len(a)) for j in range(i, len(a))})  # 2 x Walsh averages
     return _inverted_interval(
-        median(walsh), points,
-        lambda shift: reaches(_signed_rank_test([d - shift for d in exact]).p_two_sided, alpha),
+        median(walsh), points, Fraction(2 * denominator),
+        # a probe is four times a shift in the differences' units
+        lambda probe: reaches(_signed_rank_test([4 * d - probe for d in exact]).p_two_sided, alpha),
         confidence_pct, min(1.0, 2 / 2 ** len(a)))

@@ -1,7 +1,8 @@
 """Calibration of `inferlab compare`'s speed verdict by simulation (seeded, a few seconds): under no true difference
 the rate of "supported" stays at most the nominal 5 % at 3, 5 and 10 samples a side, for the noise shapes the lab
-shows; under a true difference the power is measured. docs/STATISTICS.md holds the figures this module prints when
-run as a script (`python tests/package/test_stats_calibration.py`).
+shows; under a true difference the power is measured; and for two modes of the same runs (a level shared by both),
+the paired reading's null rate and its power against the rank-sum test of the same runs. docs/STATISTICS.md holds
+the figures this module prints when run as a script (`python tests/package/test_stats_calibration.py`).
 
 Each simulated pair is the claim "B is faster" of repeated whole runs: every run gives one sample per metric (its
 median over 3 measured trials), and the claim rests on two metrics as the measured trials' do (single-stream and
@@ -51,13 +52,26 @@ def one_run(rng: random.Random, shape: str, factor: float) -> tuple[float, float
     return level, AGGREGATE_PER_SINGLE * level + rng.gauss(0, AGGREGATE_SD)
 
 
-def verdict_of(runs_a: list[tuple[float, float]], runs_b: list[tuple[float, float]], metrics: int) -> str:
+def modes_of_one_run(rng: random.Random, factor: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(A's, B's) samples of one run that measured both (two modes of one run): one level for the run, shared by
+    both modes, each mode's trials around it (B's scaled by `factor`), each mode's sample its trials' median."""
+    level = LEVEL + run_level(rng, "plain noise")
+    samples = []
+    for scale in (1.0, factor):
+        single = statistics.median(level * scale + rng.gauss(0, TRIAL_SD) for _draw in range(TRIALS))
+        samples.append((single, AGGREGATE_PER_SINGLE * single + rng.gauss(0, AGGREGATE_SD)))
+    return samples[0], samples[1]
+
+
+def verdict_of(runs_a: list[tuple[float, float]], runs_b: list[tuple[float, float]], metrics: int,
+               paired: bool = False) -> str:
     """compare's verdict on "B is faster" over the first `metrics` (1 or 2) of the runs' samples."""
     names = ("single-stream tok/s", "aggregate tok/s")[:metrics]
     rows = [
         compare.compare_metric(
             compare.Metric("sim", name, "higher", compare.SPEED, tuple(run[i] for run in runs_a)),
             compare.Metric("sim", name, "higher", compare.SPEED, tuple(run[i] for run in runs_b)),
+            paired,
         )
         for i, name in enumerate(names)
     ]
@@ -72,6 +86,18 @@ def rates(shape: str, n: int, factor: float, metrics: int, pairs: int = PAIRS) -
         runs_a = [one_run(rng, shape, 1.0) for _draw in range(n)]
         runs_b = [one_run(rng, shape, factor) for _draw in range(n)]
         verdict = verdict_of(runs_a, runs_b, metrics)
+        if verdict in counts:
+            counts[verdict] += 1
+    return {verdict: count / pairs for verdict, count in counts.items()}
+
+
+def paired_rates(n: int, factor: float, metrics: int, paired: bool, pairs: int = PAIRS) -> dict[str, float]:
+    """The same for n runs that each measured both modes, read paired (signed-rank) or not (rank-sum)."""
+    rng = random.Random(f"{SEED}-modes-{n}-{factor}-{metrics}")
+    counts = {compare.SUPPORTED: 0, compare.NOT_SUPPORTED: 0}
+    for _pair in range(pairs):
+        runs = [modes_of_one_run(rng, factor) for _draw in range(n)]
+        verdict = verdict_of([a for a, _b in runs], [b for _a, b in runs], metrics, paired)
         if verdict in counts:
             counts[verdict] += 1
     return {verdict: count / pairs for verdict, count in counts.items()}
@@ -105,6 +131,22 @@ def test_no_true_difference_is_supported_at_most_at_the_nominal_rate(shape, n):
             assert seen == {compare.SUPPORTED: 0, compare.NOT_SUPPORTED: 0}  # p >= 0.1 at 3 vs 3, whatever the noise
 
 
+PAIRED_SIZES = (8, 10)  # runs that measured both modes: compare pairs them from compare.PAIRED_MIN_RUNS
+
+
+@pytest.mark.parametrize("n", PAIRED_SIZES)
+def test_paired_runs_with_no_true_difference_are_supported_at_most_at_the_nominal_rate(n):
+    for metrics in (1, 2):
+        seen = paired_rates(n, 1.0, metrics, paired=True)
+        assert seen[compare.SUPPORTED] + seen[compare.NOT_SUPPORTED] <= NOMINAL + TOLERANCE, (n, metrics, seen)
+
+
+def test_pairing_finds_a_small_effect_that_the_run_levels_hide_from_the_rank_sum_test():
+    paired = paired_rates(10, 1 + RUN_SD / LEVEL, 2, paired=True, pairs=400)[compare.SUPPORTED]
+    unpaired = paired_rates(10, 1 + RUN_SD / LEVEL, 2, paired=False, pairs=400)[compare.SUPPORTED]
+    assert paired > 0.8 and unpaired < 0.5, (paired, unpaired)
+
+
 def test_the_demos_driver_effect_is_found_with_five_whole_runs_a_side():
     assert rates("shift between runs", 5, DEMO_EFFECT, 2, pairs=200)[compare.SUPPORTED] == 1.0
     assert rates("shift between runs", 3, DEMO_EFFECT, 2, pairs=200)[compare.SUPPORTED] == 0.0  # 3 a side: never
@@ -135,6 +177,13 @@ def figures() -> str:
         for n in SIZES:
             lines.append(f"| {label} | {n} | {rates('shift between runs', n, factor, 1)[compare.SUPPORTED]:.1%} "
                          f"| {rates('shift between runs', n, factor, 2)[compare.SUPPORTED]:.1%} |")
+    lines += ["", "| two modes of the same runs (shared run level) | runs | test | no true difference: supported or "
+              "not supported, 2 metrics | +2.5 %: power, 2 metrics |", "| --- | --- | --- | --- | --- |"]
+    for n in PAIRED_SIZES:
+        for paired, test in ((True, "signed-rank (paired)"), (False, "rank-sum (pairing ignored)")):
+            null = sum(paired_rates(n, 1.0, 2, paired).values())
+            power = paired_rates(n, 1 + RUN_SD / LEVEL, 2, paired)[compare.SUPPORTED]
+            lines.append(f"| | {n} | {test} | {null:.2%} | {power:.1%} |")
     lines += ["", f"one run a side, 10 trials each, no true difference: supported {within_run_rate():.1%} "
               "(500 pairs) if compare judged it"]
     return "\n".join(lines)
