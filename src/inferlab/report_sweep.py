@@ -1,5 +1,6 @@
 """The report's concurrency sweep: TP2 against the routed replicas at each level (sweep.py), a table of each side's
-figures, each level's verdict on the aggregate tok/s, the crossover, and what the link carried during TP2's sweep.
+figures, each level's reading of the aggregate tok/s (observed, not a verdict), the crossover, and what the link
+carried during TP2's sweep.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def section(record: dict, run_dir: Path | None = None) -> list[str]:
         "switching topologies means pausing the original replicas and starting the TP2 ranks (minutes on real "
         "hosts); within a block the rounds rotate through the levels, so that a drift reaches every level alike.",
         "",
-        "Aggregate tok/s is the batch's output tokens over its wall time (the samples the verdict compares, one per "
+        "Aggregate tok/s is the batch's output tokens over its wall time (the samples the reading compares, one per "
         "round); per-request tok/s, TTFT and ITL are the median over the rounds of each batch's own statistic. The "
         "two kinds of figure are never mixed.",
         "",
@@ -89,17 +90,16 @@ def section(record: dict, run_dir: Path | None = None) -> list[str]:
                             "per-request output tok/s", "TTFT ms median / p99", "ITL ms median / p99",
                             "failed requests"], rows)
         lines.append("")
-    verdict_rows = [[str(v.level), _shift(v.row),
-                     f"{v.row.test.p_two_sided:.3g}" if v.row and v.row.test else "—", fmt.cell(v.reason),
-                     f"**{v.verdict}**" if v.verdict != sweep.INCONCLUSIVE else v.verdict]
-                    for v in found.verdicts]
-    if verdict_rows:
+    reading_rows = [[str(r.level), _shift(r.row),
+                     f"{r.row.test.p_two_sided:.3g}" if r.row and r.row.test else "—", fmt.cell(r.reason), r.reading]
+                    for r in found.readings]
+    if reading_rows:
         lines += [
-            "Each level's verdict: TP2's aggregate tok/s against the replicas' (exact two-sided rank-sum test, each "
+            "Each level's reading: TP2's aggregate tok/s against the replicas' (exact two-sided rank-sum test, each "
             f"level read at {100 * compare.ALPHA:.0f} % divided by the levels compared, Bonferroni; the shift is TP2 "
-            "minus the replicas, Hodges-Lehmann).",
+            f"minus the replicas, Hodges-Lehmann); {sweep.ONE_DEPLOYMENT}.",
             "",
-            *fmt.table(["concurrency", "TP2 − replicas, aggregate tok/s", "p", "read as", "verdict"], verdict_rows),
+            *fmt.table(["concurrency", "TP2 − replicas, aggregate tok/s", "p", "read as", "observed"], reading_rows),
             "",
         ]
     lines += [f"- Crossover: {found.crossover}."]
@@ -110,10 +110,10 @@ def section(record: dict, run_dir: Path | None = None) -> list[str]:
 
 
 def shows(record: dict) -> list[str]:
-    """One line for "What this run shows": each level's verdict."""
+    """One line for "What this run shows": each level's reading (observed, not a verdict)."""
     found = sweep.build(record)
-    if found is None or not found.verdicts:
+    if found is None or not found.readings:
         return []
-    said = ", ".join(f"{v.level}: {v.verdict}" for v in found.verdicts)
-    return [f"Concurrency sweep, TP2 against the routed replicas (aggregate tok/s by level): {said}; "
-            f"{found.crossover}."]
+    said = ", ".join(f"{r.level}: {r.reading.removeprefix('observed: ')}" for r in found.readings)
+    return [f"Concurrency sweep, TP2 against the routed replicas (aggregate tok/s by level, observed in one run, "
+            f"not a verdict): {said}; {found.crossover}."]

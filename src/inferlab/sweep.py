@@ -6,11 +6,16 @@ request mix at each concurrency level, one batch per level and round on each sid
 - Per level and side (`LevelFigures`): the batch aggregate output tok/s of each round (the samples), the median over
   the rounds of each batch's per-request output tok/s median, of its TTFT and ITL medians and p99s, and the failed
   requests. Batch aggregates and per-request rates are different figures and are kept apart.
-- Per level (`LevelVerdict`): the aggregate tok/s of TP2 against the replicas' by `compare.compare_metric` (exact
+- Per level (`LevelReading`): the aggregate tok/s of TP2 against the replicas' by `compare.compare_metric` (exact
   rank-sum test, Hodges-Lehmann shift TP2 - replicas with its interval), every level's test read at a Bonferroni
-  level over the levels compared (`compare.with_family_alpha`): "TP2 faster", "replicas faster" or "inconclusive".
+  level over the levels compared (`compare.with_family_alpha`): "observed: TP2 higher", "observed: replicas higher",
+  "no clear difference" or "no reading". Observed, not a verdict: each topology's rounds ran on one deployment, in
+  one block (the replicas in the control stage, TP2 minutes later), so whatever differs between the two blocks (a
+  drift, a warm cache, the deployment itself) reaches every level alike, and no test over the rounds, Bonferroni or
+  not, can tell it from the topology (simulated in tests/package/test_stats_calibration.py). A verdict needs
+  several runs' sweeps, each run's per-level median one sample, as compare does for repeated runs.
 - The crossover: where the side with the higher median aggregate changes from one level to the next. Medians
-  observed, not a verdict: each level's verdict says what the rounds support.
+  observed, not a verdict.
 - The link under TP2 (`link_by_level`, with the run directory): TP2's sweep runs in its mode's counter window, whose
   sampler series has each ring host's link counters about once a second. For each batch, the bytes the ring hosts
   sent on the link between the last sample at or before its start and the first at or after its end, over the
@@ -29,7 +34,15 @@ from inferlab import compare
 from inferlab.record_view import counter_windows, epoch, mode_layers, number, read_samples, sampler_file
 
 TP2, REPLICAS = "tp2", "replicas"
-TP2_FASTER, REPLICAS_FASTER, INCONCLUSIVE = "TP2 faster", "replicas faster", "inconclusive"
+TP2_HIGHER, REPLICAS_HIGHER = "observed: TP2 higher", "observed: replicas higher"
+NO_CLEAR, NO_READING = "no clear difference", "no reading"
+# Why a level's reading is not a verdict, said once beside the readings.
+ONE_DEPLOYMENT = (
+    "observed, not a verdict: each topology's rounds ran on one deployment, one block after the other, so a "
+    "difference between the two blocks (a drift, a warm cache, the deployment) moves every level alike, and no test "
+    "over the rounds can tell it from the topology; a verdict needs several runs' sweeps, each run's per-level "
+    "median one sample"
+)
 # The replicas' route in the report's words (roles/experiment: the router, else the public route's gateway)
 ROUTES = {"router": "the router", "public": "the public route's gateway"}
 
@@ -61,10 +74,12 @@ class LevelFigures:
 
 
 @dataclass(frozen=True)
-class LevelVerdict:
+class LevelReading:
+    """What one level's rounds show (observed, not a verdict: ONE_DEPLOYMENT)."""
+
     level: int
     row: compare.Row | None  # None: a side has no figure at this level
-    verdict: str
+    reading: str
     reason: str
 
 
@@ -74,7 +89,7 @@ class Sweep:
     replicas: Side | None
     levels: tuple[int, ...]
     figures: dict[tuple[str, int], LevelFigures]  # (topology, level)
-    verdicts: tuple[LevelVerdict, ...]
+    readings: tuple[LevelReading, ...]
     crossover: str
     not_run: tuple[str, ...]
 
@@ -126,17 +141,18 @@ def level_figures(sweep: dict, level: int) -> LevelFigures:
     )
 
 
-def _verdict(level: int, row: compare.Row) -> LevelVerdict:
+def _reading(level: int, row: compare.Row) -> LevelReading:
     seen = row.family_observed or row.observed
     if seen == compare.B_BETTER:
-        return LevelVerdict(level, row, TP2_FASTER, f"TP2 higher, p within {row.family_alpha:.3g}")
+        return LevelReading(level, row, TP2_HIGHER, f"TP2 higher, p within {row.family_alpha:.3g}")
     if seen == compare.B_WORSE:
-        return LevelVerdict(level, row, REPLICAS_FASTER, f"TP2 lower, p within {row.family_alpha:.3g}")
+        return LevelReading(level, row, REPLICAS_HIGHER, f"TP2 lower, p within {row.family_alpha:.3g}")
     if row.test is not None and seen == compare.UNATTAINABLE:
-        return LevelVerdict(level, row, INCONCLUSIVE, compare.no_verdict_possible(row.test)
+        return LevelReading(level, row, NO_READING, compare.no_verdict_possible(row.test)
                             + f" (read at {row.family_alpha:.3g})")
-    reason = {compare.TOO_FEW: f"fewer than {compare.MIN_SAMPLES} rounds with a figure on a side"}.get(seen, seen)
-    return LevelVerdict(level, row, INCONCLUSIVE, reason)
+    if seen == compare.NO_CLEAR:
+        return LevelReading(level, row, NO_CLEAR, f"p above {row.family_alpha:.3g}")
+    return LevelReading(level, row, NO_READING, f"fewer than {compare.MIN_SAMPLES} rounds with a figure on a side")
 
 
 def _compared(levels: list[int], figures: dict[tuple[str, int], LevelFigures]):
@@ -147,8 +163,8 @@ def _compared(levels: list[int], figures: dict[tuple[str, int], LevelFigures]):
             yield level, a.aggregate_tok_s, b.aggregate_tok_s
 
 
-def verdicts(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelVerdict, ...]:
-    """Each level's verdict on the aggregate tok/s of TP2 (B) against the replicas (A)."""
+def readings(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelReading, ...]:
+    """Each level's reading of the aggregate tok/s of TP2 (B) against the replicas (A): observed, not a verdict."""
     rows = {}
     for level, replicas, tp2 in _compared(levels, figures):
         metric = f"aggregate output tok/s at concurrency {level}"
@@ -156,8 +172,8 @@ def verdicts(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) ->
                                              compare.Metric("sweep", metric, "higher", compare.SPEED, tp2))
     read = dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
     return tuple(
-        _verdict(level, read[level]) if level in read
-        else LevelVerdict(level, None, INCONCLUSIVE, "a topology has no aggregate figure at this level")
+        _reading(level, read[level]) if level in read
+        else LevelReading(level, None, NO_READING, "a topology has no aggregate figure at this level")
         for level in levels
     )
 
@@ -177,7 +193,7 @@ def crossover(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -
                 f"level compared" if leader else "no crossover observed: the medians were equal at every level")
     words = [f"from concurrency {prev[0]} to {cur[0]} the higher median goes from "
              f"{_name(prev[1])} to {_name(cur[1])}" for prev, cur in changes]
-    return "observed crossover: " + "; ".join(words) + " (medians; each level's verdict says what the rounds support)"
+    return "observed crossover: " + "; ".join(words) + " (medians; each level's reading says what the rounds show)"
 
 
 def _name(topology: str | None) -> str:
@@ -243,5 +259,5 @@ def build(record: dict) -> Sweep | None:
     not_run = [f"{s.label}: not run, {s.sweep['not_run']}" for s in present if s.sweep.get("not_run")]
     not_run += [f"{name}: not swept in this run" for name, s in (("TP2", tp2), ("the replicas", replicas))
                 if s is None]
-    return Sweep(tp2, replicas, tuple(levels), figures, verdicts(levels, figures), crossover(levels, figures),
+    return Sweep(tp2, replicas, tuple(levels), figures, readings(levels, figures), crossover(levels, figures),
                  tuple(not_run))
