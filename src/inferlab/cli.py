@@ -247,18 +247,19 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_reverify(args: argparse.Namespace) -> int:
-    """Run each run of B again (its playbook, inventory and extra vars, in a new run directory), then compare A with
-    the new runs (require_fresh) and say of each claim whether it held. Exit 0 when every re-run ran and the outcome
-    is printed; a re-run's own exit code when one failed (its claims then did not re-verify)."""
+    """Run each run of A and B again, interleaved (its playbook, inventory and extra vars, in a new run directory),
+    then compare the new A with the new B (require_fresh, each new B later than the original B) and say of each
+    claim whether it held, with A's drift from its original runs. Exit 0 when every re-run ran and the outcome is
+    printed; a re-run's own exit code when one failed (its claims then did not re-verify)."""
     specs_a, specs_b = args.run_a.split(","), args.run_b.split(",")
     try:
-        records_a = [load_compared(run) for run in specs_a]
-        original = compare.compare(records_a, [load_compared(run) for run in specs_b])
-        reruns = reverify.plan(original, [(resolve_run(run), mode) for run, mode in map(compare.split_mode, specs_b)],
-                               args.inventory)
+        records_a, records_b = [load_compared(run) for run in specs_a], [load_compared(run) for run in specs_b]
+        original = compare.compare(records_a, records_b)
+        reruns = reverify.plan(original, [resolve_run(compare.split_mode(run)[0]) for run in specs_a],
+                               [resolve_run(compare.split_mode(run)[0]) for run in specs_b], args.inventory)
     except (compare.CompareError, reverify.ReverifyError) as exc:
         raise UsageError(str(exc)) from None
-    new_specs, code, outcomes = [], exit_codes.SUCCESS, None
+    new_dirs, code, outcomes = {}, exit_codes.SUCCESS, None
     for rerun in reruns:
         print(f"inferlab: running {rerun.run_id} again ({rerun.playbook})", file=sys.stderr, flush=True)
         run_dir = runner.new_run_dir(Path(rerun.playbook))
@@ -268,14 +269,20 @@ def cmd_reverify(args: argparse.Namespace) -> int:
         if result.rc != exit_codes.SUCCESS:
             code, outcomes = result.rc, reverify.failed_rerun(original, run_dir, result.rc, result.meaning)
             break
-        new_specs.append(f"{run_dir}:{rerun.mode}" if rerun.mode else str(run_dir))
+        new_dirs[rerun.run_dir] = run_dir
+    new_a, new_b, a_drift = [], [], []
     if outcomes is None:
+        new_a = [reverify.respec(spec, new_dirs, resolve_run) for spec in specs_a]
+        new_b = [reverify.respec(spec, new_dirs, resolve_run) for spec in specs_b]
         try:
-            again = compare.compare(records_a, [load_compared(run) for run in new_specs], require_fresh=True)
+            records_new_a = [load_compared(run) for run in new_a]
+            again = compare.compare(records_new_a, [load_compared(run) for run in new_b], require_fresh=True,
+                                    later_than=records_b)
+            a_drift = reverify.drift(compare.compare(records_a, records_new_a))
         except compare.CompareError as exc:
-            raise UsageError(f"the re-runs cannot be compared with A: {exc}") from None
+            raise UsageError(f"the re-runs cannot be compared: {exc}") from None
         outcomes = reverify.judge(original, again)
-    document = {**reverify.as_json(specs_a, specs_b, new_specs, outcomes), "time": runner.utc_iso()}
+    document = {**reverify.as_json(specs_a, specs_b, new_a, new_b, outcomes, a_drift), "time": runner.utc_iso()}
     # the outcome first: keeping it beside each original run, and its report, must not lose it
     print(json.dumps(document, indent=2) + "\n" if args.json else reverify.render_text(document), end="")
     for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(compare.split_mode, specs_b)):
@@ -407,12 +414,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     again = sub.add_parser(
         "reverify",
-        help="run B's configuration again from a fresh start, compare A with the new runs, and say whether each "
-        "verdict held",
-        description="Each run of B runs again as it ran (its playbook, inventory and extra vars, from its run "
-        "directory), in a new run directory, after the original; then A is compared with the new runs, which must "
-        "have started from a fresh lab or restore (compare --require-fresh). A supported verdict that is not "
-        "supported again reads 'did not re-verify'.",
+        help="run A's and B's configurations again, interleaved, from a fresh start, compare the new runs, and say "
+        "whether each verdict held",
+        description="Each run of A and of B runs again as it ran (its playbook, inventory and extra vars, from its "
+        "run directory), in a new run directory, A's and B's in turn (A B A B ...: a drift in time reaches both "
+        "alike), two modes of one run once; then the new A is compared with the new B, whose runs must have "
+        "started from a fresh lab or restore after the original B (compare --require-fresh), and A's drift from "
+        "its original runs is shown. A supported verdict that is not supported again reads 'did not re-verify'.",
     )
     again.add_argument("run_a", metavar="RUN_A", help="the control, as for compare")
     again.add_argument("run_b", metavar="RUN_B", help="the runs whose verdict is re-verified, as for compare")

@@ -760,10 +760,12 @@ def compare(
     record_a: dict | list[dict],
     record_b: dict | list[dict],
     require_fresh: bool = False,
+    later_than: list[dict] | None = None,
 ) -> Comparison:
-    """Compare B against A, each one record or several records of repeated whole runs. Raises RecordInputError for
-    a malformed record, LayersDiffer when more than one declared layer differs, CompareError when a run is on both
-    sides, the runs of a side are not one configuration, or one side has several runs and the other one."""
+    """Compare B against A, each one record or several records of repeated whole runs (`later_than`: the runs that
+    B must have started after, with require_fresh; default A's). Raises RecordInputError for a malformed record,
+    LayersDiffer when more than one declared layer differs, CompareError when a run is on both sides, the runs of a
+    side are not one configuration, or one side has several runs and the other one."""
     group_a, group_b = _group(record_a, "A"), _group(record_b, "B")
     repeated = len(group_a) > 1 or len(group_b) > 1
     if repeated and min(len(group_a), len(group_b)) == 1:
@@ -889,7 +891,7 @@ def compare(
 
     fresh_b = None
     if require_fresh:
-        fresh_b = _group_fresh(group_b, group_a)
+        fresh_b = _group_fresh(group_b, group_a if later_than is None else later_than)
         verdicts = [Verdict(v.claim, v.verdict, v.reason, v.verdict == SUPPORTED and fresh_b[0]) for v in verdicts]
     if changed is not None:
         notes.append(

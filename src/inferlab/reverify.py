@@ -1,13 +1,20 @@
-"""Re-verification of a comparison: `inferlab reverify A B` runs B's configuration again, as separate and later runs
-from a fresh start, compares A with the new runs, and says of each claim whether its verdict held.
+"""Re-verification of a comparison: `inferlab reverify A B` runs both configurations again, interleaved (A B A B
+...), as separate and later runs from a fresh start, compares the new A with the new B, and says of each claim
+whether its verdict held, beside how far A itself drifted between the original runs and the new ones.
 
 A verdict is re-verified only by a separate run, later than the original, of the same plan, that started from a
-fresh start (the field reports' rule: a fix is not a fix until it re-verifies cold). So each run of side B is run
-again: the same playbook, inventory and extra vars (read from the run directory's private ``env/extravars``, so that
-a secret the record redacts is passed again), in a new run directory, after the original ended. The staged
-experiment records the fresh start it began from (``stages.fresh_start``), which `compare --require-fresh` checks.
-A claim whose original verdict was supported and is not supported again, or whose new runs did not start fresh,
-reads "did not re-verify"; it is never dropped. Pure functions; the CLI runs the playbooks.
+fresh start (the field reports' rule: a fix is not a fix until it re-verifies cold). So each run is run again: the
+same playbook, inventory and extra vars (read from the run directory's private ``env/extravars``, so that a secret
+the record redacts is passed again), in a new run directory, after the original ended. A's runs are run again too,
+each before B's of the same rank: comparing the original A with new B runs alone would compare two blocks of time,
+all A then all B, and a drift in the order the runs ran (the machine warming, a neighbour's load) would read as an
+effect (simulated in tests/package/test_stats_calibration.py: a drift of 0.5 % a run gives "supported" in 13.5 % of
+5-against-5 comparisons with no true difference when every A ran first, 1.2 % interleaved, against a nominal 2.5 %).
+Two modes of the same runs (RUN:MODE on both sides) re-run each run once. The staged experiment records the fresh
+start it began from (``stages.fresh_start``), which `compare --require-fresh` checks for every new run of B, each
+later than every original run of B. A claim whose original verdict was supported and is not supported again, or
+whose new runs did not start fresh, reads "did not re-verify"; it is never dropped. Pure functions; the CLI runs the
+playbooks.
 """
 
 from __future__ import annotations
@@ -80,15 +87,35 @@ def rerun_of(run_dir: Path, mode: str | None = None, inventory: str | Path | Non
                  extravars={k: v for k, v in extravars.items() if k not in RUNNER_VARS and k != REVERIFIES_VAR})
 
 
-def plan(original: compare.Comparison, runs_b: list[tuple[Path, str | None]],
+def plan(original: compare.Comparison, runs_a: list[Path], runs_b: list[Path],
          inventory: str | Path | None = None) -> list[Rerun]:
-    """The runs of B to run again (rerun_of each, with the user's ``inventory``), refused when no verdict of the
-    original comparison was supported: nothing would be re-verified."""
+    """The runs to run again, interleaved (A's first, B's first, A's second, ...: a drift in time then reaches both
+    sides alike), each run directory once (two modes of one run are one re-run), each rerun_of with the user's
+    ``inventory``; refused when no verdict of the original comparison was supported: nothing would be
+    re-verified."""
     if not any(v.verdict == compare.SUPPORTED for v in original.verdicts):
         verdicts = ", ".join(f"{v.claim}: {v.verdict}" for v in original.verdicts) or "no claim"
-        raise ReverifyError(f"nothing to re-verify: no verdict of A against B was supported ({verdicts}), so B is "
-                            "not run again (a re-run borrows production for nothing)")
-    return [rerun_of(run_dir, mode, inventory) for run_dir, mode in runs_b]
+        raise ReverifyError(f"nothing to re-verify: no verdict of A against B was supported ({verdicts}), so "
+                            "nothing is run again (a re-run borrows production for nothing)")
+    ranks = max(len(runs_a), len(runs_b))
+    interleaved = [side[i] for i in range(ranks) for side in (runs_a, runs_b) if i < len(side)]
+    return [rerun_of(run_dir, inventory=inventory) for run_dir in dict.fromkeys(interleaved)]
+
+
+def respec(spec: str, new_dirs: dict[Path, Path], resolve) -> str:
+    """A RUN or RUN:MODE argument with its run replaced by the run that ran it again (``resolve``: the CLI's way
+    from an argument to its run directory)."""
+    run, mode = compare.split_mode(spec)
+    again = new_dirs[resolve(run)]
+    return f"{again}:{mode}" if mode else str(again)
+
+
+def drift(original_a: compare.Comparison) -> list[dict]:
+    """How A moved between its original runs and the new ones (``original_a``: compare of the original A against
+    the new A, an A/A pair): each speed and transport metric's medians and their change, observed."""
+    return [{"metric": f"{row.section}: {row.name}", "original": row.a.median, "again": row.b.median,
+             "change_pct": 100 * row.difference / row.a.median if row.a.median else None}
+            for row in original_a.rows if row.role in (compare.SPEED, compare.TRANSPORT)]
 
 
 def collection_playbook(recorded: str, run_id: str, playbooks: Path | None = None) -> Path:
@@ -128,8 +155,8 @@ def rerun_vars(rerun: Rerun) -> dict:
 
 
 def judge(original: compare.Comparison, again: compare.Comparison) -> list[Outcome]:
-    """Each claim of the original comparison, against the comparison of A with the new runs (made with
-    require_fresh): held only when it was supported and is supported again by later runs from a fresh start."""
+    """Each claim of the original comparison, against the comparison of the new runs (made with require_fresh):
+    held only when it was supported and is supported again by later runs from a fresh start."""
     outcomes = []
     for first, second in zip(original.verdicts, again.verdicts, strict=True):
         if first.verdict != compare.SUPPORTED:
@@ -155,15 +182,25 @@ def failed_rerun(original: compare.Comparison, run_dir: Path, code: int, meaning
 
 
 def render_lines(document: dict) -> list[str]:
-    """What one re-verification found (``as_json``'s document) as Markdown lines: the runs and a row per claim."""
-    lines = [f"- A: {', '.join(document['a'])}",
+    """What one re-verification found (``as_json``'s document) as Markdown lines: the runs, a row per claim (the new
+    B against the new A, run interleaved) and A's drift from its original runs."""
+    failed = "none (a re-run failed)"
+    lines = [f"- A, the original runs: {', '.join(document['a'])}",
              f"- B, the original runs: {', '.join(document['b'])}",
-             f"- B, run again from a fresh start: {', '.join(document['b_again']) or 'none (a re-run failed)'}",
+             f"- A, run again (interleaved with B): {', '.join(document.get('a_again') or []) or failed}",
+             f"- B, run again from a fresh start: {', '.join(document['b_again']) or failed}",
              "", "| claim | original verdict | again | outcome |", "| --- | --- | --- | --- |"]
     outcomes = document["outcomes"]
     lines += [f"| {o['claim']} | {o['original']} | {o['again']} | **{o['held']}** |" for o in outcomes]
     lines.append("")
     lines += [f"- {o['claim']}: {o['held']}: {o['reason']}" for o in outcomes]
+    if document.get("a_drift"):
+        lines += ["", "A's drift between its original runs and the new ones (medians, observed: a drift this size "
+                  "between two blocks of runs is why A runs again beside B):", "",
+                  "| metric | A, original | A, again | change |", "| --- | --- | --- | --- |"]
+        lines += [f"| {d['metric']} | {d['original']:.4g} | {d['again']:.4g} | "
+                  f"{'—' if d['change_pct'] is None else format(d['change_pct'], '+.1f') + ' %'} |"
+                  for d in document["a_drift"]]
     return lines
 
 
@@ -172,8 +209,10 @@ def render_text(document: dict) -> str:
     return "\n".join(["# inferlab reverify", "", *render_lines(document)]) + "\n"
 
 
-def as_json(a_ids: list[str], b_ids: list[str], new_ids: list[str], outcomes: list[Outcome]) -> dict:
-    return {"a": a_ids, "b": b_ids, "b_again": new_ids, "outcomes": [asdict(o) for o in outcomes]}
+def as_json(a_ids: list[str], b_ids: list[str], new_a: list[str], new_b: list[str], outcomes: list[Outcome],
+            a_drift: list[dict]) -> dict:
+    return {"a": a_ids, "b": b_ids, "a_again": new_a, "b_again": new_b, "outcomes": [asdict(o) for o in outcomes],
+            "a_drift": a_drift}
 
 
 def read_kept(run_dir: Path) -> list[dict]:

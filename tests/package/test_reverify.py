@@ -104,8 +104,8 @@ def test_a_verdict_that_was_not_supported_has_nothing_to_re_verify():
 
 @pytest.fixture
 def reruns(tmp_path, monkeypatch):
-    """`api.run` of the CLI replaced: each re-run writes `fixture`'s record as a fresh, later run; what it was given
-    is kept in `calls`."""
+    """`api.run` of the CLI replaced: each re-run writes a record as a fresh, later run, A's (the lossy link layer)
+    from link_lossy.json and B's from `fixture`; what it was given is kept in `calls`."""
     made = SimpleNamespace(calls=[], fixture="link_clean_fresh.json", rc=exit_codes.SUCCESS)
     numbers = itertools.count(1)
     monkeypatch.setattr(runner, "new_run_dir", lambda playbook: tmp_path / "new" / f"again-{next(numbers)}")
@@ -113,7 +113,8 @@ def reruns(tmp_path, monkeypatch):
     def run(playbook, inventory, extravars, run_dir, **options):
         made.calls.append({"playbook": playbook, "inventory": inventory, "extravars": extravars, "run_dir": run_dir,
                            "event_handler": options.get("event_handler")})
-        data = load(made.fixture)
+        lossy = extravars.get("inferlab_layer_link_profile") == "lossy"
+        data = load("link_lossy.json" if lossy else made.fixture)
         data["run"].update(id=run_dir.name, started=NOW, finished=NOW, extravars=extravars)
         run_dir.mkdir(parents=True)
         (run_dir / "record.json").write_text(json.dumps(data))
@@ -130,15 +131,20 @@ def test_inferlab_reverify_runs_each_b_again_and_says_the_verdicts_held(tmp_path
                  {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"})
     code = cli.main(["reverify", ",".join(a), ",".join(b), "--json"])
     assert code == exit_codes.SUCCESS
+    # A's runs again too, interleaved with B's: a drift in time reaches both sides alike
     assert [c["extravars"] for c in reruns.calls] == [
-        {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f", "inferlab_reverifies": f"clean-{i}"}
-        for i in range(1, 6)]
+        run for i in range(1, 6) for run in (
+            {"inferlab_layer_link_profile": "lossy", "inferlab_reverifies": f"lossy-{i}"},
+            {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f", "inferlab_reverifies": f"clean-{i}"})]
     assert {(c["playbook"], c["inventory"]) for c in reruns.calls} == {(LINK_TEST, LAB_INVENTORY)}
     assert all(c["event_handler"] is not None for c in reruns.calls)
     out = json.loads(capsys.readouterr().out)
     assert (out["a"], out["b"]) == (a, b)
-    assert out["b_again"] == [str(tmp_path / "new" / f"again-{i}") for i in range(1, 6)]
+    assert out["a_again"] == [str(tmp_path / "new" / f"again-{i}") for i in range(1, 10, 2)]
+    assert out["b_again"] == [str(tmp_path / "new" / f"again-{i}") for i in range(2, 11, 2)]
     assert [o["held"] for o in out["outcomes"]] == [reverify.HELD, reverify.HELD]
+    # A again is the same link as A: no drift, every metric's median where it was
+    assert out["a_drift"] and all(d["change_pct"] in (0, None) for d in out["a_drift"])
 
 
 def test_a_verdict_that_does_not_come_back_did_not_re_verify_and_a_failed_rerun_says_so(tmp_path, reruns, capsys):
@@ -154,7 +160,7 @@ def test_a_verdict_that_does_not_come_back_did_not_re_verify_and_a_failed_rerun_
     text = capsys.readouterr().out
     assert len(reruns.calls) == 1  # the first failure ends it
     assert "B, run again from a fresh start: none (a re-run failed)" in text
-    assert f"did not re-verify: the re-run {tmp_path / 'new' / 'again-6'} failed: exit 11" in text
+    assert f"did not re-verify: the re-run {tmp_path / 'new' / 'again-11'} failed: exit 11" in text
 
 
 def test_each_original_run_keeps_every_outcome_and_its_report_shows_them(tmp_path, reruns, capsys):
@@ -264,10 +270,35 @@ def test_no_supported_verdict_is_not_run_again(tmp_path):
     [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
     with pytest.raises(reverify.ReverifyError, match="nothing to re-verify: no verdict of A against B was supported "
                                                      r"\(B is faster: inconclusive"):
-        reverify.plan(original, [(Path(run_dir), None)])
+        reverify.plan(original, [], [Path(run_dir)])
     lossy, clean = group("link_lossy.json", 5, "lossy"), group("link_clean_fresh.json", 5, "clean")
-    [rerun] = reverify.plan(compare.compare(lossy, clean), [(Path(run_dir), None)])
+    [rerun] = reverify.plan(compare.compare(lossy, clean), [], [Path(run_dir)])
     assert rerun.run_id == "clean-1"
+
+
+def test_the_runs_are_run_again_interleaved_and_two_modes_of_one_run_once(tmp_path):
+    lossy, clean = group("link_lossy.json", 5, "lossy"), group("link_clean_fresh.json", 5, "clean")
+    original = compare.compare(lossy, clean)
+    a = [Path(d) for d in run_dirs(tmp_path / "a", lossy[:3], {})]
+    b = [Path(d) for d in run_dirs(tmp_path / "b", clean[:2], {})]
+    assert [r.run_id for r in reverify.plan(original, a, b)] == ["lossy-1", "clean-1", "lossy-2", "clean-2",
+                                                                 "lossy-3"]
+    # RUN1:baseline,RUN2:baseline against RUN1:nextn,RUN2:nextn: each run serves both modes, so it runs once
+    assert [r.run_id for r in reverify.plan(original, a[:2], a[:2])] == ["lossy-1", "lossy-2"]
+    new_dirs = {a[0]: tmp_path / "again-1"}
+    assert reverify.respec(f"{a[0]}:nextn", new_dirs, Path) == f"{tmp_path / 'again-1'}:nextn"
+
+
+def test_a_drift_is_each_metrics_medians_and_their_change():
+    lossy = group("link_lossy.json", 5, "lossy")
+    drifted = copy.deepcopy(lossy)
+    for data in drifted:
+        data["run"]["id"] = "later-" + data["run"]["id"]
+    drift = reverify.drift(compare.compare(lossy, drifted))
+    assert drift and all(d["original"] == d["again"] and d["change_pct"] in (0, None) for d in drift)
+    text = "\n".join(reverify.render_lines({"a": ["x"], "b": ["y"], "a_again": [], "b_again": [], "outcomes": [],
+                                            "a_drift": drift}))
+    assert "A's drift between its original runs and the new ones" in text and "| +0.0 % |" in text
 
 
 def test_inferlab_reverify_refuses_when_no_verdict_was_supported(tmp_path, reruns, capsys):
