@@ -151,7 +151,7 @@ def doubled_midranks(values: list[float]) -> list[int]:
     return ranks
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)  # an inverted interval asks for many tie patterns, which recur across metrics and runs
 def rank_sum_counts(pooled_ranks: tuple[int, ...], n: int) -> tuple[int, ...]:
     """counts[s]: how many ways to choose n of `pooled_ranks` (doubled midranks, sorted) sum to s. Subset-sum
     dynamic programming, one row per subset size, newest rank first so that each rank is used once."""

@@ -162,6 +162,32 @@ def drift_rate(order: str, n: int = 5, pairs: int = PAIRS) -> float:
     return supported / pairs
 
 
+COUNTER_PAIRS = 500  # each tied interval is the test inverted, some ms a pair
+
+
+def counter_rate(n: int, pairs: int = COUNTER_PAIRS) -> float:
+    """The rate of either transport verdict under no true difference when the samples are tie-heavy counts (each
+    run's retransmissions: 0 to a few, Poisson with mean 1), read as compare reads a transport metric."""
+    rng = random.Random(f"{SEED}-counters-{n}")
+
+    def count() -> float:  # Poisson(1) by inversion
+        k, term, total, draw = 0, math.exp(-1), math.exp(-1), rng.random()
+        while draw > total:
+            k, term = k + 1, term / (k + 1)
+            total += term
+        return float(k)
+
+    decided = 0
+    for _pair in range(pairs):
+        rows = [compare.compare_metric(
+            compare.Metric("sim", "retransmissions", "lower", compare.TRANSPORT, tuple(count() for _run in range(n))),
+            compare.Metric("sim", "retransmissions", "lower", compare.TRANSPORT, tuple(count() for _run in range(n))))]
+        verdict = compare.claim_verdict("fewer errors", compare.with_family_alpha(rows, compare.TRANSPORT),
+                                        compare.TRANSPORT).verdict
+        decided += verdict in (compare.SUPPORTED, compare.NOT_SUPPORTED)
+    return decided / pairs
+
+
 NULL_SHAPES = ("plain noise", "shift between runs", "heavy tail")
 
 
@@ -200,6 +226,11 @@ def test_the_demos_driver_effect_is_found_with_five_whole_runs_a_side():
 
 def test_one_run_a_side_would_be_miscalibrated_which_is_why_compare_withholds_it():
     assert within_run_rate() > 0.2
+
+
+@pytest.mark.parametrize("n", (5, 10))
+def test_tie_heavy_counters_with_no_true_difference_stay_within_the_nominal_rate(n):
+    assert counter_rate(n) <= NOMINAL + 3 * math.sqrt(NOMINAL * (1 - NOMINAL) / COUNTER_PAIRS)
 
 
 def test_a_drift_in_time_is_calibrated_only_when_the_sides_are_interleaved():
@@ -248,7 +279,10 @@ def figures() -> str:
               "the sweep judged it",
               "", f"runs drifting {DRIFT_PER_RUN:.1%} a run in the order they ran, 5 against 5, no true difference, "
               f"2 metrics: supported {drift_rate('blocked'):.2%} with every A run first (blocks), "
-              f"{drift_rate('interleaved'):.2%} interleaved (A B A B, as inferlab reverify runs them); nominal 2.5 %"]
+              f"{drift_rate('interleaved'):.2%} interleaved (A B A B, as inferlab reverify runs them); nominal 2.5 %",
+              "", f"tie-heavy counters (Poisson, mean 1 a run, {COUNTER_PAIRS} pairs), no true difference, either "
+              "transport verdict: "
+              f"{counter_rate(5):.2%} at 5 runs a side, {counter_rate(10):.2%} at 10; nominal 5 %"]
     return "\n".join(lines)
 
 
