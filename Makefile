@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 ethtool iputils-
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-negative molecule-cluster kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection ee-context engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-negative molecule-cluster kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -53,6 +53,12 @@ $(GATEWAY_VENV)/.installed: constraints-gateway.txt
 	test -x $(GATEWAY_VENV)/bin/python || python3 -m venv $(GATEWAY_VENV)
 	$(GATEWAY_VENV)/bin/pip install -q -c constraints-gateway.txt 'litellm[proxy]==1.108.7'
 	touch $@
+
+# The execution environment's build input (execution-environment.yml): the collection's tarball under a name without
+# its version, so that the EE definition does not change with a release.
+ee-context: bootstrap
+	rm -rf build/ee && $(BIN)/ansible-galaxy collection build --force --output-path build/ee .
+	mv build/ee/inferlab-distributed-*.tar.gz build/ee/inferlab-distributed.tar.gz
 
 collection: $(COLLECTION_LINK)
 $(COLLECTION_LINK):

@@ -1,5 +1,6 @@
-"""execution-environment.yml is a valid ansible-builder 3 definition (no container build here), and its pins and
-collection tarball agree with pyproject.toml and galaxy.yml."""
+"""execution-environment.yml is a valid ansible-builder 3 definition (no container build here), its pins agree with
+pyproject.toml and its collection tarball with galaxy.yml; the collection's meta/execution-environment.yml names its
+own requirements, pinned as the package's."""
 
 import re
 import tomllib
@@ -54,7 +55,7 @@ EE_V3 = {
         },
         "dependencies": {
             "type": "object",
-            "required": ["ansible_core", "ansible_runner", "python", "galaxy"],
+            "required": ["ansible_core", "ansible_runner", "galaxy"],
             "additionalProperties": False,
             "properties": {
                 "python_interpreter": {
@@ -105,20 +106,28 @@ def test_ansible_core_and_runner_match_pyproject(ee, pins):
     assert ee["dependencies"]["ansible_runner"]["package_pip"] == f"ansible-runner=={pins['ansible-runner']}"
 
 
-def test_python_requirements_are_pinned_as_in_pyproject(ee, pins):
-    for requirement in ee["dependencies"]["python"]:
+def test_the_collections_own_requirements_are_in_its_meta_and_pinned_as_in_pyproject(pins):
+    meta = yaml.safe_load((paths.REPO_ROOT / "meta" / "execution-environment.yml").read_text())
+    assert meta["version"] == 1 and set(meta["dependencies"]) == {"python", "system"}
+    python = (paths.REPO_ROOT / "meta" / meta["dependencies"]["python"]).read_text().splitlines()
+    requirements = [line for line in python if line and not line.startswith("#")]
+    assert requirements, "the collection imports nvidia-ml-py: expected it in its EE requirements"
+    for requirement in requirements:
         name, sep, version = requirement.partition("==")
         assert sep, f"{requirement} is not pinned"
         assert pins.get(name) == version, f"{requirement} differs from pyproject.toml ({pins.get(name)})"
+    system = (paths.REPO_ROOT / "meta" / meta["dependencies"]["system"]).read_text()
+    assert "openssh-clients [platform:rpm]" in system and "openssh-client [platform:dpkg]" in system
 
 
-def test_the_collection_tarball_is_this_collection(ee):
+def test_the_collection_tarball_is_this_collection_under_a_name_without_its_version(ee):
     galaxy = yaml.safe_load((paths.REPO_ROOT / "galaxy.yml").read_text())
-    tarball = f"{galaxy['namespace']}-{galaxy['name']}-{galaxy['version']}.tar.gz"
+    tarball = f"{galaxy['namespace']}-{galaxy['name']}.tar.gz"
     collections = ee["dependencies"]["galaxy"]["collections"]
     assert collections == [{"name": f"collections/{tarball}", "type": "file"}]
-    # the tarball is copied into the build context's collections/ folder, which ansible-galaxy reads from /build
+    # make ee-context puts it there; it is copied into the build context's collections/, which ansible-galaxy reads
     assert {"src": f"build/ee/{tarball}", "dest": "collections"} in ee["additional_build_files"]
+    assert galaxy["version"] not in EE_FILE.read_text()
     # galaxy.yml declares no other collections, so the EE needs none
     assert not galaxy.get("dependencies")
 
