@@ -83,7 +83,8 @@ DEFAULT_PROMPT_TOKENS = 128
 SUFFIX_TOKENS = 16
 ERROR_BODY_LIMIT = 2048
 READ_SIZE = 65536
-STAT_FIELDS = ("ttft_s", "tpot_s", "itl_s", "latency_s", "output_tok_s", "decode_tok_s")
+STAT_FIELDS = ("ttft_s", "tpot_s", "itl_s", "itl_per_token_s", "latency_s", "output_tok_s", "decode_tok_s")
+POOLED_FIELDS = ("itl_s", "itl_per_token_s")  # lists per request, pooled over the OK requests
 
 # Common English words, each one token for the lab server and for common BPE tokenizers (with its leading space).
 WORDS = tuple("""
@@ -110,12 +111,24 @@ DEFINITIONS = {
     "output_tok_s": "output_tokens / latency_s, per request (TTFT included)",
     "decode_tok_s": "(output_tokens - 1) / (latency_s - ttft_s), per request (TTFT and its token excluded; 1 / tpot_s)",
     "tpot_s": "(latency_s - ttft_s) / (output_tokens - 1), per request with output_tokens > 1 (bench_serving TPOT)",
-    "itl_s": "gaps between consecutive chunks carrying generated text, after the first; OK requests pooled",
+    "itl_s": "gaps between consecutive chunks carrying generated text, after the first; OK requests pooled (per "
+             "chunk: with speculative decoding a chunk carries several tokens)",
+    "itl_per_token_s": "each such gap divided by the tokens its chunk carried, once per token (bench_serving's "
+                       "/generate path, genai-perf's and guidellm's per-token figure); OK requests pooled; only where "
+                       "the stream counts each chunk's tokens (/generate's meta_info.completion_tokens): the chat "
+                       "stream counts them only in total, so n is 0 there",
+    "request_throughput_req_s": "OK requests / wall_s",
+    "total_token_throughput_tok_s": "(prompt_tokens + output_tokens over OK requests) / wall_s (bench_serving's "
+                                    "total token throughput; cached prompt tokens included)",
+    "goodput": "requests that finished OK within every stated target (ttft_s: TTFT at most it; tpot_s: TPOT at most "
+               "it, a one-token request meeting it), their share of all requests sent (failed ones included) and "
+               "their number / wall_s; null when no target was stated",
     "spec_accept_length": "meta_info.completion_tokens / meta_info.spec_verify_ct per request, mean over requests; "
                           "else /get_server_info internal_states[0].avg_spec_accept_length after the batch",
     "wall_s": "from the first request sent to the last byte received, over every request of the batch",
     "aggregate_output_tok_s": "sum of output_tokens over OK requests / wall_s",
-    "mean/median/p99/min/max": "over OK requests; p99 and median as numpy.percentile's default linear interpolation",
+    "mean/median/p90/p95/p99/std/min/max": "over OK requests; percentiles as numpy.percentile's default linear "
+                                          "interpolation, std the population's (numpy's default)",
     "server_timings": "llama-server's own timings of a request (the stream's last chunk): prompt_n tokens processed "
                       "in prompt_ms, predicted_n tokens generated in predicted_ms, draft_n drafted, draft_n_accepted "
                       "accepted; null from servers that send none",
@@ -144,12 +157,17 @@ def percentile(values, q):
 
 
 def stats(values):
-    """``{n, mean, median, p99, min, max}`` of ``values`` (bench_serving's figures); all None but n for none."""
+    """``{n, mean, median, p90, p95, p99, std, min, max}`` of ``values`` (bench_serving's figures; std as numpy's
+    default, the population's); all None but n for none."""
     values = list(values)
     if not values:
-        return {"n": 0, "mean": None, "median": None, "p99": None, "min": None, "max": None}
-    return {"n": len(values), "mean": sum(values) / len(values), "median": percentile(values, 50),
-            "p99": percentile(values, 99), "min": min(values), "max": max(values)}
+        return {"n": 0, "mean": None, "median": None, "p90": None, "p95": None, "p99": None, "std": None,
+                "min": None, "max": None}
+    mean = sum(values) / len(values)
+    return {"n": len(values), "mean": mean, "median": percentile(values, 50), "p90": percentile(values, 90),
+            "p95": percentile(values, 95), "p99": percentile(values, 99),
+            "std": math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), "min": min(values),
+            "max": max(values)}
 
 
 def request_rates(output_tokens, ttft_s, latency_s):
@@ -219,9 +237,12 @@ def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefi
 def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1, prompt_tokens=None,
                   prefix_tokens=None, output_tokens=64, first_token_timeout_s=30.0, total_timeout_s=300.0,
                   extra_body=None, prompt_sizing="words", context_tokens=None, flush_method="flush_cache",
-                  prefill_floor_tokens_per_s=None):
+                  prefill_floor_tokens_per_s=None, goodput_ttft_s=None, goodput_tpot_s=None):
     """Raise WorkloadError, saying what was expected and what was found, for options that cannot make a batch."""
     problems = []
+    for name, target in (("goodput_ttft_s", goodput_ttft_s), ("goodput_tpot_s", goodput_tpot_s)):
+        if target is not None and not (target > 0 and math.isfinite(target)):
+            problems.append("%s must be a finite number of seconds more than 0, got %r" % (name, target))
     if prefill_floor_tokens_per_s is not None and not (prefill_floor_tokens_per_s > 0
                                                        and math.isfinite(prefill_floor_tokens_per_s)):
         problems.append("prefill_floor_tokens_per_s must be a finite number more than 0, got %r"
@@ -386,6 +407,7 @@ class _Stream:
         self.first = None
         self.last = None
         self.itl = []
+        self.itl_per_token = []  # each gap over the tokens its chunk carried, once per token; only where counted
         self.chunks = 0
         self.done_at = None
         self.usage = None
@@ -394,11 +416,14 @@ class _Stream:
         self.events = 0
         self._completion = 0
 
-    def _token(self, now):
+    def _token(self, now, tokens=None):
+        """A chunk that carried text at ``now``; ``tokens``: how many, where the stream says (None: not counted)."""
         if self.first is None:
             self.first = now
         else:
             self.itl.append(now - self.last)
+            if tokens:
+                self.itl_per_token.extend([(now - self.last) / tokens] * tokens)
         self.last = now
         self.chunks += 1
 
@@ -430,7 +455,7 @@ class _Stream:
                 # A chunk carries tokens when the server's count grew (the text grows too, but may lag a token
                 # that is not yet complete UTF-8); cumulative and incremental text modes both work.
                 if completion is not None and completion > self._completion or completion is None and text:
-                    self._token(event.time)
+                    self._token(event.time, completion - self._completion if completion is not None else None)
                     self._completion = completion if completion is not None else self._completion
                 self.meta = meta
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
@@ -492,7 +517,7 @@ def new_record(index, requested_prompt_tokens, capture_headers, content_tokens=N
         "requested_prompt_tokens": requested_prompt_tokens, "content_tokens": content_tokens,
         "prompt_tokens": None, "cached_tokens": None,
         "output_tokens": None, "chunks": 0, "ttft_s": None, "latency_s": None, "output_tok_s": None,
-        "decode_tok_s": None, "tpot_s": None, "itl_s": [], "spec_accept_length": None, "spec_verify_ct": None,
+        "decode_tok_s": None, "tpot_s": None, "itl_s": [], "itl_per_token_s": [], "spec_accept_length": None, "spec_verify_ct": None,
         "server_timings": None, "headers": dict((name, None) for name in capture_headers),
         "first_token_deadline_s": None,
     }
@@ -591,6 +616,7 @@ def stream_request(target, api, payload, headers, record, first_token_timeout_s,
         conn.close()
     record["chunks"] = stream.chunks
     record["itl_s"] = stream.itl
+    record["itl_per_token_s"] = stream.itl_per_token
     record["server_timings"] = stream.timings
     return record
 
@@ -730,23 +756,39 @@ def server_summary(records):
     }
 
 
-def summarize(records, wall_s):
+def goodput(records, wall_s, ttft_s=None, tpot_s=None):
+    """The requests that met every stated target (see DEFINITIONS); None when no target was stated."""
+    if ttft_s is None and tpot_s is None:
+        return None
+    met = [r for r in records if r["ok"]
+           and (ttft_s is None or r["ttft_s"] is not None and r["ttft_s"] <= ttft_s)
+           and (tpot_s is None or r["tpot_s"] is None or r["tpot_s"] <= tpot_s)]
+    return {"ttft_s": ttft_s, "tpot_s": tpot_s, "requests": len(met),
+            "share": len(met) / len(records) if records else None,
+            "req_s": len(met) / wall_s if wall_s else None}
+
+
+def summarize(records, wall_s, goodput_ttft_s=None, goodput_tpot_s=None):
     """The batch figures of ``records`` (see the module docstring); every statistic over OK requests only."""
     good = [r for r in records if r["ok"]]
     output_total = sum(r["output_tokens"] for r in good)
+    prompt_total = sum(r["prompt_tokens"] for r in good)
     cached = [r["cached_tokens"] for r in good if r["cached_tokens"] is not None]
     summary = {
         "ok": len(good),
         "failed": len(records) - len(good),
         "wall_s": wall_s,
         "output_tokens_total": output_total,
-        "prompt_tokens_total": sum(r["prompt_tokens"] for r in good),
+        "prompt_tokens_total": prompt_total,
         "cached_tokens_total": sum(cached) if cached else None,
         "aggregate_output_tok_s": output_total / wall_s if good and wall_s else None,
+        "request_throughput_req_s": len(good) / wall_s if good and wall_s else None,
+        "total_token_throughput_tok_s": (prompt_total + output_total) / wall_s if good and wall_s else None,
+        "goodput": goodput(records, wall_s, goodput_ttft_s, goodput_tpot_s),
     }
     for name in STAT_FIELDS:
-        if name == "itl_s":
-            values = [gap for r in good for gap in r["itl_s"]]
+        if name in POOLED_FIELDS:
+            values = [gap for r in good for gap in r.get(name) or []]
         else:
             values = [r[name] for r in good if r[name] is not None]
         summary[name] = stats(values)
@@ -757,8 +799,10 @@ def summarize(records, wall_s):
 def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1, concurrency=1, prompt_tokens=None,
               prefix_tokens=None, output_tokens=64, flush=False, first_token_timeout_s=30.0, total_timeout_s=300.0,
               seed=0, capture_headers=None, extra_body=None, prompt_sizing="words", context_tokens=None,
-              flush_method="flush_cache", prefill_floor_tokens_per_s=None):
+              flush_method="flush_cache", prefill_floor_tokens_per_s=None, goodput_ttft_s=None, goodput_tpot_s=None):
     """Send one batch and return its dict: options, ``cache`` label, figures, ``definitions``, raw ``records``.
+
+    ``goodput_ttft_s`` / ``goodput_tpot_s``: the targets the batch's ``goodput`` counts requests against.
 
     With ``prefill_floor_tokens_per_s`` each request's first-token deadline is ``first_token_timeout_s`` plus its
     prefill at that rate (``first_token_deadline_s``), recorded in each record and in ``first_token_deadline``.
@@ -771,7 +815,8 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
                   prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, output_tokens=output_tokens,
                   first_token_timeout_s=first_token_timeout_s, total_timeout_s=total_timeout_s,
                   extra_body=extra_body, prompt_sizing=prompt_sizing, context_tokens=context_tokens,
-                  flush_method=flush_method, prefill_floor_tokens_per_s=prefill_floor_tokens_per_s)
+                  flush_method=flush_method, prefill_floor_tokens_per_s=prefill_floor_tokens_per_s,
+                  goodput_ttft_s=goodput_ttft_s, goodput_tpot_s=goodput_tpot_s)
     target = Target(url)
     capture_headers = [name.lower() for name in (DEFAULT_CAPTURE_HEADERS if capture_headers is None
                                                  else capture_headers)]
@@ -850,7 +895,7 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
         for record in records:
             _scrub_key(record.get("error"), api_key)
     wall_s = max(r["end_offset_s"] for r in records) - min(r["start"]["offset_s"] for r in records)
-    batch.update(summarize(records, wall_s))
+    batch.update(summarize(records, wall_s, goodput_ttft_s, goodput_tpot_s))
     accepts = [r["spec_accept_length"] for r in records if r["ok"] and r["spec_accept_length"] is not None]
     if accepts:
         batch["spec_accept_length"] = {"value": sum(accepts) / len(accepts), "source": "meta_info", "note": None}

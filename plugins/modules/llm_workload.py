@@ -155,6 +155,15 @@ options:
         prompt and of the prompts in flight with it at this rate, recorded as C(first_token_deadline_s) in each
         record and as C(first_token_deadline) in the batch. Unset, every request has O(first_token_timeout_s).
     type: float
+  goodput_ttft_s:
+    description:
+      - A time-to-first-token target in seconds. The batch's RV(batch.goodput) counts the requests that finished OK
+        with a TTFT at most this (and within O(goodput_tpot_s) when set too), as bench_serving's goodput does.
+    type: float
+  goodput_tpot_s:
+    description:
+      - A time-per-output-token target in seconds (RV(batch.tpot_s)'s definition), counted as O(goodput_ttft_s) is.
+    type: float
   total_timeout_s:
     description:
       - A request whose stream has not ended (with C(data) V([DONE])) this many seconds after it was sent fails as
@@ -299,13 +308,34 @@ batch:
       returned: success
       type: float
       sample: 172.9
-    ttft_s:
+    request_throughput_req_s:
+      description: The OK requests over RV(batch.wall_s).
+      returned: success
+      type: float
+      sample: 0.67
+    total_token_throughput_tok_s:
+      description: The OK requests' prompt and output tokens over RV(batch.wall_s) (bench_serving's total token
+        throughput).
+      returned: success
+      type: float
+      sample: 1210.4
+    goodput:
       description:
-        - Statistics of the time to first token over OK requests, C({n, mean, median, p99, min, max}); so are
-          C(tpot_s), C(itl_s) (all gaps pooled), C(latency_s), C(output_tok_s) and C(decode_tok_s).
+        - C({ttft_s, tpot_s, requests, share, req_s}) - the targets (O(goodput_ttft_s), O(goodput_tpot_s)), the
+          requests that finished OK within every one, their share of all requests sent, and their number over
+          RV(batch.wall_s); null when no target was given.
       returned: success
       type: dict
-      sample: {n: 6, mean: 0.21, median: 0.2, p99: 0.31, min: 0.16, max: 0.31}
+      sample: {ttft_s: 0.5, tpot_s: 0.05, requests: 5, share: 0.83, req_s: 0.56}
+    ttft_s:
+      description:
+        - Statistics of the time to first token over OK requests, C({n, mean, median, p90, p95, p99, std, min,
+          max}) (std the population's); so are C(tpot_s), C(itl_s) (every gap between text chunks, pooled),
+          C(itl_per_token_s) (each gap over the tokens its chunk carried, once per token, where the stream counts
+          them, C(api=generate); n 0 on the chat stream), C(latency_s), C(output_tok_s) and C(decode_tok_s).
+      returned: success
+      type: dict
+      sample: {n: 6, mean: 0.21, median: 0.2, p90: 0.28, p95: 0.3, p99: 0.31, std: 0.05, min: 0.16, max: 0.31}
     spec_accept_length:
       description:
         - C({value, source, note}). C(source) is V(meta_info) (mean over requests of completion_tokens /
@@ -334,8 +364,8 @@ batch:
       description:
         - One per request, in request order, C({index, ok, status, error, start, end_offset_s,
           requested_prompt_tokens, prompt_tokens, cached_tokens, output_tokens, chunks, ttft_s, latency_s,
-          output_tok_s, decode_tok_s, tpot_s, itl_s, spec_accept_length, spec_verify_ct, server_timings,
-          headers}).
+          output_tok_s, decode_tok_s, tpot_s, itl_s, itl_per_token_s, spec_accept_length, spec_verify_ct,
+          server_timings, headers}).
         - C(server_timings) is the llama-server C(timings) of the request (C(cache_n), C(prompt_n), C(prompt_ms),
           C(prompt_per_second), C(predicted_n), C(predicted_ms), C(predicted_per_second), C(draft_n),
           C(draft_n_accepted)), or null.
@@ -385,7 +415,8 @@ class LlmWorkload:
                 capture_headers=params['capture_headers'], extra_body=params['extra_body'],
                 prompt_sizing=params['prompt_sizing'], context_tokens=params['context_tokens'],
                 flush_method=params['flush_method'],
-                prefill_floor_tokens_per_s=params['prefill_floor_tokens_per_s'])
+                prefill_floor_tokens_per_s=params['prefill_floor_tokens_per_s'],
+                goodput_ttft_s=params['goodput_ttft_s'], goodput_tpot_s=params['goodput_tpot_s'])
         except WorkloadError as err:
             self.module.fail_json(msg=str(err), cache_flushed=False)
         if params['record_path']:
@@ -441,6 +472,8 @@ def build_module():
             context_tokens=dict(type='int', no_log=False),
             first_token_timeout_s=dict(type='float', default=30.0, no_log=False),
             prefill_floor_tokens_per_s=dict(type='float', no_log=False),
+            goodput_ttft_s=dict(type='float'),
+            goodput_tpot_s=dict(type='float'),
             total_timeout_s=dict(type='float', default=300.0),
             seed=dict(type='int', default=0),
             capture_headers=dict(type='list', elements='str', default=list(DEFAULT_CAPTURE_HEADERS)),

@@ -85,10 +85,22 @@ def test_percentile_matches_numpy_linear():
 
 
 def test_stats():
-    assert workload.stats([4.0, 1.0, 2.0, 3.0]) == {"n": 4, "mean": 2.5, "median": 2.5,
-                                                    "p99": pytest.approx(3.97), "min": 1.0, "max": 4.0}
-    assert workload.stats([]) == {"n": 0, "mean": None, "median": None, "p99": None, "min": None, "max": None}
+    assert workload.stats([4.0, 1.0, 2.0, 3.0]) == {
+        "n": 4, "mean": 2.5, "median": 2.5, "p90": pytest.approx(3.7), "p95": pytest.approx(3.85),
+        "p99": pytest.approx(3.97), "std": pytest.approx(1.118034, abs=1e-6), "min": 1.0, "max": 4.0}
+    assert workload.stats([]) == {"n": 0, "mean": None, "median": None, "p90": None, "p95": None, "p99": None,
+                                  "std": None, "min": None, "max": None}
     assert workload.percentile([], 50) is None
+
+
+def test_std_and_percentiles_match_numpy():
+    numpy = pytest.importorskip("numpy")
+    rng = random.Random(3)
+    values = [rng.uniform(0.01, 3.0) for _index in range(37)]
+    figures = workload.stats(values)
+    assert figures["std"] == pytest.approx(float(numpy.std(values)), rel=1e-12)  # numpy's default: the population's
+    for q in (90, 95):
+        assert figures["p%d" % q] == pytest.approx(float(numpy.percentile(values, q)), rel=1e-12)
 
 
 # --- rates and summaries ----------------------------------------------------------------------------------------
@@ -109,9 +121,26 @@ def test_summary_ignores_failed_requests_and_pools_itl():
     assert summary["aggregate_output_tok_s"] == pytest.approx(14.0)
     assert summary["itl_s"]["n"] == 5 and summary["itl_s"]["mean"] == pytest.approx(0.1)
     assert summary["ttft_s"] == {"n": 2, "mean": pytest.approx(0.15), "median": pytest.approx(0.15),
-                                 "p99": pytest.approx(0.199), "min": 0.1, "max": 0.2}
+                                 "p90": pytest.approx(0.19), "p95": pytest.approx(0.195),
+                                 "p99": pytest.approx(0.199), "std": pytest.approx(0.05), "min": 0.1, "max": 0.2}
     assert summary["tpot_s"]["max"] == pytest.approx(0.1)
     assert summary["cached_tokens_total"] == 16
+    # requests and every token over the wall time, failed requests left out
+    assert summary["request_throughput_req_s"] == pytest.approx(4.0)
+    assert summary["total_token_throughput_tok_s"] == pytest.approx(
+        (summary["prompt_tokens_total"] + 7) / 0.5)
+    assert summary["goodput"] is None  # no target stated
+    assert summary["itl_per_token_s"]["n"] == 0  # the chat stream does not count each chunk's tokens
+
+
+def test_goodput_counts_the_requests_within_every_target_over_all_sent():
+    records = [record(0, 4, 0.1, 0.4), record(1, 3, 0.3, 0.5), record(2, 4, 0.1, 1.0), workload.new_record(3, 128, [])]
+    records[3]["error"] = {"kind": "hang", "message": "no token within 1 s", "body": None}
+    # TPOT: 0.1, 0.1, 0.3; TTFT: 0.1, 0.3, 0.1
+    both = workload.summarize(records, 2.0, goodput_ttft_s=0.2, goodput_tpot_s=0.15)["goodput"]
+    assert both == {"ttft_s": 0.2, "tpot_s": 0.15, "requests": 1, "share": 0.25, "req_s": 0.5}
+    assert workload.summarize(records, 2.0, goodput_ttft_s=0.2)["goodput"]["requests"] == 2
+    assert workload.summarize(records, 2.0, goodput_tpot_s=0.15)["goodput"]["requests"] == 2
 
 
 def test_summary_of_nothing_ok_has_no_rates():
@@ -124,7 +153,8 @@ def test_summary_of_nothing_ok_has_no_rates():
 
 def test_every_figure_has_a_definition():
     figures = set(workload.STAT_FIELDS) | {"output_tokens", "prompt_tokens", "cached_tokens", "chunks",
-                                           "wall_s", "aggregate_output_tok_s", "spec_accept_length"}
+                                           "wall_s", "aggregate_output_tok_s", "spec_accept_length",
+                                           "request_throughput_req_s", "total_token_throughput_tok_s", "goodput"}
     assert figures <= set(workload.DEFINITIONS)
     assert "(output_tokens - 1) / (latency_s - ttft_s)" in workload.DEFINITIONS["decode_tok_s"]
 
@@ -222,6 +252,12 @@ def test_long_context_extends_the_repeated_prefix():
         ({"kind": "single_stream", "model": "m", "extra_body": ["stream"]}, "extra_body must be a dict, got list"),
     ],
 )
+def test_goodput_targets_must_be_positive_seconds():
+    with pytest.raises(workload.WorkloadError, match=r"goodput_ttft_s must be a finite number of seconds more than 0, "
+                                                     r"got 0; goodput_tpot_s .* got inf"):
+        workload.check_options("single_stream", model="m", goodput_ttft_s=0, goodput_tpot_s=float("inf"))
+
+
 def test_check_options_refuses(options, message):
     with pytest.raises(workload.WorkloadError) as caught:
         workload.check_options(**options)
@@ -293,6 +329,8 @@ def test_generate_chunks_use_meta_info():
         stream.take(chat_event({"text": text, "meta_info": meta}, time_s))
     assert stream.chunks == 3 and stream.first == 1.2
     assert stream.itl == pytest.approx([0.1, 0.2])
+    # per token: the 0.1 s gap brought 2 tokens, the 0.2 s gap 1 (bench_serving's /generate path)
+    assert stream.itl_per_token == pytest.approx([0.05, 0.05, 0.2])
     assert stream.counts() == (5, 4, 2, 2.0, 2)
 
 
