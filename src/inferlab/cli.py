@@ -16,6 +16,7 @@ from inferlab import (
     api,
     compare,
     exit_codes,
+    export,
     matrix,
     paths,
     progress,
@@ -208,6 +209,19 @@ def cmd_query(args: argparse.Namespace) -> int:
     except query.QueryError as exc:
         raise UsageError(str(exc)) from None
     print(query.render(value, raw=args.raw))
+    return exit_codes.SUCCESS
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    root = Path(args.root) if args.root else paths.RUNS
+    try:
+        text = export.render(export.export(compare.load_record(resolve_run(args.run, root)), args.format))
+    except (compare.CompareError, export.ExportError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        print(text, end="")
     return exit_codes.SUCCESS
 
 
@@ -468,6 +482,21 @@ def build_parser() -> argparse.ArgumentParser:
     questions.add_argument("--raw", action="store_true", help="print a string result bare, without JSON quotes")
     questions.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
     questions.set_defaults(func=cmd_query)
+
+    exporting = sub.add_parser(
+        "export",
+        help="write a run's workload batches as SGLang's bench_serving or vLLM's bench serve write their results",
+        description="Every workload batch of RUN's served modes (the acceptance ladder, the measured trials, the "
+        "concurrency sweep), one JSON object a line, with the keys and definitions of the chosen benchmark's result "
+        "file and the batch's origin in inferlab_* keys (docs/EVIDENCE.md).",
+    )
+    exporting.add_argument("run", metavar="RUN",
+                           help="a run directory, its record.json, or its name under the runs root")
+    exporting.add_argument("--format", choices=export.FORMATS, default="bench_serving",
+                           help="whose result file to write (default bench_serving)")
+    exporting.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    exporting.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
+    exporting.set_defaults(func=cmd_export)
 
     run_dirs = sub.add_parser("runs", help="list or prune run directories")
     run_dirs.add_argument(

@@ -100,7 +100,7 @@ def test_std_and_percentiles_match_numpy():
     figures = workload.stats(values)
     assert figures["std"] == pytest.approx(float(numpy.std(values)), rel=1e-12)  # numpy's default: the population's
     for q in (90, 95):
-        assert figures["p%d" % q] == pytest.approx(float(numpy.percentile(values, q)), rel=1e-12)
+        assert figures[f"p{q}"] == pytest.approx(float(numpy.percentile(values, q)), rel=1e-12)
 
 
 # --- rates and summaries ----------------------------------------------------------------------------------------
