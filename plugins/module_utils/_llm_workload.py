@@ -117,6 +117,8 @@ DEFINITIONS = {
                        "/generate path, genai-perf's and guidellm's per-token figure); OK requests pooled; only where "
                        "the stream counts each chunk's tokens (/generate's meta_info.completion_tokens): the chat "
                        "stream counts them only in total, so n is 0 there",
+    "arrival": "with a request_rate: each request's due time after the first, the gaps gamma-distributed with mean "
+               "1 / request_rate and shape burstiness (1: Poisson), at most concurrency in flight",
     "request_throughput_req_s": "OK requests / wall_s",
     "total_token_throughput_tok_s": "(prompt_tokens + output_tokens over OK requests) / wall_s (bench_serving's "
                                     "total token throughput; cached prompt tokens included)",
@@ -237,9 +239,15 @@ def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefi
 def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1, prompt_tokens=None,
                   prefix_tokens=None, output_tokens=64, first_token_timeout_s=30.0, total_timeout_s=300.0,
                   extra_body=None, prompt_sizing="words", context_tokens=None, flush_method="flush_cache",
-                  prefill_floor_tokens_per_s=None, goodput_ttft_s=None, goodput_tpot_s=None):
+                  prefill_floor_tokens_per_s=None, goodput_ttft_s=None, goodput_tpot_s=None, request_rate=None,
+                  burstiness=1.0):
     """Raise WorkloadError, saying what was expected and what was found, for options that cannot make a batch."""
     problems = []
+    for name, value in (("request_rate", request_rate), ("burstiness", burstiness)):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            problems.append("%s must be a finite number more than 0, got %r" % (name, value))
+    if request_rate is not None and kind != "concurrent":
+        problems.append("request_rate paces kind=concurrent only, got it with kind=%s" % kind)
     for name, target in (("goodput_ttft_s", goodput_ttft_s), ("goodput_tpot_s", goodput_tpot_s)):
         if target is not None and not (target > 0 and math.isfinite(target)):
             problems.append("%s must be a finite number of seconds more than 0, got %r" % (name, target))
@@ -517,7 +525,8 @@ def new_record(index, requested_prompt_tokens, capture_headers, content_tokens=N
         "requested_prompt_tokens": requested_prompt_tokens, "content_tokens": content_tokens,
         "prompt_tokens": None, "cached_tokens": None,
         "output_tokens": None, "chunks": 0, "ttft_s": None, "latency_s": None, "output_tok_s": None,
-        "decode_tok_s": None, "tpot_s": None, "itl_s": [], "itl_per_token_s": [], "spec_accept_length": None, "spec_verify_ct": None,
+        "decode_tok_s": None, "tpot_s": None, "itl_s": [], "itl_per_token_s": [], "spec_accept_length": None,
+        "spec_verify_ct": None,
         "server_timings": None, "headers": dict((name, None) for name in capture_headers),
         "first_token_deadline_s": None,
     }
@@ -648,6 +657,49 @@ def _in_waves(run_one, indices, concurrency):
     threads = [threading.Thread(target=worker, name="llm-workload-%d" % n) for n in range(workers)]
     for thread in threads:
         thread.start()
+    for thread in threads:
+        thread.join()
+    if crashed:
+        raise crashed[0]
+
+
+def arrival_offsets(requests, request_rate, burstiness=1.0, seed=0):
+    """Each request's start, seconds after the first, as bench_serving draws them: the gaps between arrivals are
+    gamma-distributed with shape ``burstiness`` and mean 1 / ``request_rate`` (burstiness 1: a Poisson process;
+    below 1 burstier, above more even). Seeded, so a batch's schedule repeats."""
+    rng = random.Random("arrivals-%s" % seed)
+    offsets, now = [], 0.0
+    for _index in range(requests):
+        offsets.append(now)
+        now += rng.gammavariate(burstiness, 1.0 / (request_rate * burstiness))
+    return offsets
+
+
+def _at_rate(run_one, indices, offsets, concurrency, clock=time.monotonic, sleep=time.sleep):
+    """Start ``run_one(index)`` for each index at its offset (``offsets``, seconds after the first), at most
+    ``concurrency`` in flight: a request due while every slot is busy starts when one frees, as bench_serving's
+    ``--max-concurrency`` holds it."""
+    slots = threading.BoundedSemaphore(concurrency)
+    crashed = []
+
+    def one(index):
+        try:
+            run_one(index)
+        except BaseException as exc:  # a bug, not a server failure (stream_request records those): re-raised below
+            crashed.append(exc)
+        finally:
+            slots.release()
+
+    threads = []
+    began = clock()
+    for index, offset in zip(indices, offsets):  # noqa: B905 - Python 3.8 hosts: no strict=
+        wait = began + offset - clock()
+        if wait > 0:
+            sleep(wait)
+        slots.acquire()
+        thread = threading.Thread(target=one, args=(index,), name="llm-workload-%d" % index)
+        thread.start()
+        threads.append(thread)
     for thread in threads:
         thread.join()
     if crashed:
@@ -799,8 +851,13 @@ def summarize(records, wall_s, goodput_ttft_s=None, goodput_tpot_s=None):
 def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1, concurrency=1, prompt_tokens=None,
               prefix_tokens=None, output_tokens=64, flush=False, first_token_timeout_s=30.0, total_timeout_s=300.0,
               seed=0, capture_headers=None, extra_body=None, prompt_sizing="words", context_tokens=None,
-              flush_method="flush_cache", prefill_floor_tokens_per_s=None, goodput_ttft_s=None, goodput_tpot_s=None):
+              flush_method="flush_cache", prefill_floor_tokens_per_s=None, goodput_ttft_s=None, goodput_tpot_s=None,
+              request_rate=None, burstiness=1.0):
     """Send one batch and return its dict: options, ``cache`` label, figures, ``definitions``, raw ``records``.
+
+    ``request_rate`` (kind ``concurrent``): the requests arrive at that rate a second, the gaps drawn as
+    ``arrival_offsets`` draws them with ``burstiness``, at most ``concurrency`` in flight (``arrival`` in the batch);
+    unset, every request is sent at once, ``concurrency`` at a time.
 
     ``goodput_ttft_s`` / ``goodput_tpot_s``: the targets the batch's ``goodput`` counts requests against.
 
@@ -816,7 +873,8 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
                   first_token_timeout_s=first_token_timeout_s, total_timeout_s=total_timeout_s,
                   extra_body=extra_body, prompt_sizing=prompt_sizing, context_tokens=context_tokens,
                   flush_method=flush_method, prefill_floor_tokens_per_s=prefill_floor_tokens_per_s,
-                  goodput_ttft_s=goodput_ttft_s, goodput_tpot_s=goodput_tpot_s)
+                  goodput_ttft_s=goodput_ttft_s, goodput_tpot_s=goodput_tpot_s, request_rate=request_rate,
+                  burstiness=burstiness)
     target = Target(url)
     capture_headers = [name.lower() for name in (DEFAULT_CAPTURE_HEADERS if capture_headers is None
                                                  else capture_headers)]
@@ -888,6 +946,10 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
     if kind == "repeated_prefix":
         run_one(0)
         _in_waves(run_one, list(range(1, requests)), concurrency)
+    elif request_rate is not None:
+        offsets = arrival_offsets(requests, request_rate, burstiness, seed)
+        batch["arrival"] = {"request_rate": request_rate, "burstiness": burstiness, "offsets_s": offsets}
+        _at_rate(run_one, list(range(requests)), offsets, concurrency)
     else:
         _in_waves(run_one, list(range(requests)), concurrency)
 

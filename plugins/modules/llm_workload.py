@@ -155,6 +155,20 @@ options:
         prompt and of the prompts in flight with it at this rate, recorded as C(first_token_deadline_s) in each
         record and as C(first_token_deadline) in the batch. Unset, every request has O(first_token_timeout_s).
     type: float
+  request_rate:
+    description:
+      - With O(kind=concurrent), send the requests at this many a second instead of all at once, the gaps between
+        arrivals drawn (seeded by O(seed)) from a gamma distribution of mean 1 / O(request_rate) and shape
+        O(burstiness), as SGLang's bench_serving and vLLM's bench serve draw them; at most O(concurrency) in flight,
+        a request due while every slot is busy starting when one frees (their C(--max-concurrency)). The schedule
+        is in RV(batch.arrival), each request's real start in its record.
+    type: float
+  burstiness:
+    description:
+      - The gamma shape of the gaps with O(request_rate) - V(1) a Poisson process; below 1 burstier, above 1 more
+        even.
+    type: float
+    default: 1.0
   goodput_ttft_s:
     description:
       - A time-to-first-token target in seconds. The batch's RV(batch.goodput) counts the requests that finished OK
@@ -308,6 +322,13 @@ batch:
       returned: success
       type: float
       sample: 172.9
+    arrival:
+      description:
+        - With O(request_rate), the schedule the requests were started on, C({request_rate, burstiness, offsets_s})
+          - each request's due time in seconds after the first.
+      returned: success, with O(request_rate)
+      type: dict
+      sample: {request_rate: 2.0, burstiness: 1.0, offsets_s: [0.0, 0.31, 0.52, 1.4]}
     request_throughput_req_s:
       description: The OK requests over RV(batch.wall_s).
       returned: success
@@ -416,7 +437,8 @@ class LlmWorkload:
                 prompt_sizing=params['prompt_sizing'], context_tokens=params['context_tokens'],
                 flush_method=params['flush_method'],
                 prefill_floor_tokens_per_s=params['prefill_floor_tokens_per_s'],
-                goodput_ttft_s=params['goodput_ttft_s'], goodput_tpot_s=params['goodput_tpot_s'])
+                goodput_ttft_s=params['goodput_ttft_s'], goodput_tpot_s=params['goodput_tpot_s'],
+                request_rate=params['request_rate'], burstiness=params['burstiness'])
         except WorkloadError as err:
             self.module.fail_json(msg=str(err), cache_flushed=False)
         if params['record_path']:
@@ -472,6 +494,8 @@ def build_module():
             context_tokens=dict(type='int', no_log=False),
             first_token_timeout_s=dict(type='float', default=30.0, no_log=False),
             prefill_floor_tokens_per_s=dict(type='float', no_log=False),
+            request_rate=dict(type='float'),
+            burstiness=dict(type='float', default=1.0),
             goodput_ttft_s=dict(type='float'),
             goodput_tpot_s=dict(type='float'),
             total_timeout_s=dict(type='float', default=300.0),

@@ -6,6 +6,8 @@ against numpy, prompts, option checks, URL handling and the reading of stream ch
 through the module against a scripted server (tests/unit/plugins/modules/test_llm_workload.py)."""
 
 import random
+import threading
+import time
 
 import pytest
 
@@ -252,16 +254,16 @@ def test_long_context_extends_the_repeated_prefix():
         ({"kind": "single_stream", "model": "m", "extra_body": ["stream"]}, "extra_body must be a dict, got list"),
     ],
 )
-def test_goodput_targets_must_be_positive_seconds():
-    with pytest.raises(workload.WorkloadError, match=r"goodput_ttft_s must be a finite number of seconds more than 0, "
-                                                     r"got 0; goodput_tpot_s .* got inf"):
-        workload.check_options("single_stream", model="m", goodput_ttft_s=0, goodput_tpot_s=float("inf"))
-
-
 def test_check_options_refuses(options, message):
     with pytest.raises(workload.WorkloadError) as caught:
         workload.check_options(**options)
     assert message in str(caught.value)
+
+
+def test_goodput_targets_must_be_positive_seconds():
+    with pytest.raises(workload.WorkloadError, match=r"goodput_ttft_s must be a finite number of seconds more than 0, "
+                                                     r"got 0; goodput_tpot_s .* got inf"):
+        workload.check_options("single_stream", model="m", goodput_ttft_s=0, goodput_tpot_s=float("inf"))
 
 
 def test_check_options_accepts():
@@ -409,3 +411,68 @@ def test_the_batch_keeps_the_ratio_of_every_timed_request():
     summary = workload.server_summary(records)
     assert summary["n"] == 2
     assert summary["client_over_server"]["median"] == pytest.approx(0.95)
+
+
+# --- arrivals by rate -------------------------------------------------------------------------------------------
+
+def test_arrivals_are_seeded_gamma_gaps_of_the_stated_mean():
+    offsets = workload.arrival_offsets(4000, 8.0, 1.0, seed=3)
+    assert offsets == workload.arrival_offsets(4000, 8.0, 1.0, seed=3) and offsets[0] == 0.0
+    gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
+    assert sum(gaps) / len(gaps) == pytest.approx(1 / 8.0, rel=0.05)
+    # Poisson: the gaps' spread equals their mean; burstiness 4 makes them four times as even (variance / 4)
+    variance = sum((g - 0.125) ** 2 for g in gaps) / len(gaps)
+    assert variance == pytest.approx(0.125 ** 2, rel=0.15)
+    even_offsets = workload.arrival_offsets(4000, 8.0, 4.0, seed=3)
+    even = [b - a for a, b in zip(even_offsets, even_offsets[1:], strict=False)]
+    assert sum((g - 0.125) ** 2 for g in even) / len(even) == pytest.approx(0.125 ** 2 / 4, rel=0.15)
+
+
+def test_requests_start_on_schedule_with_at_most_concurrency_in_flight():
+    """A fake clock: each request lasts 1.0 s; due every 0.25 s with 2 slots, the third waits for the first."""
+    now = [0.0]
+    started, running, most = {}, [0], [0]
+    lock = threading.Lock()
+    finish = {}
+
+    def clock():
+        return now[0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    def run_one(index):
+        with lock:
+            started[index] = now[0]
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        finish[index].wait(5)
+        with lock:
+            running[0] -= 1
+
+    for index in range(4):
+        finish[index] = threading.Event()
+
+    def release_in_order():
+        for index in range(4):
+            while index not in started:
+                time.sleep(0.001)
+            finish[index].set()
+
+    releaser = threading.Thread(target=release_in_order)
+    releaser.start()
+    workload._at_rate(run_one, [0, 1, 2, 3], [0.0, 0.25, 0.5, 0.75], 2, clock=clock, sleep=sleep)
+    releaser.join()
+    assert most[0] <= 2 and sorted(started) == [0, 1, 2, 3]
+    assert started[0] == 0.0 and started[1] == 0.25  # on time while a slot is free
+
+
+def test_a_rate_is_for_concurrent_batches_and_must_be_positive():
+    with pytest.raises(workload.WorkloadError) as caught:
+        workload.check_options("single_stream", model="m", request_rate=2.0)
+    assert "request_rate paces kind=concurrent only, got it with kind=single_stream" in str(caught.value)
+    with pytest.raises(workload.WorkloadError) as caught:
+        workload.check_options("concurrent", model="m", requests=4, concurrency=2, request_rate=0.0,
+                               burstiness=float("nan"))
+    assert "request_rate must be a finite number more than 0, got 0.0" in str(caught.value)
+    assert "burstiness must be a finite number more than 0, got nan" in str(caught.value)
