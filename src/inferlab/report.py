@@ -478,14 +478,14 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
                 row.append(fmt.count(b.batch.get("concurrency")))
             row += [fmt.value(stats.get("n"))] + [
                 fmt.value(None if record_view.number(stats.get(k)) is None else stats[k] * scale)
-                for k in ("min", "median", "max")
+                for k in ("min", "median", "p90", "p99", "max")
             ]
             rows.append(row)
         if not rows:
             continue
         header = ["mode", "step", "cache", "cached prompt tokens"]
         header += [] if which == "single" else ["concurrency"]
-        header += ["n", "min", "median", "max"]
+        header += ["n", "min", "median", "p90", "p99", "max"]
         lines += [f"### {title}", "", f"Definition: {definition}", "", *fmt.table(header, rows), ""]
     aggregate = [b for b in batches if (b.batch.get("concurrency") or 1) > 1]
     if aggregate:
@@ -500,6 +500,9 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
                 fmt.count(b.batch.get("output_tokens_total")),
                 fmt.value(b.batch.get("wall_s")),
                 fmt.value(b.batch.get("aggregate_output_tok_s")),
+                fmt.value(b.batch.get("request_throughput_req_s")),
+                fmt.value(b.batch.get("total_token_throughput_tok_s")),
+                _goodput(b.batch.get("goodput")),
             ]
             for b in aggregate
         ]
@@ -513,17 +516,32 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
             "output tokens",
             "wall s",
             "aggregate tok/s",
+            "req/s",
+            "total tok/s",
+            "goodput",
         ]
         lines += [
             "### Aggregate output tok/s",
             "",
             "Definition: per batch: the output tokens of all OK requests / the batch's wall time (first request sent "
-            "to last byte received), at concurrency > 1. It is not any one request's rate.",
+            "to last byte received), at concurrency > 1. It is not any one request's rate. Beside it, over the same "
+            "time: OK requests a second, prompt and output tokens a second (bench_serving's total throughput), and "
+            "the goodput, the requests within the stated TTFT / TPOT targets and their share (— when none was "
+            "stated; records from before these figures show — too).",
             "",
             *fmt.table(header, rows),
             "",
         ]
     return lines
+
+
+def _goodput(goodput: dict | None) -> str:
+    """`requests (share) within TTFT <= x s, TPOT <= y s`, or — without targets."""
+    if not isinstance(goodput, dict) or goodput.get("share") is None:
+        return "—"
+    targets = ", ".join(f"{name.upper()} <= {fmt.value(goodput.get(key))} s"
+                        for key, name in (("ttft_s", "ttft"), ("tpot_s", "tpot")) if goodput.get(key) is not None)
+    return f"{fmt.count(goodput.get('requests'))} ({100 * goodput['share']:.0f} %) within {targets}"
 
 
 def _measured_trials(trials: dict[str, record_view.ModeTrials]) -> list[str]:

@@ -291,18 +291,22 @@ def test_an_older_record_without_a_journal_has_no_journal_section(journal):
 def test_throughput_kinds_are_never_mixed_in_one_table():
     text = report.render(load("serve"))
     single = table(text, "### Single-stream output tok/s")
-    assert single[0] == ["mode", "step", "cache", "cached prompt tokens", "n", "min", "median", "max"]
+    assert single[0] == ["mode", "step", "cache", "cached prompt tokens", "n", "min", "median", "p90", "p99", "max"]
     assert {r[1] for r in single[1:]} == {"first_response", "repeated", "repeated_prefix", "long_context"}
-    assert ["baseline", "repeated", "warm", "135", "3", "211.5", "222.6", "223.3"] in single
+    # a record from before p90 was measured shows — there; p99 it had
+    repeated = next(r for r in single if r[:2] == ["baseline", "repeated"])
+    assert repeated[:8] == ["baseline", "repeated", "warm", "135", "3", "211.5", "222.6", "—"]
+    assert repeated[9] == "223.3" and repeated[8] != "—"
     decode = table(text, "### Decode tok/s")
     assert "concurrent" not in {r[1] for r in decode[1:]}
     under = table(text, "### Per-request output tok/s under concurrency")
     assert {r[1] for r in under[1:]} == {"concurrent"}
     aggregate = table(text, "### Aggregate output tok/s")
-    assert aggregate[0][-1] == "aggregate tok/s"
-    assert ["baseline", "concurrent", "warm", "399", "6", "6/6", "768", "0.5718", "1343"] in aggregate
+    assert aggregate[0][-4:] == ["aggregate tok/s", "req/s", "total tok/s", "goodput"]
+    assert ["baseline", "concurrent", "warm", "399", "6", "6/6", "768", "0.5718", "1343", "—", "—", "—"] in aggregate
     ttft = table(text, "### TTFT ms")
-    assert ["nextn", "first_response", "cold (flushed)", "0", "1", "1", "7.787", "7.787", "7.787"] in ttft
+    assert ["nextn", "first_response", "cold (flushed)", "0", "1", "1", "7.787", "7.787", "—", "7.787",
+            "7.787"] in ttft
     # every table carries its definition right under its heading
     for heading in ("### Single-stream output tok/s", "### Decode tok/s", "### TTFT ms", "### Aggregate output tok/s",
                     "### Per-request output tok/s under concurrency"):
@@ -532,3 +536,14 @@ def test_an_unproven_prefix_label_is_said():
 ])
 def test_the_cold_warm_shift_is_read_as_compare_reads_a_metric(cold, warm, reading):
     assert report_prefix.shift({"values": cold}, {"values": warm}, "lower").startswith(reading)
+
+
+def test_the_aggregate_table_shows_request_and_total_throughput_and_goodput():
+    data = load("serve")
+    batch = next(step["batch"] for step in data["serving"]["baseline"]["acceptance"]["steps"]
+                 if step["batch"]["kind"] == "concurrent")
+    batch.update(request_throughput_req_s=10.49, total_token_throughput_tok_s=2857.0,
+                 goodput={"ttft_s": 0.5, "tpot_s": None, "requests": 5, "share": 5 / 6, "req_s": 8.7})
+    rows = table(report.render(data), "### Aggregate output tok/s")
+    row = next(r for r in rows if r[:2] == ["baseline", "concurrent"])
+    assert row[-3:] == ["10.49", "2857", "5 (83 %) within TTFT <= 0.5 s"]
