@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import statistics
 
-from inferlab import stats
-
 FORMATS = ("bench_serving", "vllm")
 # bench_serving's backend names for the protocol a batch spoke
 BACKENDS = {"openai_chat": "sglang-oai-chat", "sglang_generate": "sglang"}
@@ -56,14 +54,21 @@ def _ms(values: list[float]) -> list[float]:
     return [1000 * v for v in values]
 
 
+def _percentile(values: list[float], q: int) -> float | None:
+    """numpy.percentile's default (linear) of `values`: statistics.quantiles' inclusive method is the same."""
+    if len(values) < 2:
+        return values[0] if values else None
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
 def _figures(name: str, values: list[float], percentiles: tuple[int, ...]) -> dict:
     """mean_, median_, std_ and p<N>_ of `values` (ms) for `name`; None each when there are none."""
     figures = {
         f"mean_{name}_ms": statistics.fmean(values) if values else None,
-        f"median_{name}_ms": stats.percentile(values, 50),
+        f"median_{name}_ms": statistics.median(values) if values else None,
         f"std_{name}_ms": statistics.pstdev(values) if values else None,
     }
-    figures.update({f"p{q}_{name}_ms": stats.percentile(values, q) for q in percentiles})
+    figures.update({f"p{q}_{name}_ms": _percentile(values, q) for q in percentiles})
     return figures
 
 

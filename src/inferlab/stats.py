@@ -112,17 +112,6 @@ class ShiftInterval:
                 f"{'below ' if self.high_open else ''}{text(self.high)}")
 
 
-def percentile(values, q: float) -> float | None:
-    """``numpy.percentile(values, q)`` with numpy's default method (``linear``); None for no values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * q / 100.0
-    low = int(math.floor(position))
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def reaches(p: float, alpha: float) -> bool:
     """p <= alpha, forgiving the rounding of a level written as a percentage (1 - 90/100 is 0.0999...98)."""
     return p <= alpha * (1 + 1e-9)
