@@ -10,8 +10,10 @@ normal approximation with the tie correction (Hollander, Wolfe & Chicken, Nonpar
 
 The smallest p-value a split of m and n can give is 2 / C(m+n, n) two-sided (complete separation): 0.1 at 3 vs 3,
 2/70 at 4 vs 4, 2/252 at 5 vs 5. A test at level alpha can only reject when that is <= alpha (`smallest_p`,
-`samples_needed`). Why these methods, their assumptions and their calibration: docs/STATISTICS.md.
-Standard library only.
+`samples_needed`). With ties, the interval is the test inverted (the shifts it does not reject, in exact integer
+arithmetic), so that it excludes 0 exactly when p <= alpha. Paired samples (two modes measured in each run): the
+exact Wilcoxon signed-rank test and the paired Hodges-Lehmann shift (`signed_rank_test`, `paired_shift`). Why these
+methods, their assumptions and their calibration: docs/STATISTICS.md. Standard library only.
 """
 
 from __future__ import annotations
@@ -92,7 +94,9 @@ class ShiftInterval:
     estimate: float  # the median of the m*n differences b - a
     low: float | None  # None when no interval reaches the requested confidence at these sizes
     high: float | None
-    confidence_pct: float  # the interval's exact confidence (>= the requested); when none: the widest one's
+    # the interval's exact confidence (>= the requested; an inverted one: the requested, the test's exact level);
+    # when none: the widest one's
+    confidence_pct: float
     exact: bool
     # With ties the interval is the set of shifts the test does not reject (inverted), and an end the test rejects
     # at itself but not just inside it is open: excluded, so that the interval excludes 0 exactly when p <= alpha.
@@ -208,7 +212,7 @@ def rank_sum_test(a, b) -> RankSumTest:
 
 
 def _rank_sum_test(a: list, b: list) -> RankSumTest:
-    """rank_sum_test on checked samples (floats, or the exact Fractions an inverted interval shifts)."""
+    """rank_sum_test on checked samples (floats, or the exact integers an inverted interval shifts)."""
     m, n = len(a), len(b)
     ranks = doubled_midranks(a + b)
     observed = sum(ranks[m:])
