@@ -23,6 +23,7 @@ from inferlab import (
     query,
     record,
     report,
+    report_sweep,
     reverify,
     runner,
     runs,
@@ -209,6 +210,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     except query.QueryError as exc:
         raise UsageError(str(exc)) from None
     print(query.render(value, raw=args.raw))
+    return exit_codes.SUCCESS
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    try:
+        records = [compare.load_record(resolve_run(run)) for run in args.runs.split(",")]
+    except compare.CompareError as exc:
+        raise UsageError(str(exc)) from None
+    print(report_sweep.across_runs(records), end="")
     return exit_codes.SUCCESS
 
 
@@ -482,6 +492,16 @@ def build_parser() -> argparse.ArgumentParser:
     questions.add_argument("--raw", action="store_true", help="print a string result bare, without JSON quotes")
     questions.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
     questions.set_defaults(func=cmd_query)
+
+    sweeps = sub.add_parser(
+        "sweep",
+        help="each concurrency level's verdict, TP2 against the replicas, over several runs' sweeps",
+        description="The concurrency sweep of several staged experiments read together: each run's median "
+        "aggregate tok/s per level and side is one sample, paired by run from 8 runs, each level read at 5 % over "
+        "the levels (Bonferroni). A single run's sweep gives readings, not verdicts (its report).",
+    )
+    sweeps.add_argument("runs", metavar="RUN,RUN,...", help="the runs, comma-separated, as for compare")
+    sweeps.set_defaults(func=cmd_sweep)
 
     exporting = sub.add_parser(
         "export",

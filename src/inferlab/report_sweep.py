@@ -117,3 +117,30 @@ def shows(record: dict) -> list[str]:
     said = ", ".join(f"{r.level}: {r.reading.removeprefix('observed: ')}" for r in found.readings)
     return [f"Concurrency sweep, TP2 against the routed replicas (aggregate tok/s by level, observed in one run, "
             f"not a verdict): {said}; {found.crossover}."]
+
+
+def across_runs(records: list[dict]) -> str:
+    """`inferlab sweep RUN,...`: each level's verdict over several runs' sweeps (sweep.across_runs), in Markdown."""
+    levels, verdicts = sweep.across_runs(records)
+    ids = ", ".join(str((data.get("run") or {}).get("id")) for data in records)
+    lines = [f"# inferlab sweep: {len(records)} runs ({ids})", ""]
+    if not levels:
+        return "\n".join(lines + ["No run has a concurrency sweep."]) + "\n"
+    def spread(found: compare.Spread | None) -> str:
+        return "—" if found is None else (f"{text_of(found.median)} ({text_of(found.min)}–{text_of(found.max)}, "
+                                          f"n={found.n})")
+
+    rows = [[str(v.level), spread(v.row.a if v.row else None), spread(v.row.b if v.row else None), _shift(v.row),
+             f"{v.row.test.p_two_sided:.3g}" if v.row and v.row.test else "—", fmt.cell(v.reason), v.verdict]
+            for v in verdicts]
+    return "\n".join(lines + [
+        "Each run's median aggregate output tok/s over its rounds is one sample a side, so the test covers the "
+        "spread between deployments, which a single run's rounds cannot (its report gives readings, not verdicts). "
+        f"Both sides ran in every run, so from {compare.PAIRED_MIN_RUNS} runs the samples pair by run (the signed-"
+        "rank test of the per-run differences); with fewer, the rank-sum test. Each level is read at "
+        f"{100 * compare.ALPHA:.0f} % divided by the levels compared (Bonferroni); the shift is TP2 minus the "
+        "replicas.",
+        "",
+        *fmt.table(["concurrency", "replicas, run medians", "TP2, run medians", "TP2 − replicas", "p", "read as",
+                    "verdict"], rows),
+    ]) + "\n"

@@ -349,8 +349,8 @@ def signed_rank_test(a, b) -> SignedRankTest:
 def _signed_rank_test(differences: list) -> SignedRankTest:
     nonzero = [d for d in differences if d != 0]
     pairs, zeros = len(nonzero), len(differences) - len(nonzero)
-    if not pairs:
-        return SignedRankTest(0, zeros, 0.0, 1.0, 1.0, 1.0, 1.0, True)
+    if not pairs:  # every pair equal: no difference seen, where as many unequal pairs could have shown one
+        return SignedRankTest(0, zeros, 0.0, 1.0, 1.0, 1.0, min(1.0, 2 / 2**zeros), True)
     ranks = doubled_midranks([abs(d) for d in nonzero])
     observed = sum(rank for rank, d in zip(ranks, nonzero, strict=True) if d > 0)
     exact = pairs <= EXACT_MAX_PAIRS

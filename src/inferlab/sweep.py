@@ -34,6 +34,7 @@ from inferlab import compare
 from inferlab.record_view import counter_windows, epoch, mode_layers, number, read_samples, sampler_file
 
 TP2, REPLICAS = "tp2", "replicas"
+TP2_FASTER, REPLICAS_FASTER, INCONCLUSIVE = "TP2 faster", "replicas faster", "inconclusive"  # across runs only
 TP2_HIGHER, REPLICAS_HIGHER = "observed: TP2 higher", "observed: replicas higher"
 NO_CLEAR, NO_READING = "no clear difference", "no reading"
 # Why a level's reading is not a verdict, said once beside the readings.
@@ -261,3 +262,54 @@ def build(record: dict) -> Sweep | None:
                 if s is None]
     return Sweep(tp2, replicas, tuple(levels), figures, readings(levels, figures), crossover(levels, figures),
                  tuple(not_run))
+
+
+@dataclass(frozen=True)
+class LevelVerdict:
+    """One level's verdict over several runs' sweeps: each run's median aggregate tok/s a side is one sample, so the
+    test covers the spread between deployments that a single run's rounds cannot."""
+
+    level: int
+    row: compare.Row | None  # None: fewer than compare.MIN_SAMPLES runs with both sides at this level
+    verdict: str  # TP2_FASTER, REPLICAS_FASTER or INCONCLUSIVE
+    reason: str
+
+
+def across_runs(records: list[dict]) -> tuple[list[int], tuple[LevelVerdict, ...]]:
+    """The levels and each level's verdict, TP2 (B) against the replicas (A), over the sweeps of `records` (one
+    experiment each): per run and level, each side's median aggregate tok/s over its rounds. Both sides ran in every
+    run, so the samples pair by run (compare's signed-rank test from compare.PAIRED_MIN_RUNS runs, the rank-sum test
+    below that), each level read at 0.05 over the levels compared (Bonferroni)."""
+    built = [found for found in (build(data) for data in records) if found is not None]
+    levels = sorted({level for found in built for level in found.levels})
+    rows = {}
+    for level in levels:
+        pairs = [(statistics.median(a.aggregate_tok_s), statistics.median(b.aggregate_tok_s))
+                 for found in built
+                 for a, b in [(found.figures.get((REPLICAS, level)), found.figures.get((TP2, level)))]
+                 if a and b and a.aggregate_tok_s and b.aggregate_tok_s]
+        if len(pairs) < compare.MIN_SAMPLES:
+            continue
+        metric = f"aggregate output tok/s at concurrency {level} (run medians)"
+        rows[level] = compare.compare_metric(
+            compare.Metric("sweep", metric, "higher", compare.SPEED, tuple(a for a, _b in pairs)),
+            compare.Metric("sweep", metric, "higher", compare.SPEED, tuple(b for _a, b in pairs)),
+            paired=len(pairs) >= compare.PAIRED_MIN_RUNS)
+    read = dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
+    verdicts = []
+    for level in levels:
+        row = read.get(level)
+        seen = row and (row.family_observed or row.observed)
+        if row is None:
+            verdicts.append(LevelVerdict(level, None, INCONCLUSIVE,
+                                         f"fewer than {compare.MIN_SAMPLES} runs swept both topologies at this level"))
+        elif seen in (compare.B_BETTER, compare.B_WORSE):
+            verdicts.append(LevelVerdict(level, row, TP2_FASTER if seen == compare.B_BETTER else REPLICAS_FASTER,
+                                         f"{row.test.method} test over {row.test.sizes()}, p within "
+                                         f"{row.family_alpha:.3g}"))
+        elif seen == compare.UNATTAINABLE:
+            verdicts.append(LevelVerdict(level, row, INCONCLUSIVE, compare.no_verdict_possible(row.test)
+                                         + f" (read at {row.family_alpha:.3g})"))
+        else:
+            verdicts.append(LevelVerdict(level, row, INCONCLUSIVE, f"no clear difference at {row.family_alpha:.3g}"))
+    return levels, tuple(verdicts)

@@ -6,8 +6,11 @@ import json
 
 import jsonschema
 import pytest
+from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import plots, record, record_view, report, report_sweep, sweep
+from inferlab import cli, exit_codes, plots, record, record_view, report, report_sweep, sweep
+
+SERVE_RECORD = FIXTURE_ROOT / "report" / "serve_trials.json"
 
 
 def point(trial, level, tok_s, ttft_s=0.2, failed=0):
@@ -167,3 +170,49 @@ def test_the_link_by_level_says_why_it_is_missing(tmp_path):
     assert ("- The link under TP2's sweep: not measured by level: the sampler series of TP2's window "
             "serving_baseline are not all in the run directory.") in text
     assert "not given here" in "\n".join(report_sweep.section(data))
+
+
+def runs_of(count, tp2_rates, replica_rates, drift=0.0):
+    """`count` runs' records, each with its own level (run i scales both sides by 1 + drift * i)."""
+    return [sweep_record({lv: r * (1 + drift * i) for lv, r in tp2_rates.items()},
+                         {lv: r * (1 + drift * i) for lv, r in replica_rates.items()}, 5) for i in range(count)]
+
+
+def test_several_runs_sweeps_give_each_level_a_verdict_paired_by_run():
+    # each run at its own level (0 to 35 % above the first): the pairing takes the run's level out
+    levels, verdicts = sweep.across_runs(runs_of(8, TP2, REPLICAS, drift=0.05))
+    assert levels == [1, 2, 4]
+    assert [v.verdict for v in verdicts] == ["replicas faster", "inconclusive", "TP2 faster"]
+    assert verdicts[0].row.test.method == "signed-rank"
+    assert verdicts[0].reason.startswith("signed-rank test over 8 pairs")
+    assert verdicts[1].reason == "no clear difference at 0.0167"
+
+
+def test_fewer_runs_use_the_rank_sum_test_and_three_cannot_reach_a_verdict():
+    _levels, verdicts = sweep.across_runs(runs_of(5, TP2, REPLICAS))
+    assert verdicts[0].verdict == "replicas faster" and verdicts[0].row.test.method == "rank-sum"
+    _levels, verdicts = sweep.across_runs(runs_of(3, TP2, REPLICAS))
+    assert [v.verdict for v in verdicts] == ["inconclusive"] * 3
+    assert verdicts[0].reason.startswith("no verdict possible at n=3 vs 3")
+    _levels, verdicts = sweep.across_runs(runs_of(2, TP2, REPLICAS))
+    assert verdicts[0].reason == "fewer than 3 runs swept both topologies at this level"
+
+
+def test_inferlab_sweep_prints_each_levels_verdict_over_the_runs(tmp_path, capsys):
+    dirs = []
+    for i, data in enumerate(runs_of(5, TP2, REPLICAS)):
+        whole = json.loads(SERVE_RECORD.read_text())  # a whole record, as the run wrote it, with this sweep
+        whole["run"]["id"] = f"run-{i}"
+        whole["serving"]["baseline"]["sweep"] = data["serving"]["baseline"]["sweep"]
+        whole["stages"]["sweep"] = data["stages"]["sweep"]
+        run_dir = tmp_path / f"run-{i}"
+        run_dir.mkdir()
+        (run_dir / "record.json").write_text(json.dumps(whole))
+        dirs.append(str(run_dir))
+    assert cli.main(["sweep", ",".join(dirs)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# inferlab sweep: 5 runs (run-0, run-1, run-2, run-3, run-4)")
+    rows = [line for line in text.splitlines() if line.startswith("| 4 |")]
+    assert rows and rows[0].rstrip().endswith("| TP2 faster |")
+    assert cli.main(["sweep", str(tmp_path / "nowhere")]) == exit_codes.USAGE
+    assert "is " + str(tmp_path / "nowhere") + " a run directory?" in capsys.readouterr().err
