@@ -87,6 +87,12 @@ REQUEST_METRICS = (
     ("decode_tok_s", "decode tok/s per request (TTFT excluded)", "higher", INFO, 1),
     ("ttft_s", "TTFT ms per request", "lower", INFO, 1000),
 )
+# Per-batch figures of a ladder step (llm_workload's batch): key, name with its definition, better. Information only:
+# one value a batch, so a sample a run (with repeated runs, the runs' medians); records from before them have none.
+BATCH_METRICS = (
+    ("request_throughput_req_s", "requests/s of the batch (OK requests / wall time)", "higher"),
+    ("total_token_throughput_tok_s", "total tok/s of the batch ((prompt + output tokens) / wall time)", "higher"),
+)
 # Per-trial figures of a served mode's measured trials (serving.<mode>.trials.figures): key, better, role. One
 # value per trial, so that the samples are repetitions.
 TRIAL_METRICS = (
@@ -465,6 +471,8 @@ def _serving_metrics(metrics: _Metrics, record: dict, modes: dict[str, str], rol
                 values = [_number(r.get(key), f"{where_records}[{n}].{key}") for n, r in requests]
                 scaled = [None if v is None else v * scale for v in values]
                 metrics.add(section, name, better, request_role or role, scaled)
+            for key, name, better in BATCH_METRICS:
+                metrics.add(section, name, better, INFO, [_number(batch.get(key), f"{step_where}.batch.{key}")])
         if result.get("window"):
             stage = f"window_{result['window']}"
             used.add(stage)

@@ -709,3 +709,17 @@ def test_a_mode_the_run_did_not_serve_is_refused_naming_the_served_ones(tmp_path
     (run_dir / "record.json").write_text(TWO_MODES.read_text())
     assert cli.main(["compare", f"{run_dir}:baseline", f"{run_dir}:nextn_candidate"]) == exit_codes.USAGE
     assert "served no mode 'nextn_candidate' (served: baseline, nextn)" in capsys.readouterr().err
+
+
+def test_a_batchs_request_and_total_throughput_are_information_one_value_a_batch():
+    a, b = load("serve_tp2.json"), load("serve_tp2_nextn.json")
+    for data, rate in ((a, 4.0), (b, 6.0)):
+        for mode in data["serving"].values():
+            for step in mode["acceptance"]["steps"]:
+                step["batch"].update(request_throughput_req_s=rate, total_token_throughput_tok_s=100 * rate)
+    rows = [r for r in compare.compare(a, b).rows if r.name.startswith(("requests/s of the batch", "total tok/s"))]
+    assert rows and {r.role for r in rows} == {compare.INFO} and all(r.a.n == 1 and r.test is None for r in rows)
+    assert {r.difference for r in rows if r.name.startswith("requests/s")} == {2.0}
+    # records from before these figures: no row
+    assert not [r for r in compare.compare(load("serve_tp2.json"), load("serve_tp2_nextn.json")).rows
+                if r.name.startswith("requests/s of the batch")]
