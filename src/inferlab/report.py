@@ -443,6 +443,23 @@ PER_REQUEST_KINDS = (
         "all",
         1000,
     ),
+    (
+        "ITL ms per chunk",
+        "every gap between streamed chunks that carried text, the batch's OK requests pooled (bench_serving's chat "
+        "path); with speculative decoding a chunk carries several tokens, so this is not a per-token figure.",
+        "itl_s",
+        "all",
+        1000,
+    ),
+    (
+        "ITL ms per token",
+        "each gap between text chunks divided by the tokens its chunk carried, once per token (bench_serving's "
+        "/generate path, genai-perf, guidellm); only where the stream counts each chunk's tokens (/generate), so "
+        "no row for a chat stream.",
+        "itl_per_token_s",
+        "all",
+        1000,
+    ),
 )
 
 
@@ -471,7 +488,7 @@ def _throughput_summary(batches: list[record_view.Batch]) -> list[str]:
         rows = []
         for b in chosen:
             stats = record_view.stat(b.batch, metric)
-            if stats is None:
+            if stats is None or (metric == "itl_per_token_s" and not stats.get("n")):
                 continue
             row = [fmt.cell(b.mode), fmt.cell(b.step), fmt.cache(b.batch), _cached_tokens(b.batch)]
             if which != "single":

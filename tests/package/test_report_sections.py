@@ -547,3 +547,13 @@ def test_the_aggregate_table_shows_request_and_total_throughput_and_goodput():
     rows = table(report.render(data), "### Aggregate output tok/s")
     row = next(r for r in rows if r[:2] == ["baseline", "concurrent"])
     assert row[-3:] == ["10.49", "2857", "5 (83 %) within TTFT <= 0.5 s"]
+
+
+def test_itl_per_token_has_a_table_only_where_the_stream_counted_each_chunks_tokens():
+    data = load("serve")
+    assert "### ITL ms per token" not in report.render(data) and "### ITL ms per chunk" in report.render(data)
+    batch = data["serving"]["nextn"]["acceptance"]["steps"][0]["batch"]
+    batch["itl_per_token_s"] = {"n": 4, "mean": 0.002, "median": 0.002, "p90": 0.003, "p99": 0.003, "min": 0.001,
+                                "max": 0.003}
+    rows = table(report.render(data), "### ITL ms per token")
+    assert rows[1][:2] == ["nextn", "first_response"] and rows[1][-5:] == ["1", "2", "3", "3", "3"]
