@@ -129,8 +129,8 @@ DEFINITIONS = {
                           "else /get_server_info internal_states[0].avg_spec_accept_length after the batch",
     "wall_s": "from the first request sent to the last byte received, over every request of the batch",
     "aggregate_output_tok_s": "sum of output_tokens over OK requests / wall_s",
-    "mean/median/p90/p95/p99/std/min/max": "over OK requests; percentiles as numpy.percentile's default linear "
-                                          "interpolation, std the population's (numpy's default)",
+    "mean/median/p90/p95/p99/std/min/max": ("over OK requests; percentiles as numpy.percentile's default linear "
+                                            "interpolation, std the population's (numpy's default)"),
     "server_timings": "llama-server's own timings of a request (the stream's last chunk): prompt_n tokens processed "
                       "in prompt_ms, predicted_n tokens generated in predicted_ms, draft_n drafted, draft_n_accepted "
                       "accepted; null from servers that send none",

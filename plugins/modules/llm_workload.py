@@ -176,7 +176,8 @@ options:
     type: float
   goodput_tpot_s:
     description:
-      - A time-per-output-token target in seconds (RV(batch.tpot_s)'s definition), counted as O(goodput_ttft_s) is.
+      - A time-per-output-token target in seconds (the C(tpot_s) of RV(batch.ttft_s)'s list), counted as
+        O(goodput_ttft_s) is.
     type: float
   total_timeout_s:
     description:

@@ -126,6 +126,7 @@ def across_runs(records: list[dict]) -> str:
     lines = [f"# inferlab sweep: {len(records)} runs ({ids})", ""]
     if not levels:
         return "\n".join(lines + ["No run has a concurrency sweep."]) + "\n"
+
     def spread(found: compare.Spread | None) -> str:
         return "—" if found is None else (f"{text_of(found.median)} ({text_of(found.min)}–{text_of(found.max)}, "
                                           f"n={found.n})")

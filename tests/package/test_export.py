@@ -35,8 +35,8 @@ def request(ok=True, prompt=100, output=5, ttft=0.1, latency=0.5, itl=(0.1, 0.1,
 
 
 def record_with(batch: dict) -> dict:
-    return {"run": {"id": "r1"}, "serving": {"nextn": {"acceptance": {"steps": [{"step": "concurrent",
-                                                                              "batch": batch}]}}}}
+    steps = [{"step": "concurrent", "batch": batch}]
+    return {"run": {"id": "r1"}, "serving": {"nextn": {"acceptance": {"steps": steps}}}}
 
 
 def batch_of(records, api="openai_chat", wall=2.0):
