@@ -429,42 +429,41 @@ def test_arrivals_are_seeded_gamma_gaps_of_the_stated_mean():
 
 
 def test_requests_start_on_schedule_with_at_most_concurrency_in_flight():
-    """A fake clock: each request lasts 1.0 s; due every 0.25 s with 2 slots, the third waits for the first."""
-    now = [0.0]
-    started, running, most = {}, [0], [0]
+    """A fake clock that moves only when the dispatcher sleeps: due every 0.25 s with 2 slots, it sleeps 0.25 s
+    before each later request, and never has more than 2 running, whatever the threads' timing."""
+    now, sleeps = [0.0], []
+    running, most, started = [0], [0], []
     lock = threading.Lock()
-    finish = {}
-
-    def clock():
-        return now[0]
+    finish = {index: threading.Event() for index in range(4)}
 
     def sleep(seconds):
+        sleeps.append(seconds)
         now[0] += seconds
 
     def run_one(index):
         with lock:
-            started[index] = now[0]
+            started.append(index)
             running[0] += 1
             most[0] = max(most[0], running[0])
-        finish[index].wait(5)
+        finish[index].wait(10)
         with lock:
             running[0] -= 1
 
-    for index in range(4):
-        finish[index] = threading.Event()
-
-    def release_in_order():
+    def release_each_once_started():
         for index in range(4):
-            while index not in started:
+            while True:  # wait for the condition: this request is running
+                with lock:
+                    if index in started:
+                        break
                 time.sleep(0.001)
             finish[index].set()
 
-    releaser = threading.Thread(target=release_in_order)
+    releaser = threading.Thread(target=release_each_once_started)
     releaser.start()
-    workload._at_rate(run_one, [0, 1, 2, 3], [0.0, 0.25, 0.5, 0.75], 2, clock=clock, sleep=sleep)
+    workload._at_rate(run_one, [0, 1, 2, 3], [0.0, 0.25, 0.5, 0.75], 2, clock=lambda: now[0], sleep=sleep)
     releaser.join()
+    assert sleeps == pytest.approx([0.25, 0.25, 0.25])
     assert most[0] <= 2 and sorted(started) == [0, 1, 2, 3]
-    assert started[0] == 0.0 and started[1] == 0.25  # on time while a slot is free
 
 
 def test_a_rate_is_for_concurrent_batches_and_must_be_positive():
