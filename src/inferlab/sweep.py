@@ -164,14 +164,22 @@ def _compared(levels: list[int], figures: dict[tuple[str, int], LevelFigures]):
             yield level, a.aggregate_tok_s, b.aggregate_tok_s
 
 
+def _read_by_level(samples: dict[int, tuple[tuple, tuple]], what: str = "",
+                   paired_from: int | None = None) -> dict[int, compare.Row]:
+    """Each level's row, TP2's aggregate tok/s (B) against the replicas' (A), from `samples` {level: (replicas,
+    tp2)}, read at a Bonferroni level over the levels; paired (by run) where a level has `paired_from` or more."""
+    rows = {}
+    for level, (replicas, tp2) in samples.items():
+        metric = f"aggregate output tok/s at concurrency {level}{what}"
+        rows[level] = compare.compare_metric(compare.Metric("sweep", metric, "higher", compare.SPEED, replicas),
+                                             compare.Metric("sweep", metric, "higher", compare.SPEED, tp2),
+                                             paired=paired_from is not None and len(replicas) >= paired_from)
+    return dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
+
+
 def readings(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelReading, ...]:
     """Each level's reading of the aggregate tok/s of TP2 (B) against the replicas (A): observed, not a verdict."""
-    rows = {}
-    for level, replicas, tp2 in _compared(levels, figures):
-        metric = f"aggregate output tok/s at concurrency {level}"
-        rows[level] = compare.compare_metric(compare.Metric("sweep", metric, "higher", compare.SPEED, replicas),
-                                             compare.Metric("sweep", metric, "higher", compare.SPEED, tp2))
-    read = dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
+    read = _read_by_level({level: (replicas, tp2) for level, replicas, tp2 in _compared(levels, figures)})
     return tuple(
         _reading(level, read[level]) if level in read
         else LevelReading(level, None, NO_READING, "a topology has no aggregate figure at this level")
@@ -282,20 +290,13 @@ def across_runs(records: list[dict]) -> tuple[list[int], tuple[LevelVerdict, ...
     below that), each level read at 0.05 over the levels compared (Bonferroni)."""
     built = [found for found in (build(data) for data in records) if found is not None]
     levels = sorted({level for found in built for level in found.levels})
-    rows = {}
-    for level in levels:
-        pairs = [(statistics.median(a.aggregate_tok_s), statistics.median(b.aggregate_tok_s))
-                 for found in built
-                 for a, b in [(found.figures.get((REPLICAS, level)), found.figures.get((TP2, level)))]
-                 if a and b and a.aggregate_tok_s and b.aggregate_tok_s]
-        if len(pairs) < compare.MIN_SAMPLES:
-            continue
-        metric = f"aggregate output tok/s at concurrency {level} (run medians)"
-        rows[level] = compare.compare_metric(
-            compare.Metric("sweep", metric, "higher", compare.SPEED, tuple(a for a, _b in pairs)),
-            compare.Metric("sweep", metric, "higher", compare.SPEED, tuple(b for _a, b in pairs)),
-            paired=len(pairs) >= compare.PAIRED_MIN_RUNS)
-    read = dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
+    pairs: dict[int, list[tuple[float, float]]] = {}
+    for found in built:
+        for level, replicas, tp2 in _compared(found.levels, found.figures):
+            pairs.setdefault(level, []).append((statistics.median(replicas), statistics.median(tp2)))
+    read = _read_by_level({level: (tuple(a for a, _b in found), tuple(b for _a, b in found))
+                           for level, found in pairs.items() if len(found) >= compare.MIN_SAMPLES},
+                          " (run medians)", compare.PAIRED_MIN_RUNS)
     verdicts = []
     for level in levels:
         row = read.get(level)
