@@ -14,7 +14,7 @@ DEB_PACKAGES := shellcheck openssh-server openssh-client iperf3 ethtool iputils-
 	nginx-light gcc make git dwarves qemu-system-x86 debootstrap cpio zstd cmake g++
 COLLECTION_LINK := .collections/ansible_collections/inferlab/distributed
 
-.PHONY: all bootstrap deb venv gateway-venv collection ee-context engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-negative molecule-cluster kernel-cache bench lab-up lab-down clean
+.PHONY: all bootstrap deb venv gateway-venv collection ee-context engine engine-test demo test lint sanity unit contract install changelog molecule molecule-kernel molecule-negative molecule-cluster molecule-engine kernel-cache bench lab-up lab-down clean
 
 all: test
 
@@ -148,17 +148,16 @@ install: bootstrap
 
 # Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
-# create, which prove the lab clean and healthy, but the lab is built once and removed once. kernel runs on its QEMU
-# guest. Their playbooks run on the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore
-# play names ansible-core's linear itself. experiment comes last: its lab has no router (a different lab spec), so
-# the lab is rebuilt once for it, not once more after it. engine (the real llama.cpp ring) comes just before it, as
-# late as the router lab allows: it needs the engine's build, which `make test` runs in the background (the loop
-# below waits for it there, or builds it). Two chains of scenarios on two labs at once were tried and dropped: the
-# lab scenarios keep both CPUs busy beside the background gates, so nothing was won, and the public route lost
-# requests (docs/PERFORMANCE.md).
-MOLECULE_LAB_SCENARIOS := default restore serve fallback topology link interrupt engine experiment
-# on labs of their own: kernel on its QEMU guest, negative (imoln) and cluster (imolc) on embedded labs of theirs
-MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel negative cluster
+# create, which prove the lab clean and healthy, but the lab is built once and removed once. Their playbooks run on
+# the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore play names ansible-core's linear
+# itself. experiment comes last: its lab has no router (a different lab spec), so the lab is rebuilt once for it, not
+# once more after it. Two chains of scenarios on two shared labs at once were tried and dropped: the lab scenarios
+# keep both CPUs busy beside the background gates, so nothing was won, and the public route lost requests
+# (docs/PERFORMANCE.md).
+MOLECULE_LAB_SCENARIOS := default restore serve fallback topology link interrupt experiment
+# on labs of their own: kernel on its QEMU guest, negative (imoln), cluster (imolc) and engine (imole) on embedded
+# labs of theirs
+MOLECULE_SCENARIOS := $(MOLECULE_LAB_SCENARIOS) kernel negative cluster engine
 TEST_TIMES := .cache/test-times.tsv
 # the logs of the scenarios that failed (.cache/molecule-<scenario>.log), for the excerpts at make test's end
 FAILED_SCENARIO_LOGS := .cache/failed-scenario-logs
@@ -180,15 +179,16 @@ molecule: bootstrap
 	done
 
 # The scenarios on labs of their own, each alone, beside the shared lab's scenarios (`make test` runs them in the
-# background, once kernel-cache is done): kernel on its QEMU guest, negative on its own two-host lab
-# (molecule/negative/inventory/hosts.yml, lab imoln), cluster on its own four-host lab (molecule/cluster/inventory/
-# hosts.yml, lab imolc), whose leave-one-out serves the real engine: it waits for the engine's build as the engine
-# scenario does.
-molecule-kernel molecule-negative molecule-cluster: bootstrap
-	if [ $@ = molecule-cluster ]; then
-	  $(MAKE) --no-print-directory engine ENGINE_INFO=.cache/engine-cluster.json > .cache/molecule-cluster-engine-build.log 2>&1 \
-	    || { cat .cache/molecule-cluster-engine-build.log; exit 1; }
-	  export INFERLAB_ENGINE_INFO=$(CURDIR)/.cache/engine-cluster.json
+# background): kernel on its QEMU guest, negative on its own two-host lab (molecule/negative/inventory/hosts.yml, lab
+# imoln), cluster on its own four-host lab (molecule/cluster/inventory/hosts.yml, lab imolc), whose leave-one-out
+# serves the real engine, and engine on its own two-host lab (molecule/engine/inventory/hosts.yml, lab imole). The
+# two that serve the real engine wait for its build (one build per cache at a time: flock), each with its own
+# build-info file, so that the two never write one file.
+molecule-kernel molecule-negative molecule-cluster molecule-engine: bootstrap
+	if [ $@ = molecule-cluster ] || [ $@ = molecule-engine ]; then
+	  $(MAKE) --no-print-directory engine ENGINE_INFO=.cache/engine-$(@:molecule-%=%).json \
+	    > .cache/$@-engine-build.log 2>&1 || { cat .cache/$@-engine-build.log; exit 1; }
+	  export INFERLAB_ENGINE_INFO=$(CURDIR)/.cache/engine-$(@:molecule-%=%).json
 	fi
 	strategy_env=$$($(BIN)/python -m inferlab.strategy)
 	export $$strategy_env
@@ -203,23 +203,24 @@ kernel-cache: deb
 	bash tests/kernel/build_guest.sh $(KERNEL_CACHE) > /dev/null
 
 # Every gate, each timed (tests/gate.sh); the table of durations is printed at the end, passed or not. After bootstrap,
-# two chains run in the background (tests/background_gates.sh: the lowest CPU priority, the idle I/O class), their
-# output in .cache/gate-<gate>.log: the unit tests and what only reads the code (unit, lint, contract, sanity), in
-# make's session at renice 19 (install first: molecule `default`'s verifier uses its venv), and the kernel guest's
-# downloads (kernel-cache) followed by the kernel scenario (molecule-kernel), which waits until the first chain is
-# done, then the negative and cluster scenarios on labs of their own (molecule-negative, molecule-cluster), in a
-# session of its own whose autogroup has nice 19 (out of the lab daemons' way too; the labs' sshd, iperf3, probers
-# and engine processes run in sessions of their own, so their measurements do not). negative is there because it
-# only refuses (733 tasks of Ansible's own CPU, no measurement): 150 s off the foreground. The scenarios on the
-# shared embedded lab run in the foreground. They leave a CPU idle
-# for most of their time (they wait on requests, restarts and measurements: 45 % of the 2 CPUs busy on average once
-# the checks are done), which the kernel scenario's QEMU guest and gcc take. The unit tests mostly wait on the
-# processes and servers they start, and bound ratios or generous ceilings, never tight wall times. A third chain, in a
-# session of its own like the kernel's, builds the engine (engine: gcc on both CPUs when they are idle, nothing once
-# cached) and runs its tests (engine-test).
+# three chains run in the background (tests/background_gates.sh: the lowest CPU priority, the idle I/O class), their
+# output in .cache/gate-<gate>.log:
+# - the checks: the unit tests and what only reads the code (install first: molecule `default`'s verifier uses its
+#   venv), in make's session at renice 19 (their timing bounds failed when their autogroup got nice 19: the prober's
+#   schedule, starved behind the lab's daemons);
+# - the kernel chain: the kernel guest's downloads (kernel-cache), then, once the checks are done, the kernel scenario
+#   (QEMU and gcc) and the real engine's scenario on its own lab (molecule-engine);
+# - the engine chain: the engine's build (gcc on both CPUs when they are idle, nothing once cached) and its tests,
+#   then the negative scenario (it only refuses: Ansible's own CPU, no measurement, so it may run beside the checks),
+#   then, once the checks are done, the cluster scenario (the longest, started as early as the checks allow).
+# The background chains run in sessions of their own whose autogroups have nice 19 (out of the lab daemons' way too;
+# the labs' sshd, iperf3, probers and engine processes run in sessions of their own, so their measurements do not).
+# The scenarios on the shared embedded lab run in the foreground. They leave a CPU idle for much of their time (they
+# wait on requests, restarts and measurements), which the background chains take. The unit tests mostly wait on the
+# processes and servers they start, and bound ratios or generous ceilings, never tight wall times.
 TEST_BACKGROUND_GATES := install unit lint contract sanity
-TEST_KERNEL_GATES := kernel-cache molecule-kernel molecule-negative molecule-cluster
-TEST_ENGINE_GATES := engine engine-test
+TEST_KERNEL_GATES := kernel-cache molecule-kernel molecule-engine
+TEST_ENGINE_GATES := engine engine-test molecule-negative molecule-cluster
 test:
 	mkdir -p .cache && rm -f $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 	test_start=$$(date +%s)
@@ -236,12 +237,11 @@ test:
 	bash tests/gate.sh bootstrap $(TEST_TIMES) || status=1
 	kernel= checks= engine=
 	if [ $$status = 0 ]; then
-	  # the checks stay in make's session (no setsid): the unit tests' timing bounds failed when their autogroup got
-	  # nice 19 (the prober's schedule, starved behind the lab's daemons)
 	  bash tests/background_gates.sh $(TEST_TIMES) $(TEST_BACKGROUND_GATES) & checks=$$!
 	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) kernel-cache --after $$checks molecule-kernel \
-	    molecule-negative molecule-cluster & kernel=$$!
-	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) $(TEST_ENGINE_GATES) & engine=$$!
+	    molecule-engine & kernel=$$!
+	  setsid -w bash tests/background_gates.sh $(TEST_TIMES) engine engine-test molecule-negative --after $$checks \
+	    molecule-cluster & engine=$$!
 	  trap 'wait $$kernel $$checks $$engine 2> /dev/null || true' EXIT  # never leave them running
 	fi
 	if [ $$status = 0 ]; then
