@@ -12,23 +12,12 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import (
-    api,
-    compare,
-    exit_codes,
-    export,
-    matrix,
-    paths,
-    progress,
-    query,
-    record,
-    report,
-    report_sweep,
-    reverify,
-    runner,
-    runs,
-    strategy,
-)
+from inferlab import api, exit_codes, paths
+from inferlab.analysis import compare, matrix, reverify
+from inferlab.record import export, query, record, runs
+from inferlab.report import report
+from inferlab.report import sweep as report_sweep
+from inferlab.run import progress, runner, strategy
 
 PACKAGE = "inferlab"
 COLLECTION = "inferlab.distributed"
@@ -85,7 +74,7 @@ def run_and_record(
     verbose: bool = False,
     limit: str | None = None,
 ) -> int:
-    """`inferlab run`: api.run with a line per play or stage and each failed task on stderr (inferlab.progress), or
+    """`inferlab run`: api.run with a line per play or stage and each failed task on stderr (inferlab.run.progress), or
     ansible's whole output with `verbose`, then a summary on stderr; the run directory is the only line on stdout."""
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
     result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=not verbose,

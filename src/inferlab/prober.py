@@ -369,8 +369,9 @@ class Prober:
 
 
 def percentile(values, q):
-    """``numpy.percentile(values, q)`` with numpy's default method (``linear``); None for no values. (inferlab.stats
-    has the same: this file runs alone, copied, on any Python 3.8, so it imports nothing of the package.)"""
+    """``numpy.percentile(values, q)`` with numpy's default method (``linear``); None for no values.
+    (inferlab.analysis.stats has the same: this file runs alone, copied, on any Python 3.8, so it imports nothing of
+    the package.)"""
     ordered = sorted(values)
     if not ordered:
         return None

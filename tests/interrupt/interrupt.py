@@ -46,8 +46,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from inferlab import process_tree  # noqa: E402
 from inferlab.lab import control as lab  # noqa: E402
+from inferlab.system import process_tree  # noqa: E402
 
 PLAYBOOK = REPO / "playbooks" / "experiment.yml"
 RESTORE = REPO / "playbooks" / "restore.yml"

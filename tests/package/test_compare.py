@@ -9,7 +9,9 @@ import re
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, compare, exit_codes, record, stats
+from inferlab import cli, exit_codes
+from inferlab.analysis import compare, stats
+from inferlab.record import record
 
 FIXTURES = FIXTURE_ROOT / "compare"
 

@@ -6,7 +6,7 @@ import copy
 
 from test_compare import RUNS_A5, RUNS_B5, repeated
 
-from inferlab import compare, fingerprint
+from inferlab.analysis import compare, fingerprint
 
 IDENTITY = {
     "format": "inferlab.host_identity/1", "kernel_release": "6.8.0-49-generic", "missing": [], "peer": None,

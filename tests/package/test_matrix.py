@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, matrix
+from inferlab import cli, exit_codes
+from inferlab.analysis import matrix
 
 FIXTURES = FIXTURE_ROOT / "compare"
 ASM4242 = {

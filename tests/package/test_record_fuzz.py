@@ -17,7 +17,10 @@ import traceback
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import compare, matrix, plots, query, record, report, runs
+from inferlab.analysis import compare, matrix
+from inferlab.plots import plots
+from inferlab.record import query, record, runs
+from inferlab.report import report
 
 GOLDEN = [
     *sorted((FIXTURE_ROOT / "report").glob("*.json")),

@@ -1,6 +1,6 @@
-"""inferlab.reverify and `inferlab reverify`: how a run of B is run again (its playbook, inventory and private extra
-vars, the wrapper's own left out), which claims held against the new runs, and the CLI's flow with the playbook runs
-replaced by records written from the compare fixtures (the runner itself is tested in test_api.py)."""
+"""inferlab.analysis.reverify and `inferlab reverify`: how a run of B is run again (its playbook, inventory and private
+extra vars, the wrapper's own left out), which claims held against the new runs, and the CLI's flow with the playbook
+runs replaced by records written from the compare fixtures (the runner itself is tested in test_api.py)."""
 
 import copy
 import itertools
@@ -13,7 +13,10 @@ from types import SimpleNamespace
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, compare, exit_codes, paths, report, reverify, runner
+from inferlab import cli, exit_codes, paths
+from inferlab.analysis import compare, reverify
+from inferlab.report import report
+from inferlab.run import runner
 
 FIXTURES = FIXTURE_ROOT / "compare"
 # what the compare fixtures' records name, resolved in the collection

@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 
-from inferlab import compare
+from inferlab.analysis import compare
 
 SEED = 19
 PAIRS = 2000  # simulated pairs per cell
@@ -126,7 +126,7 @@ def sweep_rule_rate(pairs: int = 500) -> float:
     """How often the within-run sweep's reading would be taken for a verdict on some level under no true difference:
     each topology's rounds come from one deployment, whose effect every level shares, so the levels' rank-sum tests
     (Bonferroni over the levels, as the sweep reads them) see it as a topology effect. Why a single run's sweep is
-    observed, not a verdict (inferlab.sweep)."""
+    observed, not a verdict (inferlab.analysis.sweep)."""
     rng = random.Random(f"{SEED}-sweep")
     any_level = 0
     for _pair in range(pairs):

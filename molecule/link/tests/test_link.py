@@ -108,7 +108,7 @@ def test_the_soak_probed_every_interval_and_plots_its_timeline(host, tmp_path):
     """15 s at a probe every 3 s: five probes, each with its rates or the reason it has none (the one that met
     the flap may fail), and the timeline plot the report shows."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
-    from inferlab import plots  # pylint: disable=import-outside-toplevel
+    from inferlab.plots import plots  # pylint: disable=import-outside-toplevel
 
     result = suite("soak")
     soak = result["tests"]["soak"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 
-from inferlab import record_view
+from inferlab.record import view as record_view
 
 
 def value(item) -> str:

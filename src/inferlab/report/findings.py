@@ -3,19 +3,17 @@ alone (tests/package/test_report_sections.py scans them for words that claim mor
 
 from __future__ import annotations
 
-from inferlab import (
-    record_view,
-    report_collectives,
-    report_engine,
-    report_engine_loopback,
-    report_ladder,
-    report_leave_one_out,
-    report_pairs,
-    report_prefix,
-    report_quarantine,
-    report_sweep,
-)
-from inferlab import report_text as fmt
+from inferlab.record import view as record_view
+from inferlab.report import collectives as report_collectives
+from inferlab.report import engine as report_engine
+from inferlab.report import engine_loopback as report_engine_loopback
+from inferlab.report import ladder as report_ladder
+from inferlab.report import leave_one_out as report_leave_one_out
+from inferlab.report import pairs as report_pairs
+from inferlab.report import prefix as report_prefix
+from inferlab.report import quarantine as report_quarantine
+from inferlab.report import sweep as report_sweep
+from inferlab.report import text as fmt
 
 MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from inferlab import process_tree
+from inferlab.system import process_tree
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CONSOLE_AFTER_HANGUP = "console-after-hangup.log"

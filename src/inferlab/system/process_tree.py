@@ -9,7 +9,7 @@ tree is gone). Every member is stopped (SIGSTOP, walk after walk, until a walk f
 stopped process forks nothing), then killed (SIGKILL). A process that detached itself with an environment of its own
 (a managed process the run started, recorded in a ledger) carries no mark, and is the restore's to undo.
 
-    python -m inferlab.process_tree end-run RUN_ID   # what a killed run left on this machine; prints JSON
+    python -m inferlab.system.process_tree end-run RUN_ID   # what a killed run left on this machine; prints JSON
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from inferlab import liveness
+from inferlab.system import liveness
 
 PROCFS = liveness.PROCFS
 RUN_MARK = "INFERLAB_RUN_ID"  # the environment variable that marks a run's processes
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     the run whose stale lock it takes over); prints ``{"run_id", "ended"}``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "end-run" or not args[1]:
-        print("usage: python -m inferlab.process_tree end-run RUN_ID", file=sys.stderr)
+        print("usage: python -m inferlab.system.process_tree end-run RUN_ID", file=sys.stderr)
         return 2
     print(json.dumps({"run_id": args[1], "ended": end_tree(None, args[1])}))
     return 0

@@ -15,7 +15,7 @@ import jmespath
 from jmespath import exceptions as jmespath_errors
 from jmespath.parser import ParsedResult
 
-from inferlab import record, runs
+from inferlab.record import record, runs
 
 RECORD_FILE = record.RECORD_FILE
 RECORD_WRITER = "`inferlab run` writes it when the run ends"

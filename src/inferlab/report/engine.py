@@ -8,7 +8,7 @@ counters), `agreement` (the workload client against the server's own timings, ju
 
 from __future__ import annotations
 
-from inferlab.report_collectives import text_of
+from inferlab.report.collectives import text_of
 
 
 def _engines(serving: dict) -> dict[str, dict]:

@@ -8,8 +8,8 @@ is not a ladder is left out, never a failure of the report.
 
 from __future__ import annotations
 
-from inferlab import record_view
-from inferlab import report_text as fmt
+from inferlab.record import view as record_view
+from inferlab.report import text as fmt
 
 STEP_TITLES = {"flows": "Per flow or per host", "window": "The window", "nagle": "Nagle",
                "message_sizes": "Message sizes", "control": "A control host", "loopback": "Loopback"}

@@ -25,8 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab import plots_prefix_collectives, plots_sweep, sweep
-from inferlab.record_view import (
+from inferlab.analysis import sweep
+from inferlab.plots import prefix_collectives as plots_prefix_collectives
+from inferlab.plots import sweep as plots_sweep
+from inferlab.record.view import (
     LINK_FLAP_EVENTS,
     TRIAL_FIGURES,
     Batch,

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import jsonschema
 
-from inferlab import liveness, paths, redaction
-from inferlab.private_files import write_private
+from inferlab import paths
+from inferlab.record import redaction
+from inferlab.system import liveness
+from inferlab.system.private_files import write_private
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"
@@ -127,7 +129,7 @@ def one_line(exc: RecordError) -> str:
 
 def write(run_dir: Path, run: dict) -> Path:
     """record.json, assembled from the fragments, with every value shaped like a secret redacted wherever it is (a
-    rank's argv with --api-key, a URL with credentials: inferlab.redaction), validated, written whole."""
+    rank's argv with --api-key, a URL with credentials: inferlab.record.redaction), validated, written whole."""
     record = redaction.redact_value(assemble(run_dir, run))
     validate(record)
     target = run_dir / "record.json"

@@ -24,7 +24,9 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from inferlab import compare, liveness, paths
+from inferlab import paths
+from inferlab.analysis import compare
+from inferlab.system import liveness
 
 # What ansible-runner's wrapper adds to a run's extra vars (runner.run_playbook); a re-run gets its own.
 RUNNER_VARS = ("inferlab_run_dir", "inferlab_run_id", *liveness.CONTROLLER_VARS)

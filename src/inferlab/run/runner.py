@@ -14,8 +14,11 @@ from typing import Any
 
 import ansible_runner
 
-from inferlab import exit_codes, liveness, paths, process_tree, runs, strategy
-from inferlab.private_files import make_private_dir, write_private
+from inferlab import exit_codes, paths
+from inferlab.record import runs
+from inferlab.run import strategy
+from inferlab.system import liveness, process_tree
+from inferlab.system.private_files import make_private_dir, write_private
 
 
 @dataclass
@@ -105,7 +108,7 @@ def run_playbook(
     `cancel_callback` is ansible-runner's: polled while the playbook runs, True cancels it (status `canceled`).
     Without one, ansible-runner cancels on SIGINT or SIGTERM when called from the main thread. `ident` names the
     artifacts directory (`artifacts/<ident>/`): the restore that follows a canceled run keeps its own.
-    `strategy_name` is the Ansible strategy (inferlab.strategy); run.json says which one ran. `event_handler` and
+    `strategy_name` is the Ansible strategy (inferlab.run.strategy); run.json says which one ran. `event_handler` and
     `status_handler` are ansible-runner's (each job event; each status change), `limit` ansible-playbook's --limit,
     `run_id` the run's id (run_id_for by default; an `inferlab_run_id` in `extravars` wins over both).
     """

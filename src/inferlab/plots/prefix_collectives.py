@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferlab import plots
-from inferlab.record_view import mode_layers, number
+from inferlab.plots import plots
+from inferlab.record.view import mode_layers, number
 
 LABEL_COLOURS = {"cold": "tab:blue", "warm": "tab:orange"}
 

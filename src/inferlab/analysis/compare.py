@@ -50,7 +50,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from inferlab import fingerprint, record, record_view, stats
+from inferlab.analysis import fingerprint, stats
+from inferlab.record import record
+from inferlab.record import view as record_view
 
 CONFIDENCE_PCT = 95  # of the shift interval; its complement is the error rate a claim keeps
 ALPHA = (100 - CONFIDENCE_PCT) / 100

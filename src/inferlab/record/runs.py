@@ -16,7 +16,9 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
-from inferlab import exit_codes, liveness, paths, record
+from inferlab import exit_codes, paths
+from inferlab.record import record
+from inferlab.system import liveness
 
 RUN_DIR_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<stem>[A-Za-z0-9_.-]+?)(?:\.(?P<n>\d+))?$")
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"

@@ -8,9 +8,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from inferlab import compare, report_prefix, sweep
-from inferlab import report_text as fmt
-from inferlab.report_collectives import text_of
+from inferlab.analysis import compare, sweep
+from inferlab.report import prefix as report_prefix
+from inferlab.report import text as fmt
+from inferlab.report.collectives import text_of
 
 
 def _spread(values: tuple[float, ...]) -> str:

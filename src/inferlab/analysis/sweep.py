@@ -30,8 +30,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferlab import compare
-from inferlab.record_view import counter_windows, epoch, mode_layers, number, read_samples, sampler_file
+from inferlab.analysis import compare
+from inferlab.record.view import counter_windows, epoch, mode_layers, number, read_samples, sampler_file
 
 TP2, REPLICAS = "tp2", "replicas"
 TP2_FASTER, REPLICAS_FASTER, INCONCLUSIVE = "TP2 faster", "replicas faster", "inconclusive"  # across runs only

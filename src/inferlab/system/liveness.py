@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         extravars = {PID_VAR: int(args[1]), START_TIME_VAR: _optional(args[2] if len(args) > 2 else "", int),
                      MACHINE_ID_VAR: _optional(args[3] if len(args) > 3 else "")}
     except ValueError:
-        print("usage: python -m inferlab.liveness state PID [START_TIME [MACHINE_ID]]", file=sys.stderr)
+        print("usage: python -m inferlab.system.liveness state PID [START_TIME [MACHINE_ID]]", file=sys.stderr)
         return 2
     print(controller_state(extravars))
     return 0

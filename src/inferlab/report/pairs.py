@@ -8,8 +8,8 @@ that is not a matrix is left out, never a failure of the report.
 
 from __future__ import annotations
 
-from inferlab import record_view
-from inferlab import report_text as fmt
+from inferlab.record import view as record_view
+from inferlab.report import text as fmt
 
 
 def matrices(record: dict) -> list[tuple[str, dict]]:

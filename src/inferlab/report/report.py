@@ -17,23 +17,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inferlab import (
-    plots,
-    record_view,
-    report_collectives,
-    report_engine,
-    report_engine_loopback,
-    report_findings,
-    report_ladder,
-    report_leave_one_out,
-    report_pairs,
-    report_prefix,
-    report_quarantine,
-    report_sweep,
-    reverify,
-)
-from inferlab import report_text as fmt
-from inferlab.private_files import write_private
+from inferlab.analysis import reverify
+from inferlab.plots import plots
+from inferlab.record import view as record_view
+from inferlab.report import collectives as report_collectives
+from inferlab.report import engine as report_engine
+from inferlab.report import engine_loopback as report_engine_loopback
+from inferlab.report import findings as report_findings
+from inferlab.report import ladder as report_ladder
+from inferlab.report import leave_one_out as report_leave_one_out
+from inferlab.report import pairs as report_pairs
+from inferlab.report import prefix as report_prefix
+from inferlab.report import quarantine as report_quarantine
+from inferlab.report import sweep as report_sweep
+from inferlab.report import text as fmt
+from inferlab.system.private_files import write_private
 
 # The receiver-error counters as a column header names them: crc, missed, length, over.
 RX_ERROR_SHORT = ", ".join(n.removeprefix("rx_").removesuffix("_errors") for n in record_view.RX_ERROR_COUNTERS)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from inferlab import plots, sweep
+from inferlab.analysis import sweep
+from inferlab.plots import plots
 
 TOPOLOGY_COLOURS = {sweep.TP2: "tab:blue", sweep.REPLICAS: "tab:orange"}
 

@@ -17,8 +17,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab import compare, runs
-from inferlab import report_text as fmt
+from inferlab.analysis import compare
+from inferlab.record import runs
+from inferlab.report import text as fmt
 
 # What tells two hosts' hardware, firmware and software apart, in the order the matrix shows it: a column name and
 # where it is in an identity. The driver is the one the host runs at verification: the distribution's.
@@ -299,7 +300,7 @@ def render_csv(matrix: Matrix) -> str:
 
 def plot(matrix: Matrix, target: Path) -> Path:
     """The candidate's difference against stock per combination, with its interval where there is one."""
-    from inferlab import plots  # matplotlib only when drawing
+    from inferlab.plots import plots  # matplotlib only when drawing
 
     plt = plots.pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.5 * max(1, len(matrix.rows))))

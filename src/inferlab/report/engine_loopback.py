@@ -8,8 +8,8 @@ its layer `rpc: loopback`; anything else there is left out.
 
 from __future__ import annotations
 
-from inferlab import record_view
-from inferlab import report_text as fmt
+from inferlab.record import view as record_view
+from inferlab.report import text as fmt
 
 FIGURE = "single_stream_decode_tok_s"
 

@@ -7,7 +7,7 @@ trips. The way back never depends on it: every restore (`inferlab run restore`, 
 canceled run) runs on ansible-core's own `linear`, and so does any run given `--strategy linear` or
 `INFERLAB_STRATEGY=linear`.
 
-    python -m inferlab.strategy [mitogen|linear]    # prints KEY=VALUE lines, for `env` in a Makefile
+    python -m inferlab.run.strategy [mitogen|linear]    # prints KEY=VALUE lines, for `env` in a Makefile
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def chosen(value: str | None = None) -> str:
 
 
 # This package's strategy plugins (inferlab_mitogen_linear: Mitogen's mitogen_linear without its CPU pinning)
-STRATEGY_PLUGINS = Path(__file__).parent / "strategy_plugins"
+STRATEGY_PLUGINS = Path(__file__).parents[1] / "strategy_plugins"
 MITOGEN_STRATEGY = "inferlab_mitogen_linear"
 
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env = ansible_env(chosen(args[0] if args else None))
     except StrategyError as exc:
-        print(f"inferlab.strategy: {exc}", file=sys.stderr)
+        print(f"inferlab.run.strategy: {exc}", file=sys.stderr)
         return 2
     for key, value in env.items():
         print(f"{key}={value}")

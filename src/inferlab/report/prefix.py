@@ -9,8 +9,8 @@ metric; with few pairs no interval reaches 95 % and the report says so instead o
 
 from __future__ import annotations
 
-from inferlab import compare, stats
-from inferlab.report_collectives import text_of
+from inferlab.analysis import compare, stats
+from inferlab.report.collectives import text_of
 
 # key, name, which way is better
 FIGURES = (("ttft_ms", "TTFT ms", "lower"), ("prefill_tok_s", "prefill tok/s (prompt tokens / TTFT)", "higher"),

@@ -8,7 +8,7 @@ A record holds it under `stages.topology` (`plan`, `public`), `stages.topology_s
 
 from __future__ import annotations
 
-from inferlab import report_text as fmt
+from inferlab.report import text as fmt
 
 RING_STAGE = "topology_ring"
 
