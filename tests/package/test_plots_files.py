@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab.plots import plots
+from inferlab.plots import canvas, plots, serving
 from inferlab.plots import prefix_collectives as plots_prefix_collectives
 from inferlab.record import view as record_view
 from inferlab.report import report
@@ -51,8 +51,8 @@ def png_pixels(path: Path) -> bytes:
 
 
 def expected(kind: str) -> tuple[int, int]:
-    width, height = plots.SIZES[kind]
-    return round(width * plots.DPI), round(height * plots.DPI)
+    width, height = canvas.SIZES[kind]
+    return round(width * canvas.DPI), round(height * canvas.DPI)
 
 
 def assert_drawn(path: Path, size: tuple[int, int] | None = None) -> None:
@@ -184,7 +184,7 @@ def test_a_trial_figure_without_values_leaves_its_panel_empty_and_the_size(tmp_p
     for mode in data["serving"].values():
         figure = mode["trials"]["figures"]["aggregate_output_tok_s"]
         figure.update(values=[None] * len(figure["values"]), median=None, min=None, max=None, n=0)
-    target = plots.trial_throughput(record_view.serving_trials(data), tmp_path / "trials.png")
+    target = serving.trial_throughput(record_view.serving_trials(data), tmp_path / "trials.png")
     assert_drawn(target, expected("serving_trials"))
 
 

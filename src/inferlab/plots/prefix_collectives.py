@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferlab.plots import plots
+from inferlab.plots import canvas
 from inferlab.record.view import mode_layers, number
 
 LABEL_COLOURS = {"cold": "tab:blue", "warm": "tab:orange"}
@@ -30,7 +30,7 @@ def collective_modes(record: dict) -> dict[str, dict]:
 
 
 def prefix_ttft(modes: dict[str, dict], target: Path) -> Path:
-    fig, ax = plots.pyplot().subplots(figsize=plots.SIZES["serving_prefix_ttft"])
+    fig, ax = canvas.pyplot().subplots(figsize=canvas.SIZES["serving_prefix_ttft"])
     ticks = []
     for x, (mode, result) in enumerate(modes.items()):
         figures = result["prefix_trials"].get("figures") or {}
@@ -51,11 +51,11 @@ def prefix_ttft(modes: dict[str, dict], target: Path) -> Path:
     ax.legend(fontsize=8)
     ax.set_title("Cold against warm prefix: median of the confirmed trials; whiskers min to max; dots: one per trial",
                  fontsize=9)
-    return plots.save(fig, target)
+    return canvas.save(fig, target)
 
 
 def collective_bytes(modes: dict[str, dict], target: Path) -> Path:
-    fig, ax = plots.pyplot().subplots(figsize=plots.SIZES["serving_collectives"])
+    fig, ax = canvas.pyplot().subplots(figsize=canvas.SIZES["serving_collectives"])
     series = (("NCCL collectives (observed)", "tab:green"), ("link bytes sent (observed)", "tab:blue"),
               ("all-reduce theory per rank", "0.6"))
     ticks, x = [], 0
@@ -77,4 +77,4 @@ def collective_bytes(modes: dict[str, dict], target: Path) -> Path:
     ax.legend(fontsize=8)
     ax.set_title("NCCL's collectives, the link's bytes sent and the TP all-reduce theory, per mode and host",
                  fontsize=9)
-    return plots.save(fig, target)
+    return canvas.save(fig, target)

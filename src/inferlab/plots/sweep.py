@@ -9,13 +9,13 @@ import statistics
 from pathlib import Path
 
 from inferlab.analysis import sweep
-from inferlab.plots import plots
+from inferlab.plots import canvas
 
 TOPOLOGY_COLOURS = {sweep.TP2: "tab:blue", sweep.REPLICAS: "tab:orange"}
 
 
 def concurrency_curves(found: sweep.Sweep, target: Path) -> Path:
-    fig, (tok_ax, ttft_ax) = plots.pyplot().subplots(1, 2, figsize=plots.SIZES["sweep_concurrency"])
+    fig, (tok_ax, ttft_ax) = canvas.pyplot().subplots(1, 2, figsize=canvas.SIZES["sweep_concurrency"])
     for side in (found.replicas, found.tp2):
         if side is None or side.sweep.get("not_run"):
             continue
@@ -40,4 +40,4 @@ def concurrency_curves(found: sweep.Sweep, target: Path) -> Path:
         ax.legend(fontsize=7)
     tok_ax.set_title("Aggregate tok/s: median over the rounds, shaded min to max", fontsize=9)
     ttft_ax.set_title("TTFT: median of the rounds' batch medians, shaded min to max", fontsize=9)
-    return plots.save(fig, target)
+    return canvas.save(fig, target)
