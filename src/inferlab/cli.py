@@ -14,7 +14,9 @@ import yaml
 
 from inferlab import api, exit_codes, paths
 from inferlab.analysis import compare, matrix, reverify
+from inferlab.plots import matrix as matrix_plot
 from inferlab.record import export, query, record, runs
+from inferlab.report import matrix as matrix_text
 from inferlab.report import report
 from inferlab.report import sweep as report_sweep
 from inferlab.run import progress, runner, strategy
@@ -251,11 +253,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         table = matrix.build(given)
     except matrix.MatrixError as exc:
         raise UsageError(str(exc)) from None
-    print(matrix.render_markdown(table), end="")
+    print(matrix_text.render_markdown(table), end="")
     if args.csv:
-        Path(args.csv).write_text(matrix.render_csv(table))
+        Path(args.csv).write_text(matrix_text.render_csv(table))
     if args.plot:
-        matrix.plot(table, Path(args.plot))
+        matrix_plot.plot(table, Path(args.plot))
     return exit_codes.SUCCESS
 
 

@@ -20,6 +20,7 @@ from unit_fixtures import FIXTURE_ROOT
 from inferlab.analysis import compare, matrix
 from inferlab.plots import plots
 from inferlab.record import query, record, runs
+from inferlab.report import matrix as matrix_text
 from inferlab.report import report
 
 GOLDEN = [
@@ -122,7 +123,7 @@ def read_by_every_reader(root, golden):
 
     attempt("runs list, prune, --where", listed)
     attempt("query", lambda: query.render(query.query(run_dir, QUERY)))
-    attempt("matrix", lambda: [matrix.render_markdown(table) + matrix.render_csv(table)
+    attempt("matrix", lambda: [matrix_text.render_markdown(table) + matrix_text.render_csv(table)
                                for table in [matrix.build([root])]])
 
     def render_report():

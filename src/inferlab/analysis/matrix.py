@@ -7,19 +7,18 @@ journal), the link test's verdicts, and the candidate driver against the stock o
 `nextn_candidate` against `nextn`) as `inferlab compare` reads the row's runs: one run gives the difference and no
 verdict, repeated whole runs a verdict. A run whose record has no identity for every host (a record from before
 identities were read, a playbook that does not verify) is listed apart, never guessed into a row.
+
+report/matrix.py prints the matrix (Markdown, CSV) and plots/matrix.py draws it.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.analysis import compare
 from inferlab.record import runs
-from inferlab.report import text as fmt
 
 # What tells two hosts' hardware, firmware and software apart, in the order the matrix shows it: a column name and
 # where it is in an identity. The driver is the one the host runs at verification: the distribution's.
@@ -235,86 +234,6 @@ def _index(record: dict, stage: str) -> float:
     return index if isinstance(index, (int, float)) else float("inf")
 
 
-def _number(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
-
-
-def candidate_text(candidate: Candidate | None) -> str:
-    if candidate is None:
-        return "not measured (no run served nextn and nextn_candidate with trials)"
-    if candidate.difference is None:
-        return f"{candidate.verdict}: {candidate.reason}"
-    interval = (f", 95 % interval {candidate.interval[0]:+.1f} to {candidate.interval[1]:+.1f}"
-                if candidate.interval else ", no 95 % interval at this n")
-    runs_text = f"{candidate.runs} runs, one value per run" if candidate.runs > 1 else "1 run, its trials"
-    return (f"{_number(candidate.stock)} -> {_number(candidate.candidate)} tok/s ({candidate.difference:+.1f}"
-            f"{interval}; {runs_text}): {candidate.verdict}")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return fmt.table(header, [[fmt.cell(c) for c in row] for row in rows])
-
-
 def shown_fields(matrix: Matrix) -> list[str]:
     """The columns: the fields some row has, in FIELDS order."""
     return [name for name, _path in FIELDS if any(name in r.identity for r in matrix.rows)]
-
-
-def render_markdown(matrix: Matrix) -> str:
-    names = shown_fields(matrix)
-    lines = ["# Compatibility matrix", "",
-             "One row per combination of what the ring hosts ran on (read at verification, through sysfs); a value "
-             "that differs between the hosts reads `one / other`.", ""]
-    identities = [[r.label, str(len(r.runs)), *(r.identity.get(n, NOT_APPLICABLE) for n in names)]
-                  for r in matrix.rows]
-    lines += _table(["", "runs", *names], identities)
-    lines += ["", "## Outcomes", ""]
-    lines += _table(["", "link test", "candidate against stock, aggregate output tok/s"],
-                    [[r.label, r.link, candidate_text(r.candidate)] for r in matrix.rows])
-    if matrix.stages:
-        lines += ["", "## Stages", ""]
-        lines += _table(["", *matrix.stages], [[r.label, *(r.stages[s] for s in matrix.stages)] for r in matrix.rows])
-    lines += ["", "## Runs", ""]
-    lines += [f"- {r.label}: {', '.join(r.runs)}" for r in matrix.rows]
-    if matrix.apart:
-        lines += ["", "## Runs in no row", ""]
-        lines += [f"- {run}: {why}" for run, why in matrix.apart]
-    return "\n".join(lines) + "\n"
-
-
-def render_csv(matrix: Matrix) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    names = shown_fields(matrix)
-    writer.writerow(["combination", "runs", *names, "link test", "stock tok/s", "candidate tok/s", "difference",
-                     "interval low", "interval high", "verdict", *(f"stage {s}" for s in matrix.stages), "run ids"])
-    for r in matrix.rows:
-        c = r.candidate
-        low, high = c.interval if c and c.interval else (None, None)
-        figures = (c.stock, c.candidate, c.difference, low, high) if c else (None,) * 5
-        writer.writerow([r.label, len(r.runs), *(r.identity.get(n, NOT_APPLICABLE) for n in names), r.link,
-                         *("" if v is None else v for v in figures), c.verdict if c else "not measured",
-                         *(r.stages[s] for s in matrix.stages), " ".join(r.runs)])
-    return out.getvalue()
-
-
-def plot(matrix: Matrix, target: Path) -> Path:
-    """The candidate's difference against stock per combination, with its interval where there is one."""
-    from inferlab.plots import plots  # matplotlib only when drawing
-
-    plt = plots.pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.5 * max(1, len(matrix.rows))))
-    measured = [r for r in matrix.rows if r.candidate and r.candidate.difference is not None]
-    for y, row in enumerate(measured):
-        c = row.candidate
-        if c.interval:
-            ax.plot(c.interval, [y, y], color="0.5", linewidth=2)
-        ax.plot([c.difference], [y], "o", color="C0")
-    ax.axvline(0, color="0.3", linewidth=0.8)
-    ax.invert_yaxis()  # C1, the combination with the most runs, on top
-    ax.set_yticks(range(len(measured)), [f"{r.label} ({r.candidate.runs} run{'s' * (r.candidate.runs > 1)})"
-                                         for r in measured])
-    ax.set_xlabel("candidate - stock, aggregate output tok/s (95 % interval where one reaches it)")
-    if not measured:
-        ax.set_title("no combination has both drivers measured", fontsize=9)
-    return plots.save(fig, target)
