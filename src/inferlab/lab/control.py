@@ -20,8 +20,6 @@ clear of ``169.254.169.0/24`` (cloud metadata) and of RFC 3927's reserved first 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import os
 import re
@@ -37,7 +35,7 @@ from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network, ip_network
 from pathlib import Path
 
-from inferlab.paths import REPO_ROOT
+from inferlab.lab.collection_tc import load_tc
 
 LAB_ROOT = Path("/var/lib/inferlab-lab")
 LAB_JSON_FORMAT = "inferlab.lab/1"
@@ -549,20 +547,6 @@ def write_record(lab_dir: Path, payload: dict, check: bool = False) -> dict:
 
 # --------------------------------------------------------------------------------------------------------------------
 # status
-
-# The link profiles' tc logic lives once, in the collection; src/ cannot import the collection package, so it is
-# loaded by file path.
-TC_MODULE_UTILS = REPO_ROOT / "plugins" / "module_utils" / "_tc.py"
-
-
-@functools.cache
-def load_tc():
-    """``plugins/module_utils/_tc.py`` of this checkout, as a module."""
-    spec = importlib.util.spec_from_file_location("inferlab_collection_tc", TC_MODULE_UTILS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 class SystemProbe:
     """Live checks against this machine; tests pass a fake with the same methods."""
