@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab.analysis import compare
+from inferlab.analysis import compare, record_input
 from inferlab.record import runs
 
 # What tells two hosts' hardware, firmware and software apart, in the order the matrix shows it: a column name and
@@ -178,10 +178,10 @@ def candidate_against_stock(records: list[dict]) -> Candidate | None:
         return None
     name = _figure_name(both[0])
     try:
-        stock = [compare.mode_view(r, STOCK_MODE) for r in both]
-        candidate = [compare.mode_view(r, CANDIDATE_MODE) for r in both]
+        stock = [record_input.mode_view(r, STOCK_MODE) for r in both]
+        candidate = [record_input.mode_view(r, CANDIDATE_MODE) for r in both]
         result = compare.compare(stock if len(both) > 1 else stock[0], candidate if len(both) > 1 else candidate[0])
-    except compare.CompareError as exc:
+    except record_input.CompareError as exc:
         return Candidate(len(both), None, None, None, None, "not compared", str(exc))
     row = next((r for r in result.rows if r.name == name and r.section.endswith("measured trials")), None)
     speed = next(v for v in result.verdicts if v.claim == "B is faster")
@@ -210,8 +210,8 @@ def build(paths: list[Path]) -> Matrix:
     apart = []
     for path in run_dirs:
         try:
-            record = compare.load_record(path)
-        except compare.CompareError as exc:
+            record = record_input.load_record(path)
+        except record_input.CompareError as exc:
             apart.append((str(path), f"unreadable: {exc}"))
             continue
         key = run_key(record)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from inferlab import paths
-from inferlab.analysis import compare
+from inferlab.analysis import compare, metric_rows, record_input, verdict_policy
 from inferlab.system import liveness
 
 # What ansible-runner's wrapper adds to a run's extra vars (runner.run_playbook); a re-run gets its own.
@@ -71,7 +71,7 @@ def rerun_of(run_dir: Path, mode: str | None = None, inventory: str | Path | Non
     """How the run in ``run_dir`` ran: its record's playbook (collection_playbook), the inventory the user names
     (``inventory``) or else its record's (collection_inventory), and its extra vars from ``env/extravars`` (the
     values as given, secrets included; the wrapper's own variables left out)."""
-    data = compare.load_record(run_dir)
+    data = record_input.load_record(run_dir)
     run = data["run"]
     playbook = collection_playbook(run["playbook"], run["id"])
     chosen = Path(inventory) if inventory else collection_inventory(run["inventory"], run["id"])
@@ -95,7 +95,7 @@ def plan(original: compare.Comparison, runs_a: list[Path], runs_b: list[Path],
     sides alike), each run directory once (two modes of one run are one re-run), each rerun_of with the user's
     ``inventory``; refused when no verdict of the original comparison was supported: nothing would be
     re-verified."""
-    if not any(v.verdict == compare.SUPPORTED for v in original.verdicts):
+    if not any(v.verdict == verdict_policy.SUPPORTED for v in original.verdicts):
         verdicts = ", ".join(f"{v.claim}: {v.verdict}" for v in original.verdicts) or "no claim"
         raise ReverifyError(f"nothing to re-verify: no verdict of A against B was supported ({verdicts}), so "
                             "nothing is run again (a re-run borrows production for nothing)")
@@ -107,7 +107,7 @@ def plan(original: compare.Comparison, runs_a: list[Path], runs_b: list[Path],
 def respec(spec: str, new_dirs: dict[Path, Path], resolve) -> str:
     """A RUN or RUN:MODE argument with its run replaced by the run that ran it again (``resolve``: the CLI's way
     from an argument to its run directory)."""
-    run, mode = compare.split_mode(spec)
+    run, mode = record_input.split_mode(spec)
     again = new_dirs[resolve(run)]
     return f"{again}:{mode}" if mode else str(again)
 
@@ -117,7 +117,7 @@ def drift(original_a: compare.Comparison) -> list[dict]:
     the new A, an A/A pair): each speed and transport metric's medians and their change, observed."""
     return [{"metric": f"{row.section}: {row.name}", "original": row.a.median, "again": row.b.median,
              "change_pct": 100 * row.difference / row.a.median if row.a.median else None}
-            for row in original_a.rows if row.role in (compare.SPEED, compare.TRANSPORT)]
+            for row in original_a.rows if row.role in (metric_rows.SPEED, metric_rows.TRANSPORT)]
 
 
 def collection_playbook(recorded: str, run_id: str, playbooks: Path | None = None) -> Path:
@@ -161,13 +161,13 @@ def judge(original: compare.Comparison, again: compare.Comparison) -> list[Outco
     held only when it was supported and is supported again by later runs from a fresh start."""
     outcomes = []
     for first, second in zip(original.verdicts, again.verdicts, strict=True):
-        if first.verdict != compare.SUPPORTED:
+        if first.verdict != verdict_policy.SUPPORTED:
             outcomes.append(Outcome(first.claim, first.verdict, second.verdict, NOTHING,
                                     f"the original verdict was {first.verdict}, not supported"))
-        elif second.verdict == compare.SUPPORTED and second.re_verified:
+        elif second.verdict == verdict_policy.SUPPORTED and second.re_verified:
             outcomes.append(Outcome(first.claim, first.verdict, second.verdict, HELD,
                                     f"supported again by later runs from a fresh start: {again.fresh_b[1]}"))
-        elif second.verdict == compare.SUPPORTED:
+        elif second.verdict == verdict_policy.SUPPORTED:
             outcomes.append(Outcome(first.claim, first.verdict, second.verdict, NOT_HELD,
                                     f"supported again, but B {again.fresh_b[1]}"))
         else:
@@ -179,7 +179,7 @@ def judge(original: compare.Comparison, again: compare.Comparison) -> list[Outco
 def failed_rerun(original: compare.Comparison, run_dir: Path, code: int, meaning: str) -> list[Outcome]:
     """Every claim, when a new run of B failed (no record to compare): a supported one did not re-verify."""
     why = f"the re-run {run_dir} failed: exit {code} ({meaning})"
-    return [Outcome(v.claim, v.verdict, "none", NOT_HELD if v.verdict == compare.SUPPORTED else NOTHING, why)
+    return [Outcome(v.claim, v.verdict, "none", NOT_HELD if v.verdict == verdict_policy.SUPPORTED else NOTHING, why)
             for v in original.verdicts]
 
 

@@ -6,14 +6,14 @@ request mix at each concurrency level, one batch per level and round on each sid
 - Per level and side (`LevelFigures`): the batch aggregate output tok/s of each round (the samples), the median over
   the rounds of each batch's per-request output tok/s median, of its TTFT and ITL medians and p99s, and the failed
   requests. Batch aggregates and per-request rates are different figures and are kept apart.
-- Per level (`LevelReading`): the aggregate tok/s of TP2 against the replicas' by `compare.compare_metric` (exact
-  rank-sum test, Hodges-Lehmann shift TP2 - replicas with its interval), every level's test read at a Bonferroni
-  level over the levels compared (`compare.with_family_alpha`): "observed: TP2 higher", "observed: replicas higher",
-  "no clear difference" or "no reading". Observed, not a verdict: each topology's rounds ran on one deployment, in
-  one block (the replicas in the control stage, TP2 minutes later), so whatever differs between the two blocks (a
-  drift, a warm cache, the deployment itself) reaches every level alike, and no test over the rounds, Bonferroni or
-  not, can tell it from the topology (simulated in tests/package/test_stats_calibration.py). A verdict needs
-  several runs' sweeps, each run's per-level median one sample, as compare does for repeated runs.
+- Per level (`LevelReading`): the aggregate tok/s of TP2 against the replicas' by `compare_metric` (verdict_policy:
+  exact rank-sum test, Hodges-Lehmann shift TP2 - replicas with its interval), every level's test read at a Bonferroni
+  level over the levels compared (`with_family_alpha`): "observed: TP2 higher", "observed: replicas higher", "no clear
+  difference" or "no reading". Observed, not a verdict: each topology's rounds ran on one deployment, in one block (the
+  replicas in the control stage, TP2 minutes later), so whatever differs between the two blocks (a drift, a warm cache,
+  the deployment itself) reaches every level alike, and no test over the rounds, Bonferroni or not, can tell it from the
+  topology (simulated in tests/package/test_stats_calibration.py). A verdict needs several runs' sweeps, each run's
+  per-level median one sample, as compare does for repeated runs.
 - The crossover: where the side with the higher median aggregate changes from one level to the next. Medians
   observed, not a verdict.
 - The link under TP2 (`link_by_level`, with the run directory): TP2's sweep runs in its mode's counter window, whose
@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferlab.analysis import compare
+from inferlab.analysis import metric_rows, verdict_policy
 from inferlab.record.view import counter_windows, epoch, mode_layers, number, read_samples, sampler_file
 
 TP2, REPLICAS = "tp2", "replicas"
@@ -79,7 +79,7 @@ class LevelReading:
     """What one level's rounds show (observed, not a verdict: ONE_DEPLOYMENT)."""
 
     level: int
-    row: compare.Row | None  # None: a side has no figure at this level
+    row: metric_rows.Row | None  # None: a side has no figure at this level
     reading: str
     reason: str
 
@@ -142,18 +142,19 @@ def level_figures(sweep: dict, level: int) -> LevelFigures:
     )
 
 
-def _reading(level: int, row: compare.Row) -> LevelReading:
+def _reading(level: int, row: metric_rows.Row) -> LevelReading:
     seen = row.family_observed or row.observed
-    if seen == compare.B_BETTER:
+    if seen == verdict_policy.B_BETTER:
         return LevelReading(level, row, TP2_HIGHER, f"TP2 higher, p within {row.family_alpha:.3g}")
-    if seen == compare.B_WORSE:
+    if seen == verdict_policy.B_WORSE:
         return LevelReading(level, row, REPLICAS_HIGHER, f"TP2 lower, p within {row.family_alpha:.3g}")
-    if row.test is not None and seen == compare.UNATTAINABLE:
-        return LevelReading(level, row, NO_READING, compare.no_verdict_possible(row.test)
+    if row.test is not None and seen == verdict_policy.UNATTAINABLE:
+        return LevelReading(level, row, NO_READING, verdict_policy.no_verdict_possible(row.test)
                             + f" (read at {row.family_alpha:.3g})")
-    if seen == compare.NO_CLEAR:
+    if seen == verdict_policy.NO_CLEAR:
         return LevelReading(level, row, NO_CLEAR, f"p above {row.family_alpha:.3g}")
-    return LevelReading(level, row, NO_READING, f"fewer than {compare.MIN_SAMPLES} rounds with a figure on a side")
+    return LevelReading(level, row, NO_READING,
+                        f"fewer than {verdict_policy.MIN_SAMPLES} rounds with a figure on a side")
 
 
 def _compared(levels: list[int], figures: dict[tuple[str, int], LevelFigures]):
@@ -165,16 +166,17 @@ def _compared(levels: list[int], figures: dict[tuple[str, int], LevelFigures]):
 
 
 def _read_by_level(samples: dict[int, tuple[tuple, tuple]], what: str = "",
-                   paired_from: int | None = None) -> dict[int, compare.Row]:
+                   paired_from: int | None = None) -> dict[int, metric_rows.Row]:
     """Each level's row, TP2's aggregate tok/s (B) against the replicas' (A), from `samples` {level: (replicas,
     tp2)}, read at a Bonferroni level over the levels; paired (by run) where a level has `paired_from` or more."""
     rows = {}
     for level, (replicas, tp2) in samples.items():
         metric = f"aggregate output tok/s at concurrency {level}{what}"
-        rows[level] = compare.compare_metric(compare.Metric("sweep", metric, "higher", compare.SPEED, replicas),
-                                             compare.Metric("sweep", metric, "higher", compare.SPEED, tp2),
-                                             paired=paired_from is not None and len(replicas) >= paired_from)
-    return dict(zip(rows, compare.with_family_alpha(list(rows.values()), compare.SPEED), strict=True))
+        rows[level] = verdict_policy.compare_metric(
+            metric_rows.Metric("sweep", metric, "higher", metric_rows.SPEED, replicas),
+            metric_rows.Metric("sweep", metric, "higher", metric_rows.SPEED, tp2),
+            paired=paired_from is not None and len(replicas) >= paired_from)
+    return dict(zip(rows, verdict_policy.with_family_alpha(list(rows.values()), metric_rows.SPEED), strict=True))
 
 
 def readings(levels: list[int], figures: dict[tuple[str, int], LevelFigures]) -> tuple[LevelReading, ...]:
@@ -278,7 +280,7 @@ class LevelVerdict:
     test covers the spread between deployments that a single run's rounds cannot."""
 
     level: int
-    row: compare.Row | None  # None: fewer than compare.MIN_SAMPLES runs with both sides at this level
+    row: metric_rows.Row | None  # None: fewer than verdict_policy.MIN_SAMPLES runs with both sides at this level
     verdict: str  # TP2_FASTER, REPLICAS_FASTER or INCONCLUSIVE
     reason: str
 
@@ -286,8 +288,8 @@ class LevelVerdict:
 def across_runs(records: list[dict]) -> tuple[list[int], tuple[LevelVerdict, ...]]:
     """The levels and each level's verdict, TP2 (B) against the replicas (A), over the sweeps of `records` (one
     experiment each): per run and level, each side's median aggregate tok/s over its rounds. Both sides ran in every
-    run, so the samples pair by run (compare's signed-rank test from compare.PAIRED_MIN_RUNS runs, the rank-sum test
-    below that), each level read at 0.05 over the levels compared (Bonferroni)."""
+    run, so the samples pair by run (the signed-rank test from verdict_policy.PAIRED_MIN_RUNS runs, the rank-sum
+    test below that), each level read at 0.05 over the levels compared (Bonferroni)."""
     built = [found for found in (build(data) for data in records) if found is not None]
     levels = sorted({level for found in built for level in found.levels})
     pairs: dict[int, list[tuple[float, float]]] = {}
@@ -295,21 +297,21 @@ def across_runs(records: list[dict]) -> tuple[list[int], tuple[LevelVerdict, ...
         for level, replicas, tp2 in _compared(found.levels, found.figures):
             pairs.setdefault(level, []).append((statistics.median(replicas), statistics.median(tp2)))
     read = _read_by_level({level: (tuple(a for a, _b in found), tuple(b for _a, b in found))
-                           for level, found in pairs.items() if len(found) >= compare.MIN_SAMPLES},
-                          " (run medians)", compare.PAIRED_MIN_RUNS)
+                           for level, found in pairs.items() if len(found) >= verdict_policy.MIN_SAMPLES},
+                          " (run medians)", verdict_policy.PAIRED_MIN_RUNS)
     verdicts = []
     for level in levels:
         row = read.get(level)
         seen = row and (row.family_observed or row.observed)
         if row is None:
-            verdicts.append(LevelVerdict(level, None, INCONCLUSIVE,
-                                         f"fewer than {compare.MIN_SAMPLES} runs swept both topologies at this level"))
-        elif seen in (compare.B_BETTER, compare.B_WORSE):
-            verdicts.append(LevelVerdict(level, row, TP2_FASTER if seen == compare.B_BETTER else REPLICAS_FASTER,
-                                         f"{row.test.method} test over {row.test.sizes()}, p within "
-                                         f"{row.family_alpha:.3g}"))
-        elif seen == compare.UNATTAINABLE:
-            verdicts.append(LevelVerdict(level, row, INCONCLUSIVE, compare.no_verdict_possible(row.test)
+            verdicts.append(LevelVerdict(level, None, INCONCLUSIVE, f"fewer than {verdict_policy.MIN_SAMPLES} runs "
+                                         "swept both topologies at this level"))
+        elif seen in (verdict_policy.B_BETTER, verdict_policy.B_WORSE):
+            faster = TP2_FASTER if seen == verdict_policy.B_BETTER else REPLICAS_FASTER
+            verdicts.append(LevelVerdict(level, row, faster, f"{row.test.method} test over {row.test.sizes()}, p "
+                                         f"within {row.family_alpha:.3g}"))
+        elif seen == verdict_policy.UNATTAINABLE:
+            verdicts.append(LevelVerdict(level, row, INCONCLUSIVE, verdict_policy.no_verdict_possible(row.test)
                                          + f" (read at {row.family_alpha:.3g})"))
         else:
             verdicts.append(LevelVerdict(level, row, INCONCLUSIVE, f"no clear difference at {row.family_alpha:.3g}"))

@@ -15,7 +15,7 @@ from inferlab.report import quarantine as report_quarantine
 from inferlab.report import sweep as report_sweep
 from inferlab.report import text as fmt
 
-MIN_TRIALS = 3  # fewer samples than this is not a statistic (compare.MIN_SAMPLES)
+MIN_TRIALS = 3  # fewer samples than this is not a statistic (verdict_policy.MIN_SAMPLES)
 
 
 def _representative_step(batches: list[record_view.Batch]) -> str | None:

@@ -9,14 +9,14 @@ metric; with few pairs no interval reaches 95 % and the report says so instead o
 
 from __future__ import annotations
 
-from inferlab.analysis import compare, stats
+from inferlab.analysis import stats, verdict_policy
 from inferlab.report.collectives import text_of
 
 # key, name, which way is better
 FIGURES = (("ttft_ms", "TTFT ms", "lower"), ("prefill_tok_s", "prefill tok/s (prompt tokens / TTFT)", "higher"),
            ("decode_tok_s", "decode tok/s (TTFT excluded)", "higher"))
 # compare's readings of B (here warm) against A (cold), in this section's words
-READINGS = {compare.B_BETTER: "warm better", compare.B_WORSE: "warm worse"}
+READINGS = {verdict_policy.B_BETTER: "warm better", verdict_policy.B_WORSE: "warm worse"}
 
 
 def _cell(figure: dict) -> str:
@@ -32,7 +32,7 @@ def _values(figure: dict) -> list[float]:
 def interval_bounds(interval: stats.ShiftInterval, m: int, n: int, samples: str) -> str:
     """A Hodges-Lehmann interval as the report prints it, or why there is none at m vs n `samples` (trials, ...)."""
     if interval.low is None:
-        return f"no {compare.CONFIDENCE_PCT} % interval at {m} vs {n} {samples}"
+        return f"no {verdict_policy.CONFIDENCE_PCT} % interval at {m} vs {n} {samples}"
     return f"{interval.confidence_pct:.0f} % interval {interval.bounds(text_of)}"
 
 
@@ -43,9 +43,9 @@ def shift(cold: dict, warm: dict, better: str) -> str:
     a, b = _values(cold), _values(warm)
     if not a or not b:
         return "no shift: a label has no confirmed trial"
-    interval = stats.hodges_lehmann(a, b, compare.CONFIDENCE_PCT)
+    interval = stats.hodges_lehmann(a, b, verdict_policy.CONFIDENCE_PCT)
     test = stats.rank_sum_test(a, b)
-    reading = compare.reading(test, compare.ALPHA, better)
+    reading = verdict_policy.reading(test, verdict_policy.ALPHA, better)
     bounds = interval_bounds(interval, len(a), len(b), "trials")
     return (f"{READINGS.get(reading, reading)}: {text_of(interval.estimate)} ({bounds}; rank-sum p "
             f"{test.p_two_sided:.3g}, at least {test.smallest_p:.3g})")
@@ -67,7 +67,8 @@ def section(serving: dict) -> list[str]:
         "Pairs of one long prompt: cold with the prefix cache flushed first, then warm (the same prompt again). A "
         "label counts only where the server's cached tokens confirm it (0 cold, above 0 warm). Median (min–max, n) "
         "over the confirmed trials; the shift is warm minus cold (Hodges-Lehmann), read as `inferlab compare` reads "
-        f"a metric (two-sided rank-sum test at {100 * compare.ALPHA:.0f} %; 3 pairs can give no verdict, 4 can).",
+        f"a metric (two-sided rank-sum test at {100 * verdict_policy.ALPHA:.0f} %; 3 pairs can give no verdict, 4 "
+        "can).",
         "",
     ]
     for mode, trials in traced.items():

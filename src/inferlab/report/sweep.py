@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from inferlab.analysis import compare, sweep
+from inferlab.analysis import metric_rows, sweep, verdict_policy
 from inferlab.report import prefix as report_prefix
 from inferlab.report import text as fmt
 from inferlab.report.collectives import text_of
@@ -24,7 +24,7 @@ def _pair(median: float | None, p99: float | None) -> str:
     return f"{text_of(median)} / {text_of(p99)}"
 
 
-def _shift(row: compare.Row | None) -> str:
+def _shift(row: metric_rows.Row | None) -> str:
     if row is None or row.interval is None:
         return "—"
     bounds = report_prefix.interval_bounds(row.interval, row.a.n, row.b.n, "rounds")
@@ -97,8 +97,8 @@ def section(record: dict, run_dir: Path | None = None) -> list[str]:
     if reading_rows:
         lines += [
             "Each level's reading: TP2's aggregate tok/s against the replicas' (exact two-sided rank-sum test, each "
-            f"level read at {100 * compare.ALPHA:.0f} % divided by the levels compared, Bonferroni; the shift is TP2 "
-            f"minus the replicas, Hodges-Lehmann); {sweep.ONE_DEPLOYMENT}.",
+            f"level read at {100 * verdict_policy.ALPHA:.0f} % divided by the levels compared, Bonferroni; the shift "
+            f"is TP2 minus the replicas, Hodges-Lehmann); {sweep.ONE_DEPLOYMENT}.",
             "",
             *fmt.table(["concurrency", "TP2 − replicas, aggregate tok/s", "p", "read as", "observed"], reading_rows),
             "",
@@ -128,7 +128,7 @@ def across_runs(records: list[dict]) -> str:
     if not levels:
         return "\n".join(lines + ["No run has a concurrency sweep."]) + "\n"
 
-    def spread(found: compare.Spread | None) -> str:
+    def spread(found: metric_rows.Spread | None) -> str:
         return "—" if found is None else (f"{text_of(found.median)} ({text_of(found.min)}–{text_of(found.max)}, "
                                           f"n={found.n})")
 
@@ -138,9 +138,9 @@ def across_runs(records: list[dict]) -> str:
     return "\n".join(lines + [
         "Each run's median aggregate output tok/s over its rounds is one sample a side, so the test covers the "
         "spread between deployments, which a single run's rounds cannot (its report gives readings, not verdicts). "
-        f"Both sides ran in every run, so from {compare.PAIRED_MIN_RUNS} runs the samples pair by run (the signed-"
-        "rank test of the per-run differences); with fewer, the rank-sum test. Each level is read at "
-        f"{100 * compare.ALPHA:.0f} % divided by the levels compared (Bonferroni); the shift is TP2 minus the "
+        f"Both sides ran in every run, so from {verdict_policy.PAIRED_MIN_RUNS} runs the samples pair by run (the "
+        "signed-rank test of the per-run differences); with fewer, the rank-sum test. Each level is read at "
+        f"{100 * verdict_policy.ALPHA:.0f} % divided by the levels compared (Bonferroni); the shift is TP2 minus the "
         "replicas.",
         "",
         *fmt.table(["concurrency", "replicas, run medians", "TP2, run medians", "TP2 − replicas", "p", "read as",
