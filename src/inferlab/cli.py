@@ -125,12 +125,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    from inferlab.lab import control as lab  # the lab's own helpers; imported here so `inferlab run` stays light
+    from inferlab.lab import status as lab_status  # the lab's own helpers; imported here so `inferlab run` stays light
 
     inventory = resolve_inventory(args.inventory)
     if args.action == "status":
-        status = lab.status(inventory)
-        print(json.dumps(status, indent=2) if args.json else lab.render_status_text(status))
+        status = lab_status.status(inventory)
+        print(json.dumps(status, indent=2) if args.json else lab_status.render_status_text(status))
         return exit_codes.SUCCESS
     playbook = paths.PLAYBOOKS / f"lab_{args.action}.yml"
     return run_and_record(playbook, inventory, runner.new_run_dir(playbook), {}, verbose=args.verbose)

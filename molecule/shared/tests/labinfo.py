@@ -10,7 +10,7 @@ import pytest
 import testinfra.utils.ansible_runner
 import yaml
 
-from inferlab.lab.control import lab_dir_from_inventory
+from inferlab.lab.status import lab_dir_from_inventory
 
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
