@@ -1,5 +1,5 @@
-"""How the report prints a value: the small text helpers every section of report.md shares (report.py and
-report_findings.py), one place for each."""
+"""How the report prints a value: the small text helpers every section of report.md shares (report.py and the
+section modules beside it), one place for each."""
 
 from __future__ import annotations
 
