@@ -149,9 +149,9 @@ install: bootstrap
 # Every scenario, one after the other, each timed (tests/molecule_scenario.sh). The scenarios on the embedded lab
 # share one lab (INFERLAB_MOLECULE_SHARED_LAB=1, molecule/shared/destroy.yml): each still runs its own destroy and
 # create, which prove the lab clean and healthy, but the lab is built once and removed once. Their playbooks run on
-# the Ansible strategy `inferlab run` uses (src/inferlab/strategy.py); every restore play names ansible-core's linear
-# itself. experiment comes last: its lab has no router (a different lab spec), so the lab is rebuilt once for it, not
-# once more after it. Two chains of scenarios on two shared labs at once were tried and dropped: the lab scenarios
+# the Ansible strategy `inferlab run` uses (src/inferlab/run/strategy.py); every restore play names ansible-core's
+# linear itself. experiment comes last: its lab has no router (a different lab spec), so the lab is rebuilt once for
+# it, not once more after it. Two chains of scenarios on two shared labs at once were tried and dropped: the lab scenarios
 # keep both CPUs busy beside the background gates, so nothing was won, and the public route lost requests
 # (docs/PERFORMANCE.md).
 MOLECULE_LAB_SCENARIOS := default restore serve fallback topology link interrupt experiment
@@ -165,7 +165,7 @@ molecule: bootstrap
 	trap 'INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || cat .cache/molecule-lab-down.log' EXIT
 	INFERLAB_MOLECULE_SHARED_LAB= $(BIN)/molecule destroy -s default > .cache/molecule-lab-down.log 2>&1 || { cat .cache/molecule-lab-down.log; exit 1; }
 	export INFERLAB_MOLECULE_SHARED_LAB=1
-	strategy_env=$$($(BIN)/python -m inferlab.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
+	strategy_env=$$($(BIN)/python -m inferlab.run.strategy)  # what `inferlab run` uses ($$INFERLAB_STRATEGY or mitogen)
 	export $$strategy_env
 	for scenario in $(MOLECULE_SCENARIOS); do
 	  if [ $$scenario = engine ] || [ $$scenario = cluster ]; then
@@ -190,7 +190,7 @@ molecule-kernel molecule-negative molecule-cluster molecule-engine: bootstrap
 	    > .cache/$@-engine-build.log 2>&1 || { cat .cache/$@-engine-build.log; exit 1; }
 	  export INFERLAB_ENGINE_INFO=$(CURDIR)/.cache/engine-$(@:molecule-%=%).json
 	fi
-	strategy_env=$$($(BIN)/python -m inferlab.strategy)
+	strategy_env=$$($(BIN)/python -m inferlab.run.strategy)
 	export $$strategy_env
 	bash tests/molecule_scenario.sh $(@:molecule-%=%) $(TEST_TIMES) $(FAILED_SCENARIO_LOGS)
 

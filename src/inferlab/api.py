@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferlab import cancel, exit_codes, paths, plots, record, report, runner, runs, strategy
-from inferlab.redaction import redact_vars
+from inferlab import exit_codes, paths
+from inferlab.plots import plots
+from inferlab.record import record, runs
+from inferlab.record.redaction import redact_vars
+from inferlab.report import report
+from inferlab.run import cancel, runner, strategy
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ def restore_after_cancel(
 
 def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict:
     """The record's `run` section (see record.schema.json); a secret in the extra vars is redacted (by the
-    variable's name, and by the value's shape: inferlab.redaction)."""
+    variable's name, and by the value's shape: inferlab.record.redaction)."""
     playbook = outcome.playbook
     return {
         "id": outcome.run_id or outcome.run_dir.name,
@@ -192,12 +196,13 @@ def run(
     rc is 11 when it verified every host, else 12 (`restore_playbook=None`: no restore, for playbooks that change
     nothing). Without one, SIGINT, SIGTERM and SIGHUP cancel (a hang-up never cancels the restore playbook).
     `quiet` keeps ansible's output off stdout (it is in
-    `artifacts/ansible/stdout` either way). `strategy_name` is the Ansible strategy (inferlab.strategy; None:
+    `artifacts/ansible/stdout` either way). `strategy_name` is the Ansible strategy (inferlab.run.strategy; None:
     $INFERLAB_STRATEGY or the default); a restore playbook, and the restore after a cancel, always run on `linear`.
     `event_handler` gets every ansible-runner job event (the run's, and the restore's after a cancel; it returns True
-    to keep the event in the artifacts; inferlab.progress.Progress is the CLI's), `status_handler` each status change
+    to keep the event in the artifacts; inferlab.run.progress.Progress is the CLI's),
+    `status_handler` each status change
     of the run. `limit` is ansible-playbook's --limit for the run (never for the restore after a cancel).
-    Raises FileNotFoundError for a missing playbook or inventory, inferlab.strategy.StrategyError for an unknown
+    Raises FileNotFoundError for a missing playbook or inventory, inferlab.run.strategy.StrategyError for an unknown
     strategy.
     """
     playbook_path = runner.resolve_playbook(str(playbook))

@@ -12,23 +12,14 @@ from pathlib import Path
 
 import yaml
 
-from inferlab import (
-    api,
-    compare,
-    exit_codes,
-    export,
-    matrix,
-    paths,
-    progress,
-    query,
-    record,
-    report,
-    report_sweep,
-    reverify,
-    runner,
-    runs,
-    strategy,
-)
+from inferlab import api, exit_codes, paths
+from inferlab.analysis import compare, matrix, record_input, reverify
+from inferlab.plots import matrix as matrix_plot
+from inferlab.record import export, query, record, runs
+from inferlab.report import compare_output, report
+from inferlab.report import matrix as matrix_text
+from inferlab.report import sweep as report_sweep
+from inferlab.run import progress, runner, strategy
 
 PACKAGE = "inferlab"
 COLLECTION = "inferlab.distributed"
@@ -85,7 +76,7 @@ def run_and_record(
     verbose: bool = False,
     limit: str | None = None,
 ) -> int:
-    """`inferlab run`: api.run with a line per play or stage and each failed task on stderr (inferlab.progress), or
+    """`inferlab run`: api.run with a line per play or stage and each failed task on stderr (inferlab.run.progress), or
     ansible's whole output with `verbose`, then a summary on stderr; the run directory is the only line on stdout."""
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
     result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=not verbose,
@@ -134,12 +125,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    from inferlab.lab import control as lab  # the lab's own helpers; imported here so `inferlab run` stays light
+    from inferlab.lab import status as lab_status  # the lab's own helpers; imported here so `inferlab run` stays light
 
     inventory = resolve_inventory(args.inventory)
     if args.action == "status":
-        status = lab.status(inventory)
-        print(json.dumps(status, indent=2) if args.json else lab.render_status_text(status))
+        status = lab_status.status(inventory)
+        print(json.dumps(status, indent=2) if args.json else lab_status.render_status_text(status))
         return exit_codes.SUCCESS
     playbook = paths.PLAYBOOKS / f"lab_{args.action}.yml"
     return run_and_record(playbook, inventory, runner.new_run_dir(playbook), {}, verbose=args.verbose)
@@ -215,8 +206,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     try:
-        records = [compare.load_record(resolve_run(run)) for run in args.runs.split(",")]
-    except compare.CompareError as exc:
+        records = [record_input.load_record(resolve_run(run)) for run in args.runs.split(",")]
+    except record_input.CompareError as exc:
         raise UsageError(str(exc)) from None
     print(report_sweep.across_runs(records), end="")
     return exit_codes.SUCCESS
@@ -225,8 +216,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else paths.RUNS
     try:
-        text = export.render(export.export(compare.load_record(resolve_run(args.run, root)), args.format))
-    except (compare.CompareError, export.ExportError) as exc:
+        text = export.render(export.export(record_input.load_record(resolve_run(args.run, root)), args.format))
+    except (record_input.CompareError, export.ExportError) as exc:
         raise UsageError(str(exc)) from None
     if args.output:
         Path(args.output).write_text(text)
@@ -236,10 +227,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def load_compared(value: str) -> dict:
-    """A run's record, or one served mode of it (``RUN:MODE``, compare.mode_view)."""
-    run, mode = compare.split_mode(value)
-    data = compare.load_record(resolve_run(run))
-    return compare.mode_view(data, mode) if mode else data
+    """A run's record, or one served mode of it (``RUN:MODE``, record_input.mode_view)."""
+    run, mode = record_input.split_mode(value)
+    data = record_input.load_record(resolve_run(run))
+    return record_input.mode_view(data, mode) if mode else data
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -247,9 +238,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         records_a = [load_compared(run) for run in args.run_a.split(",")]
         records_b = [load_compared(run) for run in args.run_b.split(",")]
         result = compare.compare(records_a, records_b, require_fresh=args.require_fresh)
-    except compare.CompareError as exc:
+    except record_input.CompareError as exc:
         raise UsageError(str(exc)) from None
-    print(json.dumps(compare.as_json(result), indent=2) if args.json else compare.render_text(result), end="")
+    text = json.dumps(compare_output.as_json(result), indent=2) if args.json else compare_output.render_text(result)
+    print(text, end="")
     if args.json:
         print()
     return exit_codes.SUCCESS
@@ -262,11 +254,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         table = matrix.build(given)
     except matrix.MatrixError as exc:
         raise UsageError(str(exc)) from None
-    print(matrix.render_markdown(table), end="")
+    print(matrix_text.render_markdown(table), end="")
     if args.csv:
-        Path(args.csv).write_text(matrix.render_csv(table))
+        Path(args.csv).write_text(matrix_text.render_csv(table))
     if args.plot:
-        matrix.plot(table, Path(args.plot))
+        matrix_plot.plot(table, Path(args.plot))
     return exit_codes.SUCCESS
 
 
@@ -279,9 +271,9 @@ def cmd_reverify(args: argparse.Namespace) -> int:
     try:
         records_a, records_b = [load_compared(run) for run in specs_a], [load_compared(run) for run in specs_b]
         original = compare.compare(records_a, records_b)
-        reruns = reverify.plan(original, [resolve_run(compare.split_mode(run)[0]) for run in specs_a],
-                               [resolve_run(compare.split_mode(run)[0]) for run in specs_b], args.inventory)
-    except (compare.CompareError, reverify.ReverifyError) as exc:
+        reruns = reverify.plan(original, [resolve_run(record_input.split_mode(run)[0]) for run in specs_a],
+                               [resolve_run(record_input.split_mode(run)[0]) for run in specs_b], args.inventory)
+    except (record_input.CompareError, reverify.ReverifyError) as exc:
         raise UsageError(str(exc)) from None
     new_dirs, code, outcomes = {}, exit_codes.SUCCESS, None
     for rerun in reruns:
@@ -303,16 +295,16 @@ def cmd_reverify(args: argparse.Namespace) -> int:
             again = compare.compare(records_new_a, [load_compared(run) for run in new_b], require_fresh=True,
                                     later_than=records_b)
             a_drift = reverify.drift(compare.compare(records_a, records_new_a))
-        except compare.CompareError as exc:
+        except record_input.CompareError as exc:
             raise UsageError(f"the re-runs cannot be compared: {exc}") from None
         outcomes = reverify.judge(original, again)
     document = {**reverify.as_json(specs_a, specs_b, new_a, new_b, outcomes, a_drift), "time": runner.utc_iso()}
     # the outcome first: keeping it beside each original run, and its report, must not lose it
     print(json.dumps(document, indent=2) + "\n" if args.json else reverify.render_text(document), end="")
-    for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(compare.split_mode, specs_b)):
+    for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(record_input.split_mode, specs_b)):
         try:  # the original run's report shows it, kept beside its record
             reverify.keep(run_dir, document)
-            report.write(run_dir, compare.load_record(run_dir))
+            report.write(run_dir, record_input.load_record(run_dir))
         except Exception as exc:  # noqa: BLE001 - whatever fails here, the outcome above stands
             print(f"inferlab: {run_dir}: the outcome could not be kept in the run directory: {exc!r}", file=sys.stderr)
     return code

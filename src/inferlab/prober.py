@@ -3,6 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The continuity prober: proof that production's public route kept answering while an experiment borrowed its GPUs.
 
+One file of about 650 lines on purpose: it is copied and run on its own (any Python 3.8, the standard library, no
+import of this package), so it cannot be split into modules.
+
 It is started before anything is borrowed and stopped (by PID, in ``always:``) after the restore is verified::
 
     python3 -m inferlab.prober run --url BASE --model NAME --output FILE.jsonl [--interval 0.5] [--timeout 10]
@@ -369,8 +372,9 @@ class Prober:
 
 
 def percentile(values, q):
-    """``numpy.percentile(values, q)`` with numpy's default method (``linear``); None for no values. (inferlab.stats
-    has the same: this file runs alone, copied, on any Python 3.8, so it imports nothing of the package.)"""
+    """``numpy.percentile(values, q)`` with numpy's default method (``linear``); None for no values.
+    (inferlab.analysis.stats has the same: this file runs alone, copied, on any Python 3.8, so it imports nothing of
+    the package.)"""
     ordered = sorted(values)
     if not ordered:
         return None

@@ -46,7 +46,7 @@ from pathlib import Path
 import yaml
 
 from inferlab import cli, paths
-from inferlab.lab import control as lab
+from inferlab.lab import status as lab_status
 
 REPO = Path(__file__).resolve().parents[2]
 INFERLAB = [sys.executable, "-m", "inferlab.cli"]
@@ -171,7 +171,7 @@ def bench_fallback(runs_wanted: int) -> dict[str, list[float]]:
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
     inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
-    first = lab.read_lab_json(lab.resolve_lab(inventory)[1])["gateway"]["instances"][0]
+    first = lab_status.read_lab_json(lab_status.resolve_lab(inventory)[1])["gateway"]["instances"][0]
     single = {"inferlab_public_url": first["url"], "inferlab_gateway_front": {}, "continuity_budget": 1000,
               "continuity_label": "single-instance",
               "inferlab_gateway_instances": [{k: first[k] for k in

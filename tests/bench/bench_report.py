@@ -28,7 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from inferlab import api, record_view  # noqa: E402
+from inferlab import api  # noqa: E402
+from inferlab.record import view as record_view  # noqa: E402
 
 FIXTURE = REPO / "tests" / "unit" / "fixtures" / "report" / "serve.json"
 AIM_S = 5.0

@@ -45,11 +45,13 @@ build_and_install() {
     echo "install: $tarball holds files that are not the collection's (listed above): galaxy.yml build_ignore" >&2
     exit 1
   fi
-  # The wheel carries the checkout's ansible.cfg (the package's link to it, as a file).
-  "$VENV/bin/python" - "$wheel" <<'EOF'
-import sys, zipfile
+  # The wheel carries the checkout's ansible.cfg (the package's link to it, as a file) and every module of the
+  # package's subpackages.
+  "$VENV/bin/python" - "$wheel" "$ROOT/src" <<'EOF'
+import pathlib, sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-missing = [n for n in ("inferlab/ansible.cfg", "inferlab/schemas/record.schema.json") if n not in names]
+modules = [p.relative_to(sys.argv[2]).as_posix() for p in pathlib.Path(sys.argv[2], "inferlab").rglob("*.py")]
+missing = [n for n in ("inferlab/ansible.cfg", "inferlab/schemas/record.schema.json", *modules) if n not in names]
 sys.exit(f"install: {sys.argv[1]} lacks {missing}" if missing else 0)
 EOF
 

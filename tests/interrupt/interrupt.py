@@ -46,8 +46,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from inferlab import process_tree  # noqa: E402
-from inferlab.lab import control as lab  # noqa: E402
+from inferlab.lab import processes as lab_processes  # noqa: E402
+from inferlab.lab import status as lab_status  # noqa: E402
+from inferlab.system import process_tree  # noqa: E402
 
 PLAYBOOK = REPO / "playbooks" / "experiment.yml"
 RESTORE = REPO / "playbooks" / "restore.yml"
@@ -228,7 +229,7 @@ def wait_up(inventory: Path, timeout_s: float) -> dict:
     machine is busy (a service's health answered late) makes a lab degraded for that probe only."""
     deadline = time.monotonic() + timeout_s
     while True:
-        status = lab.status(inventory)
+        status = lab_status.status(inventory)
         if status["state"] == "up" or time.monotonic() >= deadline:
             return status
         print(f"interrupt: the lab is {status['state']}: {'; '.join(status.get('problems', []))}; checking again",
@@ -316,12 +317,12 @@ def leftovers(status: dict, lab_dir: Path, gateway_sha: str | None, run_id: str)
     found = {"open_ledger_entries": [e for path in ledgers(lab_dir) for e in open_entries(path)],
              "ledger_locks": [f"{path}: held by {run_id}" for path, run_id in ledger_locks(lab_dir).items()],
              "processes": [], "tc_profiles": [], "build_dirs": [], "gateway_config": [], "lab_problems": [],
-             "controller_processes": [f"{pid}: {(lab.proc_cmdline(pid) or '')[:160]}"
+             "controller_processes": [f"{pid}: {(lab_processes.proc_cmdline(pid) or '')[:160]}"
                                       for pid in process_tree.marked(run_id)]}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         if pid == os.getpid():  # this driver: its own arguments may name a point such as deadman:tp2_baseline+2
             continue
-        cmdline = lab.proc_cmdline(pid) or ""
+        cmdline = lab_processes.proc_cmdline(pid) or ""
         # the lab directory with its slash: lab imol's is a prefix of lab imolnr's
         if f"{lab_dir}/" in cmdline and any(mark in cmdline for mark in RUN_PROCESS_MARKS):
             found["processes"].append(f"{pid}: {cmdline[:160]}")
@@ -357,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
                              "a deadline shorter than a stage would fire the switch mid-stage)")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per point, to reach it")
     args = parser.parse_args(argv)
-    _name, lab_dir = lab.resolve_lab(args.inventory)
+    _name, lab_dir = lab_status.resolve_lab(args.inventory)
     first = wait_up(args.inventory, 60.0)
     if first["state"] != "up":  # else the ledger and leftover checks below would look at nothing and pass
         print(f"interrupt: the lab of {args.inventory} is {first['state']} (lab dir {lab_dir}): "
@@ -369,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         point = parse_point(text)
         stages = point["stages"] or (args.stages.split(",") if args.stages else None)
         plan = {"experiment_stages": stages} if stages else {}
-        before = lab.status(args.inventory)
+        before = lab_status.status(args.inventory)
         config = before.get("gateway", {}).get("config")
         gateway_sha = sha256(Path(config)) if config else None
         text = point["point"]
@@ -383,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             result = {"point": text, **run_until_signaled(point, args.inventory, run_dir, extravars, args.timeout_s)}
             if result["killed"]:
                 result["restore"] = own_restore(run_dir)
-                result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha, run_dir.name)
+                result["leftovers"] = leftovers(lab_status.status(args.inventory), lab_dir, gateway_sha, run_dir.name)
             result["ok"] = bool(result["killed"] and result["exit_code"] == 11 and result["restore"]["rc"] == 0
                                 and result["restore"]["verified"] and all(result["restore"]["verified"].values())
                                 and not any(result["leftovers"].values()))
@@ -404,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
                 result["deadman_s"] = wait_for_deadman(lab_dir, args.deadline_s + 60)
             result["restore"] = restore(args.inventory, run_dir)
             result["restore_s"] = round(time.monotonic() - t_kill, 1)
-            result["leftovers"] = leftovers(lab.status(args.inventory), lab_dir, gateway_sha, run_dir.name)
+            result["leftovers"] = leftovers(lab_status.status(args.inventory), lab_dir, gateway_sha, run_dir.name)
             undone_by_restore = [u for host, u in result["restore"]["undone"].items() if u]
             result["ok"] = (locked_by_run and result["restore"]["rc"] == 0
                             and all(result["restore"]["verified"].values())

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import api, cli, exit_codes, runner
+from inferlab import api, cli, exit_codes
+from inferlab.run import runner
 
 PLAYBOOK = """\
 - name: A tiny run against the controller

@@ -8,7 +8,10 @@ import json
 import pytest
 from test_api import RESTORE, tiny_project
 
-from inferlab import api, exit_codes, record, report, runner
+from inferlab import api, exit_codes
+from inferlab.record import record
+from inferlab.report import report
+from inferlab.run import runner
 
 
 @pytest.fixture(name="project")

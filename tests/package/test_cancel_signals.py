@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from inferlab import cancel, process_tree
+from inferlab.run import cancel
+from inferlab.system import process_tree
 
 # The playbook changes something, then starts a process in a session of its own that ticks into a file until it is
 # killed (its ticks show it ran), and waits.
@@ -193,7 +194,7 @@ def test_a_marked_orphan_is_ended_by_its_run_id_and_nothing_else_is(tmp_path):
     subprocess.run([sys.executable, "-c", spawn], check=True)  # exits at once: its children are orphans of init
     mine, other, unmarked = (int(p) for p in pids.read_text().split())
     try:
-        ended = json.loads(subprocess.run([sys.executable, "-m", "inferlab.process_tree", "end-run", "run-mine"],
+        ended = json.loads(subprocess.run([sys.executable, "-m", "inferlab.system.process_tree", "end-run", "run-mine"],
                                           capture_output=True, text=True, check=True).stdout)
         assert ended == {"run_id": "run-mine", "ended": [mine]}
         assert process_tree.stat_fields(mine) is None or process_tree.stat_fields(mine)[0] in "ZX"
@@ -207,6 +208,6 @@ def test_a_marked_orphan_is_ended_by_its_run_id_and_nothing_else_is(tmp_path):
 
 
 def test_end_run_needs_a_run_id():
-    proc = subprocess.run([sys.executable, "-m", "inferlab.process_tree", "end-run"], capture_output=True, text=True,
-                          check=False)
-    assert proc.returncode == 2 and "usage: python -m inferlab.process_tree end-run RUN_ID" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "inferlab.system.process_tree", "end-run"], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 2 and "usage: python -m inferlab.system.process_tree end-run RUN_ID" in proc.stderr

@@ -6,7 +6,8 @@ import copy
 
 from test_compare import RUNS_A5, RUNS_B5, repeated
 
-from inferlab import compare, fingerprint
+from inferlab.analysis import compare, fingerprint, verdict_policy
+from inferlab.report import compare_output
 
 IDENTITY = {
     "format": "inferlab.host_identity/1", "kernel_release": "6.8.0-49-generic", "missing": [], "peer": None,
@@ -71,8 +72,8 @@ def test_the_declared_layer_explains_what_it_changes_and_the_verdict_stands():
     assert [(d.component, d.layer, d.explained_by) for d in result.fingerprint] == [
         ("baseline -> nextn on ws-a: launch command", "launch", "speculation"),
         ("baseline -> nextn on ws-b: launch command", "launch", "speculation")]
-    assert next(v for v in result.verdicts if v.claim == "B is faster").verdict == compare.SUPPORTED
-    text = compare.render_text(result)
+    assert next(v for v in result.verdicts if v.claim == "B is faster").verdict == verdict_policy.SUPPORTED
+    text = compare_output.render_text(result)
     assert "| baseline -> nextn on ws-a: launch command | launch |" in text and "| speculation |" in text
 
 
@@ -81,12 +82,12 @@ def test_a_difference_no_declared_layer_explains_withholds_every_verdict():
     kernel = next(d for d in result.fingerprint if d.component == "ws-a: kernel")
     assert (kernel.a, kernel.b, kernel.explained_by) == ("6.8.0-49-generic", "6.11.0-9-generic", None)
     for verdict in result.verdicts:
-        assert verdict.verdict == compare.INCONCLUSIVE
+        assert verdict.verdict == verdict_policy.INCONCLUSIVE
         assert verdict.reason == ("A and B differ in more than the declared layer speculation: ws-a: kernel "
                                   "(6.8.0-49-generic -> 6.11.0-9-generic): no verdict across more than one layer")
     row = "| ws-a: kernel | kernel | 6.8.0-49-generic | 6.11.0-9-generic | **nothing** |"
-    assert row in compare.render_text(result)
-    differences = compare.as_json(result)["fingerprint"]["differences"]
+    assert row in compare_output.render_text(result)
+    differences = compare_output.as_json(result)["fingerprint"]["differences"]
     assert [d["explained_by"] for d in differences if d["component"] == "ws-a: kernel"] == [None]
 
 
@@ -101,7 +102,7 @@ def test_a_deliberate_change_declared_as_a_layer_is_explained():
     assert result.changed_layer == "firmware"
     [bios] = result.fingerprint
     assert (bios.component, bios.explained_by) == ("ws-a: firmware bios_version", "firmware")
-    assert next(v for v in result.verdicts if v.claim == "B is faster").verdict == compare.SUPPORTED
+    assert next(v for v in result.verdicts if v.claim == "B is faster").verdict == verdict_policy.SUPPORTED
 
 
 def test_runs_of_one_side_that_differ_among_themselves_get_no_verdict():
@@ -109,7 +110,7 @@ def test_runs_of_one_side_that_differ_among_themselves_get_no_verdict():
     group_b[2]["verification"]["ws-b"]["driver_version"] = "575.64"
     result = compare.compare(group_a, group_b)
     faster = next(v for v in result.verdicts if v.claim == "B is faster")
-    assert faster.verdict == compare.INCONCLUSIVE
+    assert faster.verdict == verdict_policy.INCONCLUSIVE
     assert faster.reason == ("the runs of B are not one configuration: b-1 and b-3 differ in ws-b: GPU driver "
                              "(580.95.05 -> 575.64): no verdict across more than one layer")
 
@@ -125,8 +126,8 @@ def test_a_component_one_record_lacks_is_listed_and_noted_but_withholds_nothing(
                                                 "baseline -> nextn on ws-b: model file config.json"]
     assert "2 fingerprint component(s) recorded in one run only, so not checked (first: baseline -> nextn on ws-a: " \
            "model file config.json)" in result.notes
-    assert next(v for v in result.verdicts if v.claim == "B is faster").verdict == compare.SUPPORTED
-    assert "| (not recorded) |" in compare.render_text(result)
+    assert next(v for v in result.verdicts if v.claim == "B is faster").verdict == verdict_policy.SUPPORTED
+    assert "| (not recorded) |" in compare_output.render_text(result)
 
 
 def test_an_a_a_pair_that_differs_in_what_ran_is_said_to_be_no_noise_floor():
@@ -136,7 +137,7 @@ def test_an_a_a_pair_that_differs_in_what_ran_is_said_to_be_no_noise_floor():
     result = compare.compare(group_a, group_b)
     assert result.changed_layer is None
     for verdict in result.verdicts:
-        assert verdict.verdict == compare.NO_VERDICT
+        assert verdict.verdict == verdict_policy.NO_VERDICT
         assert verdict.reason.startswith("A and B differ in more than no declared layer: ws-a: link MTU (65520 -> "
                                          "9000)")
 
@@ -146,4 +147,4 @@ def test_the_same_configuration_says_so():
     group_b = with_configuration(repeated("serve_tp2.json", "baseline", RUNS_B5, "b"), "baseline", False)
     result = compare.compare(group_a, group_b)
     assert result.fingerprint == [] and result.fingerprint_components == 38  # 13 a host, 5 a rank, 2 kernels
-    assert "A and B ran the same configuration: 38 components" in compare.render_text(result)
+    assert "A and B ran the same configuration: 38 components" in compare_output.render_text(result)

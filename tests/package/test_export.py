@@ -1,13 +1,14 @@
-"""inferlab.export and `inferlab export`: a run's workload batches as SGLang's bench_serving and vLLM's bench serve
-write their result lines: the field names those tools use, the figures recomputed from the per-request records with
-their definitions, and the batch's origin."""
+"""inferlab.record.export and `inferlab export`: a run's workload batches as SGLang's bench_serving and vLLM's bench
+serve write their result lines: the field names those tools use, the figures recomputed from the per-request records
+with their definitions, and the batch's origin."""
 
 import json
 
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, export
+from inferlab import cli, exit_codes
+from inferlab.record import export
 
 SERVE_TRIALS = FIXTURE_ROOT / "report" / "serve_trials.json"
 # The keys of a bench_serving --output-file line (python -m sglang.bench_serving) that inferlab can fill, and of a

@@ -1,4 +1,5 @@
-"""inferlab.lab.control: addressing, the route-clash check, preflight, pidfile stops, file trees, lab.json, status."""
+"""inferlab.lab (control and the modules below it): addressing, the route-clash check, preflight, pidfile stops, file
+trees, lab.json, status."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
+from inferlab.lab import addressing as lab_addressing
 from inferlab.lab import control as lab
+from inferlab.lab import lab_files
+from inferlab.lab import layout as lab_layout
+from inferlab.lab import preflight as lab_preflight
+from inferlab.lab import processes as lab_processes
+from inferlab.lab import status as lab_status
+from inferlab.lab.collection_tc import load_tc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,10 +62,10 @@ ROUTES_LINK_LOCAL = ROUTES_PLAIN + [
 
 
 def test_lab_subnets():
-    subnets = lab.lab_subnets(77)
+    subnets = lab_addressing.lab_subnets(77)
     assert str(subnets["management"]) == "169.254.77.0/24"
     assert str(subnets["link"]) == "169.254.177.0/24"
-    assert str(lab.lab_subnets("154")["link"]) == "169.254.254.0/24"
+    assert str(lab_addressing.lab_subnets("154")["link"]) == "169.254.254.0/24"
 
 
 @pytest.mark.parametrize("octet, words", [
@@ -68,8 +76,8 @@ def test_lab_subnets():
     (None, "not an integer"),
 ])
 def test_lab_subnets_refused(octet, words):
-    with pytest.raises(lab.LabError, match=words) as exc:
-        lab.lab_subnets(octet)
+    with pytest.raises(lab_layout.LabError, match=words) as exc:
+        lab_addressing.lab_subnets(octet)
     assert "inferlab_lab_octet" in str(exc.value)
 
 
@@ -79,20 +87,20 @@ def test_lab_subnets_refused(octet, words):
 ])
 def test_check_name(name, ok):
     if ok:
-        assert lab.check_name(name) == name
+        assert lab_addressing.check_name(name) == name
     else:
-        with pytest.raises(lab.LabError, match="inferlab_lab_name"):
-            lab.check_name(name)
+        with pytest.raises(lab_layout.LabError, match="inferlab_lab_name"):
+            lab_addressing.check_name(name)
 
 
 def test_name_patterns_do_not_cross_labs():
-    assert lab.netns_re("ilab").match("ilab-a")
-    assert not lab.netns_re("ilab").match("ilab-a-m")
-    assert not lab.netns_re("ila").match("ilab-a")
-    assert not lab.netns_re("ilab").match("imol-a")
-    assert lab.veth_re("ilab").match("ilab-b-m")
-    assert not lab.veth_re("ilab").match("ilab-b")
-    assert not lab.veth_re("ila").match("ilab-b-m")
+    assert lab_addressing.netns_re("ilab").match("ilab-a")
+    assert not lab_addressing.netns_re("ilab").match("ilab-a-m")
+    assert not lab_addressing.netns_re("ila").match("ilab-a")
+    assert not lab_addressing.netns_re("ilab").match("imol-a")
+    assert lab_addressing.veth_re("ilab").match("ilab-b-m")
+    assert not lab_addressing.veth_re("ilab").match("ilab-b")
+    assert not lab_addressing.veth_re("ila").match("ilab-b-m")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -102,15 +110,15 @@ def test_name_patterns_do_not_cross_labs():
 @pytest.mark.parametrize("routes", [ROUTES_PLAIN, ROUTES_ILAB, ROUTES_LINK_LOCAL, []], ids=[
     "plain", "own-veths", "link-local-16", "empty"])
 def test_no_clash(routes):
-    assert lab.route_clashes(routes, "ilab", 77) == []
+    assert lab_addressing.route_clashes(routes, "ilab", 77) == []
 
 
 def test_other_octet_is_independent():
-    assert lab.route_clashes(ROUTES_ILAB, "imol", 78) == []
+    assert lab_addressing.route_clashes(ROUTES_ILAB, "imol", 78) == []
 
 
 def test_another_lab_on_the_same_octet_clashes():
-    clashes = lab.route_clashes(ROUTES_ILAB, "imol", 77)
+    clashes = lab_addressing.route_clashes(ROUTES_ILAB, "imol", 77)
     assert {c["dev"] for c in clashes} == {"ilab-a-m", "ilab-b-m"}
     assert {"169.254.77.0/30", "169.254.77.4/30", "169.254.77.1/32"} <= {c["dst"] for c in clashes}
     assert {c["table"] for c in clashes} == {"main", "local"}
@@ -125,7 +133,7 @@ def test_another_lab_on_the_same_octet_clashes():
     {"dst": "169.254.77.0/24", "dev": "ilab-a", "flags": []},  # looks like ours but is not a -m veth
 ])
 def test_clash(route):
-    clashes = lab.route_clashes([*ROUTES_PLAIN, route], "ilab", 77)
+    clashes = lab_addressing.route_clashes([*ROUTES_PLAIN, route], "ilab", 77)
     assert len(clashes) == 1
     assert clashes[0]["dev"] == route.get("dev")
     assert clashes[0]["type"] == route.get("type", "unicast")
@@ -140,12 +148,12 @@ def test_clash(route):
     {"dst": "not-an-address", "dev": "eth0", "flags": []},
 ])
 def test_not_a_clash(route):
-    assert lab.route_clashes([*ROUTES_PLAIN, route], "ilab", 77) == []
+    assert lab_addressing.route_clashes([*ROUTES_PLAIN, route], "ilab", 77) == []
 
 
 def test_clash_message_names_the_route_and_the_variable():
-    clashes = lab.route_clashes([{"dst": "169.254.77.0/24", "dev": "eth0"}], "ilab", 77)
-    text = lab.clash_problem(clashes, lab.lab_subnets(77)["management"])
+    clashes = lab_addressing.route_clashes([{"dst": "169.254.77.0/24", "dev": "eth0"}], "ilab", 77)
+    text = lab_addressing.clash_problem(clashes, lab_addressing.lab_subnets(77)["management"])
     assert "unicast 169.254.77.0/24 dev eth0 (table main)" in text
     assert "inferlab_lab_octet" in text
     assert "169.254.77.0/24" in text
@@ -160,14 +168,14 @@ def _which_all(_tool):
 
 
 def test_preflight_ok():
-    result = lab.preflight("ilab", 77, routes=ROUTES_ILAB, which_fn=_which_all, euid=0)
+    result = lab_preflight.preflight("ilab", 77, routes=ROUTES_ILAB, which_fn=_which_all, euid=0)
     assert result["ok"] is True
     assert result["problems"] == []
     assert result["subnets"] == {"management": "169.254.77.0/24", "link": "169.254.177.0/24"}
 
 
 def test_preflight_collects_every_problem():
-    result = lab.preflight("ilab", 77, routes=[*ROUTES_PLAIN, {"dst": "169.254.77.0/24", "dev": "eth0"}],
+    result = lab_preflight.preflight("ilab", 77, routes=[*ROUTES_PLAIN, {"dst": "169.254.77.0/24", "dev": "eth0"}],
                            which_fn=lambda tool: None if tool in ("iperf3", "sshd") else "/x", euid=1000)
     assert result["ok"] is False
     assert result["is_root"] is False
@@ -179,7 +187,7 @@ def test_preflight_collects_every_problem():
 
 
 def test_preflight_bad_octet_stops_before_routes():
-    result = lab.preflight("ilab", 69, routes=None, which_fn=_which_all, euid=0)
+    result = lab_preflight.preflight("ilab", 69, routes=None, which_fn=_which_all, euid=0)
     assert result["ok"] is False
     assert any("metadata" in p for p in result["problems"])
     assert result["clashes"] == []
@@ -222,7 +230,7 @@ def sleeper(tmp_path):
 
 def test_stop_pid_checks_the_command_line(sleeper):
     proc, pidfile, _host_dir = sleeper
-    result = lab.stop_pid(pidfile, "/some/other/lab/")
+    result = lab_processes.stop_pid(pidfile, "/some/other/lab/")
     assert result["state"] == "mismatch"
     assert proc.poll() is None  # not ours: left alone
     assert not pidfile.exists()  # but the stale pidfile goes
@@ -230,16 +238,16 @@ def test_stop_pid_checks_the_command_line(sleeper):
 
 def test_stop_pid_stops(sleeper):
     proc, pidfile, host_dir = sleeper
-    result = lab.stop_pid(pidfile, f"{host_dir}/")
+    result = lab_processes.stop_pid(pidfile, f"{host_dir}/")
     assert result["state"] == "stopped"
     assert result["changed"] is True
     assert proc.wait(timeout=5) == -signal.SIGTERM
     assert not pidfile.exists()
     pidfile.write_text(f"{proc.pid}\n")  # a stale pidfile, e.g. after a reboot
-    assert lab.stop_pid(pidfile, f"{host_dir}/") == {"pidfile": str(pidfile), "pid": proc.pid,
+    assert lab_processes.stop_pid(pidfile, f"{host_dir}/") == {"pidfile": str(pidfile), "pid": proc.pid,
                                                      "state": "not_running", "changed": True}
     assert not pidfile.exists()
-    assert lab.stop_pid(pidfile, f"{host_dir}/")["changed"] is False
+    assert lab_processes.stop_pid(pidfile, f"{host_dir}/")["changed"] is False
 
 
 def test_stop_pid_kills_what_ignores_sigterm(tmp_path):
@@ -252,7 +260,7 @@ def test_stop_pid_kills_what_ignores_sigterm(tmp_path):
         assert proc.stdout.readline().strip() == "ready"
         pidfile = host_dir / "run" / "stubborn.pid"
         pidfile.write_text(f"{proc.pid}\n")
-        assert lab.stop_pid(pidfile, f"{host_dir}/", timeout=0.3)["state"] == "killed"
+        assert lab_processes.stop_pid(pidfile, f"{host_dir}/", timeout=0.3)["state"] == "killed"
         assert proc.wait(timeout=5) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
@@ -267,29 +275,29 @@ def test_stop_pidfiles_walks_the_lab(sleeper):
     (host_dir / "run" / "garbage.pid").write_text("not a pid\n")
     (lab_dir / "run").mkdir()
     (lab_dir / "run" / "router.pid").write_text(f"{os.getpid()}\n")  # not the router's title: left alone
-    result = lab.stop_pidfiles(lab_dir)
+    result = lab_processes.stop_pidfiles(lab_dir)
     assert result["changed"] is True
     assert sorted(r["state"] for r in result["results"]) == ["invalid", "mismatch", "stopped"]
     proc.wait(timeout=5)
-    assert lab.stop_pidfiles(lab_dir)["changed"] is False
+    assert lab_processes.stop_pidfiles(lab_dir)["changed"] is False
 
 
 def test_proc_running_sees_zombies_as_gone(sleeper):
     proc, _pidfile, _host_dir = sleeper
-    assert lab.proc_running(proc.pid)
+    assert lab_processes.proc_running(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
-    while lab.proc_running(proc.pid) and time.monotonic() < deadline:  # a zombie until proc.wait()
+    while lab_processes.proc_running(proc.pid) and time.monotonic() < deadline:  # a zombie until proc.wait()
         time.sleep(0.02)
-    assert not lab.proc_running(proc.pid)
+    assert not lab_processes.proc_running(proc.pid)
 
 
 def test_read_pidfile(tmp_path):
-    assert lab.read_pidfile(tmp_path / "missing") is None
+    assert lab_processes.read_pidfile(tmp_path / "missing") is None
     (tmp_path / "p").write_text(" 123\n")
-    assert lab.read_pidfile(tmp_path / "p") == 123
+    assert lab_processes.read_pidfile(tmp_path / "p") == 123
     (tmp_path / "p").write_text("-1\n")
-    assert lab.read_pidfile(tmp_path / "p") is None
+    assert lab_processes.read_pidfile(tmp_path / "p") is None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -310,7 +318,7 @@ TREE = {
 
 def test_write_tree_converges(tmp_path):
     root = tmp_path / "host"
-    first = lab.write_tree(root, TREE)
+    first = lab_files.write_tree(root, TREE)
     assert first["changed"] is True
     assert (root / "sysfs/devices/domain0/security").read_text() == "none\n"
     assert (root / "sysfs/module/thunderbolt_net/taint").read_text() == "\n"
@@ -318,27 +326,27 @@ def test_write_tree_converges(tmp_path):
     assert (root / "sysfs/devices/domain0/security").stat().st_mode & 0o777 == 0o644
     assert (root / "cp").stat().st_mode & 0o777 == 0o700
     assert (root / "sysfs/bus/thunderbolt/devices/domain0/security").read_text() == "none\n"
-    assert lab.write_tree(root, TREE) == {"changed": False, "changes": []}
+    assert lab_files.write_tree(root, TREE) == {"changed": False, "changes": []}
 
     (root / "sysfs/devices/domain0/security").write_text("user\n")
     (root / "cp").chmod(0o755)
     (root / "extra").write_text("left alone\n")
-    again = lab.write_tree(root, TREE)
+    again = lab_files.write_tree(root, TREE)
     assert again["changes"] == ["mode cp", "file sysfs/devices/domain0/security"]
     assert (root / "extra").read_text() == "left alone\n"
 
 
 def test_write_tree_check_mode_writes_nothing(tmp_path):
     root = tmp_path / "host"
-    result = lab.write_tree(root, TREE, check=True)
+    result = lab_files.write_tree(root, TREE, check=True)
     assert result["changed"] is True
     assert not root.exists()
 
 
 @pytest.mark.parametrize("path", ["../escape", "/etc/passwd", "a/../../b", ""])
 def test_write_tree_refuses_paths_outside(tmp_path, path):
-    with pytest.raises(lab.LabError, match="relative path"):
-        lab.write_tree(tmp_path, {"files": {path: "x"}})
+    with pytest.raises(lab_layout.LabError, match="relative path"):
+        lab_files.write_tree(tmp_path, {"files": {path: "x"}})
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -403,11 +411,11 @@ def write_pids(spec: dict, base: int = 1000) -> None:
 def test_write_record(tmp_path):
     spec = make_spec(tmp_path)
     payload = {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"}
-    with pytest.raises(lab.LabError, match="no PID"):
-        lab.write_record(tmp_path, payload)
+    with pytest.raises(lab_layout.LabError, match="no PID"):
+        lab_files.write_record(tmp_path, payload)
     write_pids(spec)
-    assert lab.write_record(tmp_path, payload)["changed"] is True
-    assert lab.write_record(tmp_path, payload)["changed"] is False
+    assert lab_files.write_record(tmp_path, payload)["changed"] is True
+    assert lab_files.write_record(tmp_path, payload)["changed"] is False
     record = json.loads((tmp_path / "lab.json").read_text())
     assert record["format"] == "inferlab.lab/1"
     assert record["status"] == "up"
@@ -463,17 +471,17 @@ class FakeProbe:
 
 @pytest.fixture
 def built_lab(tmp_path, monkeypatch):
-    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")  # no stray namespaces from this machine
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", tmp_path / "netns")  # no stray namespaces from this machine
     lab_dir = tmp_path / "ilab"
     spec = make_spec(lab_dir)
     write_pids(spec)
-    lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
+    lab_files.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
     return lab_dir, spec
 
 
 def test_status_up(built_lab):
     lab_dir, spec = built_lab
-    st = lab.status(lab_dir, probe=FakeProbe(spec))
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec))
     assert st["state"] == "up"
     assert st["healthy"] is True
     assert st["spec_digest"] == "d1"
@@ -487,7 +495,7 @@ def test_status_up(built_lab):
     assert host["link_profile"] == "clean"
     assert host["services"][0]["url"] == "http://169.254.77.2:8000/v1"
     assert all(host["checks"].values())
-    text = lab.render_status_text(st)
+    text = lab_status.render_status_text(st)
     assert "lab ilab: up" in text
     assert "lab-b" in text and "original-b http://169.254.77.6:8000/v1 ok" in text
     assert st["router"]["healthy"] is True
@@ -498,21 +506,21 @@ def test_status_up(built_lab):
 
 def test_status_of_a_lab_without_a_router(tmp_path, monkeypatch):
     """inventory/lab/hosts-norouter.yml: the role writes ``router: {}``; the lab is up without one and says so."""
-    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", tmp_path / "netns")
     lab_dir = tmp_path / "ilab"
     spec = {**make_spec(lab_dir), "router": {}}
     write_pids(spec)
-    lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
-    st = lab.status(lab_dir, probe=FakeProbe(spec))
+    lab_files.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec))
     assert st["state"] == "up" and st["healthy"] is True, st["problems"]
     assert "router" not in st
-    assert "router: none (the gateway balances over the original replicas)" in lab.render_status_text(st)
+    assert "router: none (the gateway balances over the original replicas)" in lab_status.render_status_text(st)
 
 
 def test_a_clusters_switch_is_the_labs_own_and_its_absence_a_problem(tmp_path, monkeypatch):
     """A cluster (hosts-cluster.yml): lab.json names the switch's namespace and has no direct-link daemon; the
     namespace is the lab's own, not a stray one, and without it no host reaches another."""
-    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", tmp_path / "netns")
     (tmp_path / "netns").mkdir()
     for name in ("ilab-a", "ilab-b", "ilab-sw"):
         (tmp_path / "netns" / name).write_text("")
@@ -522,13 +530,13 @@ def test_a_clusters_switch_is_the_labs_own_and_its_absence_a_problem(tmp_path, m
         host["link"].pop("profile", None)
         host["link"]["fabric"] = {"port_mbit": 93.0, "flow_mbit": flow}
     write_pids(spec)
-    lab.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
-    st = lab.status(lab_dir, probe=FakeProbe(spec))
+    lab_files.write_record(lab_dir, {"spec": spec, "spec_digest": "d1", "built_at": "2026-11-30T10:00:00Z"})
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec))
     assert st["healthy"] is True and st["stray_netns"] == [] and "link" not in st, st["problems"]
     assert st["switch"] == {"netns": "ilab-sw", "present": True}
     assert [h["link_profile"] for h in st["hosts"]] == ["fabric 93 Mbit/s",
                                                         "fabric 93 Mbit/s, suspect: 35.8 Mbit/s a flow"]
-    st = lab.status(lab_dir, probe=FakeProbe(spec, missing_netns={"ilab-sw"}))
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec, missing_netns={"ilab-sw"}))
     assert st["problems"] == ["the switch's namespace ilab-sw is missing: no host reaches another"]
 
 
@@ -547,11 +555,11 @@ def test_a_clusters_switch_is_the_labs_own_and_its_absence_a_problem(tmp_path, m
 ])
 def test_status_degraded(built_lab, kwargs, words):
     lab_dir, spec = built_lab
-    st = lab.status(lab_dir, probe=FakeProbe(spec, **kwargs))
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec, **kwargs))
     assert st["state"] == "degraded"
     assert st["healthy"] is False
     assert any(words in p for p in st["problems"]), st["problems"]
-    assert "problem:" in lab.render_status_text(st)
+    assert "problem:" in lab_status.render_status_text(st)
 
 
 @pytest.mark.parametrize("kwargs, restart", [
@@ -571,9 +579,9 @@ def test_status_degraded(built_lab, kwargs, words):
 def test_status_restart_plan(built_lab, kwargs, restart):
     """What `lab up` may start again alone instead of rebuilding the lab (roles/lab/tasks/build.yml)."""
     lab_dir, spec = built_lab
-    st = lab.status(lab_dir, probe=FakeProbe(spec, **kwargs))
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec, **kwargs))
     assert st["restart"] == restart, st["problems"]
-    text = lab.render_status_text(st)
+    text = lab_status.render_status_text(st)
     if restart:
         assert "`inferlab lab up` would start again: " + ", ".join(r.get("name", "router") for r in restart) in text
     elif restart is None:
@@ -583,8 +591,8 @@ def test_status_restart_plan(built_lab, kwargs, restart):
 
 
 def test_status_restart_plan_of_a_lab_not_built(tmp_path, monkeypatch):
-    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
-    assert lab.status(tmp_path / "ilab")["restart"] is None
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", tmp_path / "netns")
+    assert lab_status.status(tmp_path / "ilab")["restart"] is None
 
 
 def test_status_follows_a_restarted_daemon_through_its_pidfile(built_lab):
@@ -593,19 +601,19 @@ def test_status_follows_a_restarted_daemon_through_its_pidfile(built_lab):
     lab_dir, spec = built_lab
     Path(spec["hosts"][1]["services"][0]["pidfile"]).write_text("2011\n")
     Path(spec["gateway"]["instances"][0]["pidfile"]).write_text("2201\n")
-    st = lab.status(lab_dir, probe=FakeProbe(spec, dead_pids={1011, 1201}))
+    st = lab_status.status(lab_dir, probe=FakeProbe(spec, dead_pids={1011, 1201}))
     assert st["state"] == "up", st["problems"]
     assert st["hosts"][1]["services"][0]["pid"] == 2011
     assert st["gateway"]["daemons"]["litellm-a"]["pid"] == 2201
     Path(spec["gateway"]["instances"][0]["pidfile"]).unlink()  # no pidfile: the recorded pid
-    assert lab.current_pid(spec["gateway"]["instances"][0] | {"pid": 1201}) == 1201
+    assert lab_status.current_pid(spec["gateway"]["instances"][0] | {"pid": 1201}) == 1201
 
 
 def started(argv: list[str], marker: str) -> subprocess.Popen:
     """A child whose /proc cmdline already names ``marker`` (right after fork it still shows the parent's)."""
     proc = subprocess.Popen(argv, start_new_session=True)
     deadline = time.monotonic() + 10
-    while marker not in (lab.proc_cmdline(proc.pid) or "") and time.monotonic() < deadline:
+    while marker not in (lab_processes.proc_cmdline(proc.pid) or "") and time.monotonic() < deadline:
         time.sleep(0.01)
     return proc
 
@@ -619,7 +627,7 @@ def test_stop_pidfiles_stops_the_gateways_daemons_by_their_directory(tmp_path):
     try:
         (gw / "run" / "litellm-a.pid").write_text(f"{proc.pid}\n")
         (gw / "run" / "nginx.pid").write_text(f"{foreign.pid}\n")  # does not name the gateway dir: left alone
-        result = lab.stop_pidfiles(tmp_path)
+        result = lab_processes.stop_pidfiles(tmp_path)
         assert sorted(r["state"] for r in result["results"]) == ["mismatch", "stopped"]
         assert proc.wait(timeout=5) == -signal.SIGTERM
         assert foreign.poll() is None
@@ -637,7 +645,7 @@ def test_stop_pidfiles_stops_a_prober_left_on_the_controller(tmp_path):
                     f"{tmp_path}/gateway/master_key"], f"{tmp_path}/gateway")
     try:
         (run / "continuity-killed-run.pid").write_text(f"{proc.pid}\n")
-        result = lab.stop_pidfiles(tmp_path)
+        result = lab_processes.stop_pidfiles(tmp_path)
         assert [r["state"] for r in result["results"]] == ["stopped"]
         assert proc.wait(timeout=5) == -signal.SIGTERM
     finally:
@@ -647,11 +655,11 @@ def test_stop_pidfiles_stops_a_prober_left_on_the_controller(tmp_path):
 
 
 def test_status_not_built(tmp_path, monkeypatch):
-    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path / "netns")
-    st = lab.status(tmp_path / "nothing")
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", tmp_path / "netns")
+    st = lab_status.status(tmp_path / "nothing")
     assert st["state"] == "down"
     assert st["built"] is False
-    assert "not built" in lab.render_status_text(st)
+    assert "not built" in lab_status.render_status_text(st)
 
 
 def test_status_leftovers_without_lab_json(tmp_path, monkeypatch):
@@ -659,12 +667,12 @@ def test_status_leftovers_without_lab_json(tmp_path, monkeypatch):
     netns.mkdir()
     for name in ("ilab-a", "imol-a", "other"):
         (netns / name).touch()
-    monkeypatch.setattr(lab, "NETNS_DIR", netns)
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", netns)
     inventory = tmp_path / "inv"
     inventory.mkdir()
     (inventory / "hosts.yml").write_text("all:\n  vars:\n    inferlab_lab_name: ilab\n    inferlab_lab_octet: 77\n")
-    monkeypatch.setattr(lab, "LAB_ROOT", tmp_path / "labs")
-    st = lab.status(inventory / "hosts.yml")
+    monkeypatch.setattr(lab_layout, "LAB_ROOT", tmp_path / "labs")
+    st = lab_status.status(inventory / "hosts.yml")
     assert st["lab"] == "ilab"
     assert st["state"] == "degraded"
     assert st["stray_netns"] == ["ilab-a"]
@@ -673,20 +681,20 @@ def test_status_leftovers_without_lab_json(tmp_path, monkeypatch):
 def test_status_rejects_unknown_format(built_lab):
     lab_dir, _spec = built_lab
     (lab_dir / "lab.json").write_text(json.dumps({"format": "something/9"}))
-    with pytest.raises(lab.LabError, match="format"):
-        lab.status(lab_dir)
+    with pytest.raises(lab_layout.LabError, match="format"):
+        lab_status.status(lab_dir)
 
 
 def test_lab_dir_from_the_repo_inventory():
-    name, lab_dir = lab.resolve_lab(REPO_ROOT / "inventory" / "lab" / "hosts.yml")
+    name, lab_dir = lab_status.resolve_lab(REPO_ROOT / "inventory" / "lab" / "hosts.yml")
     assert (name, lab_dir) == ("ilab", Path("/var/lib/inferlab-lab/ilab"))
-    assert lab.resolve_lab(REPO_ROOT / "inventory" / "lab") == (name, lab_dir)
+    assert lab_status.resolve_lab(REPO_ROOT / "inventory" / "lab") == (name, lab_dir)
 
 
 def test_lab_dir_from_a_second_lab_sharing_group_vars(tmp_path):
     (tmp_path / "group_vars").symlink_to(REPO_ROOT / "inventory" / "lab" / "group_vars")
     (tmp_path / "hosts.yml").write_text("all:\n  vars:\n    inferlab_lab_name: imol\n    inferlab_lab_octet: 78\n")
-    assert lab.resolve_lab(tmp_path / "hosts.yml") == ("imol", Path("/var/lib/inferlab-lab/imol"))
+    assert lab_status.resolve_lab(tmp_path / "hosts.yml") == ("imol", Path("/var/lib/inferlab-lab/imol"))
 
 
 def test_lab_dir_from_a_molecule_ephemeral_inventory(tmp_path):
@@ -695,19 +703,19 @@ def test_lab_dir_from_a_molecule_ephemeral_inventory(tmp_path):
     (tmp_path / "group_vars").symlink_to(REPO_ROOT / "inventory" / "lab" / "group_vars")
     (tmp_path / "hosts").symlink_to(REPO_ROOT / "molecule" / "shared" / "inventory" / "hosts.yml")
     (tmp_path / "ansible_inventory.yml").write_text("all:\n  hosts:\n    lab-a: {}\n")
-    assert lab.resolve_lab(tmp_path) == ("imol", Path("/var/lib/inferlab-lab/imol"))
+    assert lab_status.resolve_lab(tmp_path) == ("imol", Path("/var/lib/inferlab-lab/imol"))
 
 
 def test_lab_dir_from_an_inventory_directory_without_hosts(tmp_path):
     (tmp_path / "ansible_inventory.yml").write_text("all:\n  hosts:\n    lab-a: {}\n")
-    with pytest.raises(lab.LabError, match="holds no hosts.yml"):
-        lab.lab_dir_from_inventory(tmp_path)
+    with pytest.raises(lab_layout.LabError, match="holds no hosts.yml"):
+        lab_status.lab_dir_from_inventory(tmp_path)
 
 
 def test_lab_dir_from_an_inventory_without_a_lab(tmp_path):
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    gpu1: {}\n")
-    with pytest.raises(lab.LabError, match="inferlab_lab_name"):
-        lab.resolve_lab(tmp_path / "hosts.yml")
+    with pytest.raises(lab_layout.LabError, match="inferlab_lab_name"):
+        lab_status.resolve_lab(tmp_path / "hosts.yml")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -726,11 +734,11 @@ class TcProbe(FakeProbe):
     def link_profile(self, netns, ifname):
         self.asked.append((netns, ifname))
         name = self.fixtures.get(netns)
-        return None if name is None else lab.load_tc().classify_output((TC_FIXTURES / f"{name}.json").read_text())
+        return None if name is None else load_tc().classify_output((TC_FIXTURES / f"{name}.json").read_text())
 
 
 def test_load_tc_is_the_collections_file():
-    tc = lab.load_tc()
+    tc = load_tc()
     assert Path(tc.__file__) == REPO_ROOT / "plugins" / "module_utils" / "_tc.py"
     assert tc.PROFILES == ("clean", "tx_cliff", "lossy")
 
@@ -738,42 +746,42 @@ def test_load_tc_is_the_collections_file():
 def test_status_reports_the_profile_tc_shows(built_lab):
     lab_dir, spec = built_lab
     probe = TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "tx_cliff"})
-    st = lab.status(lab_dir, probe=probe)
+    st = lab_status.status(lab_dir, probe=probe)
     assert probe.asked == [("ilab-a", "thunderbolt0"), ("ilab-b", "thunderbolt0")]
     a, b = st["hosts"]
     assert (a["link_profile"], a["link_profile_parameters"]) == ("clean", {})
     assert b["link_profile"] == "tx_cliff"
     assert b["link_profile_parameters"] == {"rate_mbit": 300, "burst_kb": 63.98, "latency_ms": 50}
-    assert "169.254.177.2/30 -> 169.254.177.1 up (tx_cliff)" in lab.render_status_text(st)
+    assert "169.254.177.2/30 -> 169.254.177.1 up (tx_cliff)" in lab_status.render_status_text(st)
     # the lab's spec sets clean here: a profile a run left behind (and nothing put back) is a fault of the lab
     assert st["state"] == "degraded" and not b["healthy"] and b["checks"]["link_profile"] is False
     assert b["link_profile_expected"] == "clean" and a["checks"]["link_profile"] is True
     assert st["problems"] == ["lab-b: ilab-b:thunderbolt0 has the link profile tx_cliff {'rate_mbit': 300, "
                               "'burst_kb': 63.98, 'latency_ms': 50} (tbf 1ab: alone), not the lab's clean: a run "
                               "changed it and nothing put it back (`inferlab lab up` rebuilds the lab)"]
-    assert lab.restart_plan(st) is None  # a rebuild puts the lab's profile back
+    assert lab_status.restart_plan(st) is None  # a rebuild puts the lab's profile back
 
 
 def test_status_is_up_with_the_profile_the_lab_sets(built_lab):
     lab_dir, spec = built_lab
-    st = lab.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "clean_pfifo_fast"}))
+    st = lab_status.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "clean_pfifo_fast"}))
     assert st["state"] == "up", st["problems"]
 
 
 def test_the_expected_profile_is_the_loaded_drivers(tmp_path):
     host = {"sysfs_root": str(tmp_path), "link": {"profile": "lossy"}}
     profiles = {"stock": "lossy", "candidate": "clean"}
-    assert lab.expected_link_profile(host, None) == "lossy"  # lab.json's, without the daemon's config
-    assert lab.expected_link_profile(host, profiles) is None  # no driver loaded: the link is being re-made
+    assert lab_status.expected_link_profile(host, None) == "lossy"  # lab.json's, without the daemon's config
+    assert lab_status.expected_link_profile(host, profiles) is None  # no driver loaded: the link is being re-made
     (tmp_path / "module" / "thunderbolt_net" / "parameters").mkdir(parents=True)
-    assert lab.expected_link_profile(host, profiles) == "lossy"
+    assert lab_status.expected_link_profile(host, profiles) == "lossy"
     (tmp_path / "module" / "thunderbolt_net" / "parameters" / "tx_e2e").write_text("Y\n")
-    assert lab.expected_link_profile(host, profiles) == "clean"
+    assert lab_status.expected_link_profile(host, profiles) == "clean"
 
 
 def test_status_with_a_foreign_or_unreadable_profile(built_lab):
     lab_dir, spec = built_lab
-    st = lab.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "foreign_htb", "ilab-b": None}))
+    st = lab_status.status(lab_dir, probe=TcProbe(spec, {"ilab-a": "foreign_htb", "ilab-b": None}))
     a, b = st["hosts"]
     assert a["link_profile"] == "foreign" and not a["healthy"]
     assert b["link_profile"] == "clean" and "link_profile_parameters" not in b  # lab.json's, as recorded
@@ -781,7 +789,7 @@ def test_status_with_a_foreign_or_unreadable_profile(built_lab):
 
 
 def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):
-    monkeypatch.setattr(lab, "NETNS_DIR", tmp_path)
+    monkeypatch.setattr(lab_layout, "NETNS_DIR", tmp_path)
     (tmp_path / "ilab-b").touch()
     calls = []
 
@@ -790,16 +798,17 @@ def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):
         out = (TC_FIXTURES / "lossy.json").read_text() if argv[3] == "ilab-b" else "garbage"
         return subprocess.CompletedProcess(argv, 0, stdout=out, stderr="")
 
-    monkeypatch.setattr(lab, "run", fake_run)
-    monkeypatch.setattr(lab, "which", lambda tool: f"/usr/sbin/{tool}")
-    probe = lab.SystemProbe()
+    monkeypatch.setattr(lab_status, "run", fake_run)
+    monkeypatch.setattr(lab_status, "which", lambda tool: f"/usr/sbin/{tool}")
+    probe = lab_status.SystemProbe()
     found = probe.link_profile("ilab-b", "thunderbolt0")
     assert calls == [["ip", "netns", "exec", "ilab-b", "/usr/sbin/tc", "-j", "qdisc", "show", "dev", "thunderbolt0"]]
     assert found["profile"] == "lossy" and found["parameters"]["pfifo_limit"] == 10
     assert probe.link_profile("ilab-x", "thunderbolt0") is None  # no such namespace: not asked
     (tmp_path / "ilab-c").touch()
     assert probe.link_profile("ilab-c", "thunderbolt0")["profile"] == "unknown"
-    monkeypatch.setattr(lab, "run", lambda argv, check=True: subprocess.CompletedProcess(argv, 1, "", "no device"))
+    monkeypatch.setattr(lab_status, "run",
+                        lambda argv, check=True: subprocess.CompletedProcess(argv, 1, "", "no device"))
     assert probe.link_profile("ilab-b", "thunderbolt0") is None
 
 
@@ -809,7 +818,7 @@ def test_gpu_holders_reads_who_holds_each_gpu_from_the_rendered_snapshot(tmp_pat
     document["gpus"][0]["compute_processes"] = [{"pid": 4100, "name": "sglang::schedul",
                                                  "used_memory_bytes": 27656 * 2**20}]
     snapshot.write_text(json.dumps(document))
-    assert lab.gpu_holders(str(snapshot)) == [
+    assert lab_status.gpu_holders(str(snapshot)) == [
         {"index": 0, "used_mib": 1024, "total_mib": 32607,
          "processes": [{"pid": 4100, "name": "sglang::schedul", "used_mib": 27656}]}]
 
@@ -819,7 +828,7 @@ def test_gpu_holders_is_empty_for_a_snapshot_it_cannot_read(tmp_path, content):
     snapshot = tmp_path / "nvml.json"
     if content is not None:
         snapshot.write_text(content)
-    assert lab.gpu_holders(str(snapshot)) == []
+    assert lab_status.gpu_holders(str(snapshot)) == []
 
 
 def test_lab_down_kills_what_runs_the_labs_scripts_and_nothing_else(tmp_path):
@@ -834,11 +843,11 @@ def test_lab_down_kills_what_runs_the_labs_scripts_and_nothing_else(tmp_path):
     ours = subprocess.Popen([sys.executable, str(script), "deadman"])
     theirs = subprocess.Popen([sys.executable, str(other)])
     try:
-        assert lab.lab_script_pids(tmp_path / "ilab") == [ours.pid]
-        result = lab.kill_lab_scripts(tmp_path / "ilab")
+        assert lab_processes.lab_script_pids(tmp_path / "ilab") == [ours.pid]
+        result = lab_processes.kill_lab_scripts(tmp_path / "ilab")
         assert result == {"changed": True, "killed": [ours.pid]}
         assert ours.wait(timeout=5) is not None and theirs.poll() is None
-        assert lab.kill_lab_scripts(tmp_path / "ilab") == {"changed": False, "killed": []}
+        assert lab_processes.kill_lab_scripts(tmp_path / "ilab") == {"changed": False, "killed": []}
     finally:
         for proc in (ours, theirs):
             proc.kill()

@@ -1,4 +1,4 @@
-"""`python -m inferlab.liveness state`: the ledger role's check, on the controller, of the process a lock names
+"""`python -m inferlab.system.liveness state`: the ledger role's check, on the controller, of the process a lock names
 (its pid, with the start time and machine id the lock recorded when it has them)."""
 
 import os
@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from inferlab import liveness
+from inferlab.system import liveness
 
 
 def state(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inferlab.liveness", "state", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "inferlab.system.liveness", "state", *args], capture_output=True,
                           text=True, check=False, timeout=60)
 
 
@@ -36,4 +36,4 @@ def test_a_reused_pid_a_dead_pid_and_another_machine():
 def test_bad_arguments_say_the_usage_and_exit_2(args):
     done = state(*args)
     assert done.returncode == 2 and done.stdout == ""
-    assert "usage: python -m inferlab.liveness state PID [START_TIME [MACHINE_ID]]" in done.stderr
+    assert "usage: python -m inferlab.system.liveness state PID [START_TIME [MACHINE_ID]]" in done.stderr

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, matrix
+from inferlab import cli, exit_codes
+from inferlab.analysis import matrix
+from inferlab.plots import matrix as matrix_plot
+from inferlab.report import matrix as matrix_text
 
 FIXTURES = FIXTURE_ROOT / "compare"
 ASM4242 = {
@@ -106,7 +109,7 @@ def test_a_run_without_an_identity_for_every_host_is_listed_apart(tmp_path):
     table = matrix.build([tmp_path])
     assert [r.runs for r in table.rows] == [[kept]]
     assert table.apart == [(old, "no identity for every host (record.json hosts.<host>.identity)")]
-    assert f"- {old}: no identity" in matrix.render_markdown(table)
+    assert f"- {old}: no identity" in matrix_text.render_markdown(table)
 
 
 def test_conflicting_stage_outcomes_are_counted_and_a_missing_stage_was_not_run(tmp_path):
@@ -125,7 +128,7 @@ def test_one_run_gives_the_candidates_difference_and_no_verdict(tmp_path):
     c = row.candidate
     assert (c.runs, c.stock, c.candidate, c.difference) == (1, 200, 240, 40)
     assert c.verdict == "inconclusive" and "one run a side" in c.reason
-    assert matrix.candidate_text(c).startswith("200.0 -> 240.0 tok/s (+40.0")
+    assert matrix_text.candidate_text(c).startswith("200.0 -> 240.0 tok/s (+40.0")
 
 
 def test_repeated_whole_runs_give_a_verdict(tmp_path):
@@ -140,11 +143,11 @@ def test_repeated_whole_runs_give_a_verdict(tmp_path):
 def test_markdown_csv_and_plot(tmp_path):
     run(tmp_path / "runs", "20261201T100000Z")
     table = matrix.build([tmp_path / "runs"])
-    text = matrix.render_markdown(table)
+    text = matrix_text.render_markdown(table)
     assert "| C1 | 1 | 1b21:2425 | 4 | 3.1 |" in text and "## Stages" in text
-    rows = list(csv.DictReader(io.StringIO(matrix.render_csv(table))))
+    rows = list(csv.DictReader(io.StringIO(matrix_text.render_csv(table))))
     assert rows[0]["combination"] == "C1" and rows[0]["difference"] == "40.0" and rows[0]["stage verify"] == "passed"
-    target = matrix.plot(table, tmp_path / "matrix.png")
+    target = matrix_plot.plot(table, tmp_path / "matrix.png")
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -205,10 +208,10 @@ def test_ethernet_hosts_are_grouped_by_their_nic_and_a_thunderbolt_only_matrix_i
         "NIC": "8086:1563", "NIC driver": "ixgbe", "NIC firmware": "0x800003df, 1.1767.0", "link speed": "10 Gb/s",
         "kernel": "6.1.0-28-amd64", "stock driver": "missing", "board": "Supermicro X12SPi-TF", "BIOS": "1.4"}
     both = matrix.build([tmp_path / "tb", tmp_path / "eth"])
-    text = matrix.render_markdown(both)
+    text = matrix_text.render_markdown(both)
     assert "| runs | host router |" in text and "| NIC driver |" in text
     assert "n/a" in text  # a Thunderbolt row has no NIC, an Ethernet row no host router
-    header = matrix.render_csv(both).splitlines()[0].split(",")
+    header = matrix_text.render_csv(both).splitlines()[0].split(",")
     assert header[2:6] == ["host router", "generation", "NVM", "peer"] and "NIC driver" in header
 
 

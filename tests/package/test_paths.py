@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import paths, runner
+from inferlab import paths
+from inferlab.run import runner
 
 SUBDIR = Path("ansible_collections") / "inferlab" / "distributed"
 

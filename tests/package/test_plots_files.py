@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import plots, plots_prefix_collectives, record_view, report
+from inferlab.plots import canvas, plots, serving
+from inferlab.plots import prefix_collectives as plots_prefix_collectives
+from inferlab.record import view as record_view
+from inferlab.report import report
 
 FIXTURES = FIXTURE_ROOT / "report"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -48,8 +51,8 @@ def png_pixels(path: Path) -> bytes:
 
 
 def expected(kind: str) -> tuple[int, int]:
-    width, height = plots.SIZES[kind]
-    return round(width * plots.DPI), round(height * plots.DPI)
+    width, height = canvas.SIZES[kind]
+    return round(width * canvas.DPI), round(height * canvas.DPI)
 
 
 def assert_drawn(path: Path, size: tuple[int, int] | None = None) -> None:
@@ -181,7 +184,7 @@ def test_a_trial_figure_without_values_leaves_its_panel_empty_and_the_size(tmp_p
     for mode in data["serving"].values():
         figure = mode["trials"]["figures"]["aggregate_output_tok_s"]
         figure.update(values=[None] * len(figure["values"]), median=None, min=None, max=None, n=0)
-    target = plots.trial_throughput(record_view.serving_trials(data), tmp_path / "trials.png")
+    target = serving.trial_throughput(record_view.serving_trials(data), tmp_path / "trials.png")
     assert_drawn(target, expected("serving_trials"))
 
 
@@ -226,7 +229,9 @@ def test_rendering_does_not_touch_the_fixtures(tmp_path):
 def test_reading_a_record_and_writing_its_report_do_not_import_matplotlib():
     """Only drawing imports matplotlib (a second or more of a CLI command's start): the CLI, the report, compare and
     the record's readers do not."""
-    code = ("import sys; from inferlab import cli, compare, query, record_view, report, plots; "
+    code = ("import sys; from inferlab import cli; from inferlab.analysis import compare; "
+            "from inferlab.record import query, view; from inferlab.report import report; "
+            "from inferlab.plots import plots; "
             "report.render(__import__('json').load(open(sys.argv[1]))); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
     done = subprocess.run([sys.executable, "-c", code, str(FIXTURES / "serve_trials.json")], capture_output=True,

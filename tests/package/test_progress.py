@@ -1,4 +1,4 @@
-"""inferlab.progress: the lines `inferlab run` shows instead of Ansible's output - plays until the first stage, each
+"""inferlab.run.progress: the lines `inferlab run` shows instead of Ansible's output - plays until the first stage, each
 stage's start and end from the experiment's journal, each failed task - and the CLI with and without -v, on a real
 ansible-runner run of a tiny playbook."""
 
@@ -6,7 +6,8 @@ import io
 import json
 import sys
 
-from inferlab import cli, exit_codes, progress
+from inferlab import cli, exit_codes
+from inferlab.run import progress
 
 
 class Clock:

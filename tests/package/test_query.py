@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, paths, query
+from inferlab import cli, exit_codes, paths
+from inferlab.record import query
 
 SERVE_TRIALS = FIXTURE_ROOT / "report" / "serve_trials.json"  # baseline and nextn, three trials each, no restore
 EXPERIMENT = FIXTURE_ROOT / "report" / "experiment_kernel.json"  # staged experiment: a failed stage, restore verified

@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import exit_codes, record, report, runner
+from inferlab import exit_codes
+from inferlab.record import record
+from inferlab.report import report
+from inferlab.run import runner
 
 RUN = {
     "id": "20261130T100000Z-verify", "playbook": "playbooks/verify.yml", "inventory": "inventory/lab/hosts.yml",

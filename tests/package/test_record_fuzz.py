@@ -17,7 +17,11 @@ import traceback
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import compare, matrix, plots, query, record, report, runs
+from inferlab.analysis import compare, matrix, record_input, run_layers
+from inferlab.plots import plots
+from inferlab.record import query, record, runs
+from inferlab.report import compare_output, report
+from inferlab.report import matrix as matrix_text
 
 GOLDEN = [
     *sorted((FIXTURE_ROOT / "report").glob("*.json")),
@@ -33,7 +37,7 @@ ODD_VALUES = (None, True, False, 0, -1, 2**62, 0.5, -1e300, "", "x", "2026-11-30
 QUERY = ("[run.status, serving.*.trials.figures.*.median, max_by(values(journal), &index).stage, "
          "restore && !contains(values(restore)[*].verified, `false`), sort(keys(@))]")
 # What a reader may raise on a record it refuses: each is printed by the CLI as one message.
-CLEAR_ERRORS = (record.RecordError, query.QueryError, compare.CompareError, matrix.MatrixError)
+CLEAR_ERRORS = (record.RecordError, query.QueryError, record_input.CompareError, matrix.MatrixError)
 
 
 def places(value, path=()):
@@ -119,7 +123,7 @@ def read_by_every_reader(root, golden):
 
     attempt("runs list, prune, --where", listed)
     attempt("query", lambda: query.render(query.query(run_dir, QUERY)))
-    attempt("matrix", lambda: [matrix.render_markdown(table) + matrix.render_csv(table)
+    attempt("matrix", lambda: [matrix_text.render_markdown(table) + matrix_text.render_csv(table)
                                for table in [matrix.build([root])]])
 
     def render_report():
@@ -130,16 +134,16 @@ def read_by_every_reader(root, golden):
     attempt("report", render_report)
 
     def compared():
-        data = compare.load_record(run_dir)
+        data = record_input.load_record(run_dir)
         for a, b in ((golden, data), (data, golden)):
             try:
                 result = compare.compare(a, b)
-            except compare.LayersDiffer:
+            except run_layers.LayersDiffer:
                 continue
-            compare.render_text(result)
-            json.dumps(compare.as_json(result))
+            compare_output.render_text(result)
+            json.dumps(compare_output.as_json(result))
         for mode in data["serving"]:
-            compare.mode_view(data, mode)
+            record_input.mode_view(data, mode)
 
     attempt("compare", compared)
     return answered

@@ -1,12 +1,12 @@
-"""Redaction by name and by the shape of a value (inferlab.redaction), and its agreement with the hosts' copy of the
-shape rule (plugins/module_utils/_redaction.py)."""
+"""Redaction by name and by the shape of a value (inferlab.record.redaction), and its agreement with the hosts' copy of
+the shape rule (plugins/module_utils/_redaction.py)."""
 
 import json
 
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _redaction as host_redaction
-from inferlab import redaction
+from inferlab.record import redaction
 
 CANARY = "canary-5f1e9c"
 
@@ -82,7 +82,7 @@ def test_the_hosts_copy_of_the_shape_rule_is_the_same():
 
 def test_a_secret_in_a_fragment_is_redacted_in_the_record(tmp_path):
     """A rank's argv as sglang_tp records it, with the site's extra args: the flag's value never reaches record.json."""
-    from inferlab import record
+    from inferlab.record import record
 
     canary = "sk-canary-" + "record"
     stage = tmp_path / "fragments" / "serve"

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from inferlab import report_engine_loopback
+from inferlab.report import engine_loopback as report_engine_loopback
 
 RUN = {"layers": {"runtime": "llamacpp_rpc1", "speculation": "none", "rpc": "loopback"},
        "ranks": {"lab-c": {"program": "llama-server"}},

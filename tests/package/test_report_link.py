@@ -9,7 +9,9 @@ from ansible_collections.inferlab.distributed.plugins.filter.link_ab_metrics imp
 from ansible_collections.inferlab.distributed.plugins.filter.link_test_result import link_test_result
 from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import link_condition_table
 from ansible_collections.inferlab.distributed.tests.unit.linkfixtures import inputs, soak_inputs
-from inferlab import plots, record, report
+from inferlab.plots import plots
+from inferlab.record import record
+from inferlab.report import report
 
 RUN = {
     "id": "20261130T100000Z-link_test", "playbook": "playbooks/link_test.yml", "inventory": "inventory/lab/hosts.yml",

@@ -1,7 +1,7 @@
 """report.md says, beside the candidate driver's serving results, whether the network-only A/B measured the driver's
 effect on the link before them (integrity before speed), or why the plan left it out."""
 
-from inferlab import report_findings
+from inferlab.report import findings as report_findings
 
 
 def record(journal=None, opt_out=None, driver="candidate"):

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from inferlab import report_quarantine
+from inferlab.report import quarantine as report_quarantine
 
 PLAN = {"changed": True, "engine": "llamacpp", "quarantined": ["lab-c"], "ring": ["lab-a", "lab-b", "lab-d"],
         "ring_of_one": None, "solo": ["lab-c"],

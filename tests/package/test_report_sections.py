@@ -49,7 +49,12 @@ import jsonschema
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import plots, record, record_view, report, report_prefix, report_text
+from inferlab.plots import plots
+from inferlab.record import record
+from inferlab.record import view as record_view
+from inferlab.report import prefix as report_prefix
+from inferlab.report import report
+from inferlab.report import text as report_text
 
 FIXTURES = FIXTURE_ROOT / "report"
 RECORDS = sorted(FIXTURES.glob("*.json"))

@@ -1,6 +1,6 @@
-"""inferlab.reverify and `inferlab reverify`: how a run of B is run again (its playbook, inventory and private extra
-vars, the wrapper's own left out), which claims held against the new runs, and the CLI's flow with the playbook runs
-replaced by records written from the compare fixtures (the runner itself is tested in test_api.py)."""
+"""inferlab.analysis.reverify and `inferlab reverify`: how a run of B is run again (its playbook, inventory and private
+extra vars, the wrapper's own left out), which claims held against the new runs, and the CLI's flow with the playbook
+runs replaced by records written from the compare fixtures (the runner itself is tested in test_api.py)."""
 
 import copy
 import itertools
@@ -13,7 +13,10 @@ from types import SimpleNamespace
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, compare, exit_codes, paths, report, reverify, runner
+from inferlab import cli, exit_codes, paths
+from inferlab.analysis import compare, record_input, reverify, verdict_policy
+from inferlab.report import report
+from inferlab.run import runner
 
 FIXTURES = FIXTURE_ROOT / "compare"
 # what the compare fixtures' records name, resolved in the collection
@@ -72,7 +75,7 @@ def test_a_run_without_its_extra_vars_file_cannot_be_run_again(tmp_path):
 def test_held_only_when_supported_again_by_later_runs_from_a_fresh_start():
     lossy, clean = group("link_lossy.json", 5, "lossy"), group("link_clean_fresh.json", 5, "clean")
     original = compare.compare(lossy, clean)
-    assert [v.verdict for v in original.verdicts] == [compare.SUPPORTED, compare.SUPPORTED]
+    assert [v.verdict for v in original.verdicts] == [verdict_policy.SUPPORTED, verdict_policy.SUPPORTED]
 
     later = group("link_clean_fresh.json", 5, "again", started=NOW, finished=NOW)
     outcomes = reverify.judge(original, compare.compare(lossy, later, require_fresh=True))
@@ -90,7 +93,7 @@ def test_held_only_when_supported_again_by_later_runs_from_a_fresh_start():
         data["run"]["extravars"] = {"inferlab_layer_link_profile": "clean"}
         data["stages"]["fresh_start"] = copy.deepcopy(later[0]["stages"]["fresh_start"])
     outcomes = reverify.judge(original, compare.compare(lossy, gone, require_fresh=True))
-    assert [(o.held, o.again) for o in outcomes] == [(reverify.NOT_HELD, compare.INCONCLUSIVE)] * 2
+    assert [(o.held, o.again) for o in outcomes] == [(reverify.NOT_HELD, verdict_policy.INCONCLUSIVE)] * 2
     assert outcomes[0].reason.startswith("inconclusive this time: ")
 
 
@@ -189,7 +192,7 @@ def test_kept_outcomes_that_cannot_be_read_are_said_in_the_report(tmp_path):
     (Path(run) / reverify.KEPT_FILE).write_text('{"not": "a list"}')
     with pytest.raises(reverify.ReverifyError, match="expected a JSON list of re-verifications"):
         reverify.read_kept(Path(run))
-    text = report.write(Path(run), compare.load_record(Path(run))).read_text()
+    text = report.write(Path(run), record_input.load_record(Path(run))).read_text()
     assert "The kept re-verifications cannot be read:" in text
 
 

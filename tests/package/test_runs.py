@@ -8,7 +8,9 @@ import subprocess
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, liveness, paths, runs
+from inferlab import cli, exit_codes, paths
+from inferlab.record import runs
+from inferlab.system import liveness
 
 LAB_UP = FIXTURE_ROOT / "report" / "lab_up.json"  # a whole record, as record.write made it
 

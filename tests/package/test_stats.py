@@ -1,5 +1,5 @@
-"""inferlab.stats: the exact rank-sum test and the Hodges-Lehmann interval against values worked by hand at n = 3, 5
-and 10 a side, and against a brute-force enumeration of every split where ties make hand work long; the signed-rank
+"""inferlab.analysis.stats: the exact rank-sum test and the Hodges-Lehmann interval against values worked by hand at n =
+3, 5 and 10 a side, and against a brute-force enumeration of every split where ties make hand work long; the signed-rank
 test of paired samples and its interval likewise; with ties, intervals that agree with their tests."""
 
 import itertools
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from inferlab import stats
+from inferlab.analysis import stats
 
 
 def enumerated_p(a, b) -> tuple[float, float]:

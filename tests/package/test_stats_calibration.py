@@ -15,7 +15,16 @@ import statistics
 
 import pytest
 
-from inferlab import compare
+from inferlab.analysis.metric_rows import SPEED, TRANSPORT, Metric
+from inferlab.analysis.verdict_policy import (
+    B_BETTER,
+    B_WORSE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    claim_verdict,
+    compare_metric,
+    with_family_alpha,
+)
 
 SEED = 19
 PAIRS = 2000  # simulated pairs per cell
@@ -68,20 +77,20 @@ def verdict_of(runs_a: list[tuple[float, float]], runs_b: list[tuple[float, floa
     """compare's verdict on "B is faster" over the first `metrics` (1 or 2) of the runs' samples."""
     names = ("single-stream tok/s", "aggregate tok/s")[:metrics]
     rows = [
-        compare.compare_metric(
-            compare.Metric("sim", name, "higher", compare.SPEED, tuple(run[i] for run in runs_a)),
-            compare.Metric("sim", name, "higher", compare.SPEED, tuple(run[i] for run in runs_b)),
+        compare_metric(
+            Metric("sim", name, "higher", SPEED, tuple(run[i] for run in runs_a)),
+            Metric("sim", name, "higher", SPEED, tuple(run[i] for run in runs_b)),
             paired,
         )
         for i, name in enumerate(names)
     ]
-    return compare.claim_verdict("B is faster", compare.with_family_alpha(rows, compare.SPEED), compare.SPEED).verdict
+    return claim_verdict("B is faster", with_family_alpha(rows, SPEED), SPEED).verdict
 
 
 def rates(shape: str, n: int, factor: float, metrics: int, pairs: int = PAIRS) -> dict[str, float]:
     """Share of `pairs` simulated comparisons of n runs against n whose verdict is supported / not supported."""
     rng = random.Random(f"{SEED}-{shape}-{n}-{factor}-{metrics}")
-    counts = {compare.SUPPORTED: 0, compare.NOT_SUPPORTED: 0}
+    counts = {SUPPORTED: 0, NOT_SUPPORTED: 0}
     for _pair in range(pairs):
         runs_a = [one_run(rng, shape, 1.0) for _draw in range(n)]
         runs_b = [one_run(rng, shape, factor) for _draw in range(n)]
@@ -94,7 +103,7 @@ def rates(shape: str, n: int, factor: float, metrics: int, pairs: int = PAIRS) -
 def paired_rates(n: int, factor: float, metrics: int, paired: bool, pairs: int = PAIRS) -> dict[str, float]:
     """The same for n runs that each measured both modes, read paired (signed-rank) or not (rank-sum)."""
     rng = random.Random(f"{SEED}-modes-{n}-{factor}-{metrics}")
-    counts = {compare.SUPPORTED: 0, compare.NOT_SUPPORTED: 0}
+    counts = {SUPPORTED: 0, NOT_SUPPORTED: 0}
     for _pair in range(pairs):
         runs = [modes_of_one_run(rng, factor) for _draw in range(n)]
         verdict = verdict_of([a for a, _b in runs], [b for _a, b in runs], metrics, paired)
@@ -112,7 +121,7 @@ def within_run_rate(n_trials: int = 10, pairs: int = 500) -> float:
         level_a, level_b = LEVEL + rng.gauss(0, RUN_SD), LEVEL + rng.gauss(0, RUN_SD)
         trials_a = [(level_a + rng.gauss(0, TRIAL_SD),) for _draw in range(n_trials)]
         trials_b = [(level_b + rng.gauss(0, TRIAL_SD),) for _draw in range(n_trials)]
-        supported += verdict_of(trials_a, trials_b, 1) == compare.SUPPORTED
+        supported += verdict_of(trials_a, trials_b, 1) == SUPPORTED
     return supported / pairs
 
 
@@ -126,7 +135,7 @@ def sweep_rule_rate(pairs: int = 500) -> float:
     """How often the within-run sweep's reading would be taken for a verdict on some level under no true difference:
     each topology's rounds come from one deployment, whose effect every level shares, so the levels' rank-sum tests
     (Bonferroni over the levels, as the sweep reads them) see it as a topology effect. Why a single run's sweep is
-    observed, not a verdict (inferlab.sweep)."""
+    observed, not a verdict (inferlab.analysis.sweep)."""
     rng = random.Random(f"{SEED}-sweep")
     any_level = 0
     for _pair in range(pairs):
@@ -136,10 +145,10 @@ def sweep_rule_rate(pairs: int = 500) -> float:
             base = LEVEL * 2**level
             samples = [tuple(base * deployment * (1 + rng.gauss(0, ROUND_SD)) for _round in range(SWEEP_ROUNDS))
                        for deployment in (replicas, tp2)]
-            rows.append(compare.compare_metric(*(compare.Metric("sweep", f"level {level}", "higher", compare.SPEED, s)
-                                                 for s in samples)))
-        read = compare.with_family_alpha(rows, compare.SPEED)
-        any_level += any(r.family_observed in (compare.B_BETTER, compare.B_WORSE) for r in read)
+            rows.append(compare_metric(*(Metric("sweep", f"level {level}", "higher", SPEED, s)
+                                         for s in samples)))
+        read = with_family_alpha(rows, SPEED)
+        any_level += any(r.family_observed in (B_BETTER, B_WORSE) for r in read)
     return any_level / pairs
 
 
@@ -158,7 +167,7 @@ def drift_rate(order: str, n: int = 5, pairs: int = PAIRS) -> float:
         for position, side in enumerate(sides):
             level = LEVEL * (1 + DRIFT_PER_RUN * position) + run_level(rng, "plain noise")
             runs[side].append((level, AGGREGATE_PER_SINGLE * level + rng.gauss(0, AGGREGATE_SD)))
-        supported += verdict_of(runs["a"], runs["b"], 2) == compare.SUPPORTED
+        supported += verdict_of(runs["a"], runs["b"], 2) == SUPPORTED
     return supported / pairs
 
 
@@ -179,12 +188,11 @@ def counter_rate(n: int, pairs: int = COUNTER_PAIRS) -> float:
 
     decided = 0
     for _pair in range(pairs):
-        rows = [compare.compare_metric(
-            compare.Metric("sim", "retransmissions", "lower", compare.TRANSPORT, tuple(count() for _run in range(n))),
-            compare.Metric("sim", "retransmissions", "lower", compare.TRANSPORT, tuple(count() for _run in range(n))))]
-        verdict = compare.claim_verdict("fewer errors", compare.with_family_alpha(rows, compare.TRANSPORT),
-                                        compare.TRANSPORT).verdict
-        decided += verdict in (compare.SUPPORTED, compare.NOT_SUPPORTED)
+        rows = [compare_metric(
+            Metric("sim", "retransmissions", "lower", TRANSPORT, tuple(count() for _run in range(n))),
+            Metric("sim", "retransmissions", "lower", TRANSPORT, tuple(count() for _run in range(n))))]
+        verdict = claim_verdict("fewer errors", with_family_alpha(rows, TRANSPORT), TRANSPORT).verdict
+        decided += verdict in (SUPPORTED, NOT_SUPPORTED)
     return decided / pairs
 
 
@@ -196,32 +204,32 @@ NULL_SHAPES = ("plain noise", "shift between runs", "heavy tail")
 def test_no_true_difference_is_supported_at_most_at_the_nominal_rate(shape, n):
     for metrics in (1, 2):
         seen = rates(shape, n, 1.0, metrics)
-        assert seen[compare.SUPPORTED] <= NOMINAL + TOLERANCE, (shape, n, metrics, seen)
+        assert seen[SUPPORTED] <= NOMINAL + TOLERANCE, (shape, n, metrics, seen)
         # either direction counts as an error here: both together stay within the nominal rate too
-        assert seen[compare.SUPPORTED] + seen[compare.NOT_SUPPORTED] <= NOMINAL + TOLERANCE, (shape, n, seen)
+        assert seen[SUPPORTED] + seen[NOT_SUPPORTED] <= NOMINAL + TOLERANCE, (shape, n, seen)
         if n == 3:
-            assert seen == {compare.SUPPORTED: 0, compare.NOT_SUPPORTED: 0}  # p >= 0.1 at 3 vs 3, whatever the noise
+            assert seen == {SUPPORTED: 0, NOT_SUPPORTED: 0}  # p >= 0.1 at 3 vs 3, whatever the noise
 
 
-PAIRED_SIZES = (8, 10)  # runs that measured both modes: compare pairs them from compare.PAIRED_MIN_RUNS
+PAIRED_SIZES = (8, 10)  # runs that measured both modes: compare pairs them from PAIRED_MIN_RUNS
 
 
 @pytest.mark.parametrize("n", PAIRED_SIZES)
 def test_paired_runs_with_no_true_difference_are_supported_at_most_at_the_nominal_rate(n):
     for metrics in (1, 2):
         seen = paired_rates(n, 1.0, metrics, paired=True)
-        assert seen[compare.SUPPORTED] + seen[compare.NOT_SUPPORTED] <= NOMINAL + TOLERANCE, (n, metrics, seen)
+        assert seen[SUPPORTED] + seen[NOT_SUPPORTED] <= NOMINAL + TOLERANCE, (n, metrics, seen)
 
 
 def test_pairing_finds_a_small_effect_that_the_run_levels_hide_from_the_rank_sum_test():
-    paired = paired_rates(10, 1 + RUN_SD / LEVEL, 2, paired=True, pairs=400)[compare.SUPPORTED]
-    unpaired = paired_rates(10, 1 + RUN_SD / LEVEL, 2, paired=False, pairs=400)[compare.SUPPORTED]
+    paired = paired_rates(10, 1 + RUN_SD / LEVEL, 2, paired=True, pairs=400)[SUPPORTED]
+    unpaired = paired_rates(10, 1 + RUN_SD / LEVEL, 2, paired=False, pairs=400)[SUPPORTED]
     assert paired > 0.8 and unpaired < 0.5, (paired, unpaired)
 
 
 def test_the_demos_driver_effect_is_found_with_five_whole_runs_a_side():
-    assert rates("shift between runs", 5, DEMO_EFFECT, 2, pairs=200)[compare.SUPPORTED] == 1.0
-    assert rates("shift between runs", 3, DEMO_EFFECT, 2, pairs=200)[compare.SUPPORTED] == 0.0  # 3 a side: never
+    assert rates("shift between runs", 5, DEMO_EFFECT, 2, pairs=200)[SUPPORTED] == 1.0
+    assert rates("shift between runs", 3, DEMO_EFFECT, 2, pairs=200)[SUPPORTED] == 0.0  # 3 a side: never
 
 
 def test_one_run_a_side_would_be_miscalibrated_which_is_why_compare_withholds_it():
@@ -256,20 +264,20 @@ def figures() -> str:
     for shape in NULL_SHAPES:
         for n in SIZES:
             one, two = rates(shape, n, 1.0, 1), rates(shape, n, 1.0, 2)
-            lines.append(f"| {shape} | {n} | {one[compare.SUPPORTED]:.2%} | {sum(one.values()):.2%} "
-                         f"| {two[compare.SUPPORTED]:.2%} | {sum(two.values()):.2%} |")
+            lines.append(f"| {shape} | {n} | {one[SUPPORTED]:.2%} | {sum(one.values()):.2%} "
+                         f"| {two[SUPPORTED]:.2%} | {sum(two.values()):.2%} |")
     lines += ["", "| true difference (shift between runs) | n a side | power, 1 metric | power, 2 metrics |",
               "| --- | --- | --- | --- |"]
     for label, factor in POWER_EFFECTS:
         for n in SIZES:
-            lines.append(f"| {label} | {n} | {rates('shift between runs', n, factor, 1)[compare.SUPPORTED]:.1%} "
-                         f"| {rates('shift between runs', n, factor, 2)[compare.SUPPORTED]:.1%} |")
+            lines.append(f"| {label} | {n} | {rates('shift between runs', n, factor, 1)[SUPPORTED]:.1%} "
+                         f"| {rates('shift between runs', n, factor, 2)[SUPPORTED]:.1%} |")
     lines += ["", "| two modes of the same runs (shared run level) | runs | test | no true difference: supported or "
               "not supported, 2 metrics | +2.5 %: power, 2 metrics |", "| --- | --- | --- | --- | --- |"]
     for n in PAIRED_SIZES:
         for paired, test in ((True, "signed-rank (paired)"), (False, "rank-sum (pairing ignored)")):
             null = sum(paired_rates(n, 1.0, 2, paired).values())
-            power = paired_rates(n, 1 + RUN_SD / LEVEL, 2, paired)[compare.SUPPORTED]
+            power = paired_rates(n, 1 + RUN_SD / LEVEL, 2, paired)[SUPPORTED]
             lines.append(f"| | {n} | {test} | {null:.2%} | {power:.1%} |")
     lines += ["", f"one run a side, 10 trials each, no true difference: supported {within_run_rate():.1%} "
               "(500 pairs) if compare judged it",

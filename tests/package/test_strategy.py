@@ -1,4 +1,4 @@
-"""inferlab.strategy: which Ansible strategy a run uses, the environment that selects it, and its refusals."""
+"""inferlab.run.strategy: which Ansible strategy a run uses, the environment that selects it, and its refusals."""
 
 import os
 import subprocess
@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from inferlab import cli, exit_codes, strategy
+from inferlab import cli, exit_codes
+from inferlab.run import strategy
 
 
 def test_the_default_is_mitogen_and_the_environment_or_the_option_overrides_it(monkeypatch):

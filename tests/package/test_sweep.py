@@ -8,7 +8,13 @@ import jsonschema
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, plots, record, record_view, report, report_sweep, sweep
+from inferlab import cli, exit_codes
+from inferlab.analysis import sweep
+from inferlab.plots import plots
+from inferlab.record import record
+from inferlab.record import view as record_view
+from inferlab.report import report
+from inferlab.report import sweep as report_sweep
 
 SERVE_RECORD = FIXTURE_ROOT / "report" / "serve_trials.json"
 

@@ -1,7 +1,8 @@
 """The ledger role's takeover of a stale lock (roles/ledger/tasks/lock.yml) in real ansible-playbook runs whose
 Python has no inferlab package (ansible-test's, like a bare ansible-runner's): the holder is then judged by its pid
 alone, as ps sees it, so a dead holder's lock is taken over and a live one's refused, naming it. With the package
-(`inferlab run`), the same check is `python -m inferlab.liveness` (tests/package/test_liveness.py; molecule restore)."""
+(`inferlab run`), the same check is `python -m inferlab.system.liveness`
+(tests/package/test_liveness.py; molecule restore)."""
 
 import json
 import socket
@@ -55,7 +56,7 @@ def take_over(tmp_path, holder_pid):
 
 def test_without_the_package_a_dead_holder_is_told_by_its_pid_and_its_lock_taken_over(tmp_path):
     with pytest.raises(ImportError):
-        __import__("inferlab.liveness")  # the case under test: no inferlab package here
+        __import__("inferlab.system.liveness")  # the case under test: no inferlab package here
     proc, lock = take_over(tmp_path, dead_pid())
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert lock["run_id"] == "new-run"

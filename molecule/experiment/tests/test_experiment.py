@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests")
 
 from labinfo import LAB_DIR, RING, RUN_DIR, assert_records_valid, files_holding, lab_canary, lab_host, own_processes  # noqa: E402
 
-from inferlab import matrix  # noqa: E402
+from inferlab.analysis import matrix  # noqa: E402
 
 testinfra_hosts = RING
 RUN = RUN_DIR / "experiment"

@@ -108,7 +108,7 @@ def test_the_soak_probed_every_interval_and_plots_its_timeline(host, tmp_path):
     """15 s at a probe every 3 s: five probes, each with its rates or the reason it has none (the one that met
     the flap may fail), and the timeline plot the report shows."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
-    from inferlab import plots  # pylint: disable=import-outside-toplevel
+    from inferlab.plots import link as link_plots  # pylint: disable=import-outside-toplevel
 
     result = suite("soak")
     soak = result["tests"]["soak"]
@@ -116,7 +116,7 @@ def test_the_soak_probed_every_interval_and_plots_its_timeline(host, tmp_path):
     assert all(p["ok"] == (p["error"] is None) for p in soak["probes"]), soak["probes"]
     assert sum(1 for p in soak["probes"] if p["ok"]) >= 3, soak["probes"]
     assert result["verdicts"]["soak"].startswith("5 probe(s) every 3.0 s over 15.0 s, ")
-    png = plots.soak_timeline(result, tmp_path / "soak.png")
+    png = link_plots.soak_timeline(result, tmp_path / "soak.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
 

@@ -12,15 +12,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests")
 
 from labinfo import LAB_DIR, RING, host_ledger, lab_host, own_processes  # noqa: E402
 
-from inferlab.lab import control as lab  # noqa: E402
+from inferlab.lab import status as lab_status  # noqa: E402
+from inferlab.lab.collection_tc import load_tc  # noqa: E402
 
 testinfra_hosts = RING
 
 
 def test_the_link_has_the_labs_profile_back(host):
     driver_profiles = json.loads((LAB_DIR / "link.json").read_text()).get("driver_profiles")
-    expected = lab.expected_link_profile(lab_host(host), driver_profiles)
-    found = lab.load_tc().classify_output(host.check_output("tc -j qdisc show dev thunderbolt0"))
+    expected = lab_status.expected_link_profile(lab_host(host), driver_profiles)
+    found = load_tc().classify_output(host.check_output("tc -j qdisc show dev thunderbolt0"))
     assert expected and found["profile"] == expected, found
 
 

@@ -10,7 +10,7 @@ import pytest
 import testinfra.utils.ansible_runner
 import yaml
 
-from inferlab.lab.control import lab_dir_from_inventory
+from inferlab.lab.status import lab_dir_from_inventory
 
 INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 RUN_DIR = Path(os.environ["INFERLAB_MOLECULE_RUN_DIR"])
@@ -84,7 +84,7 @@ def assert_records_valid(run_dir: Path = RUN_DIR) -> int:
     (runs through `inferlab run`), and every other directory with fragments (playbooks that molecule ran with
     ansible-playbook, killed runs) assembled into a record. Returns how many records were checked."""
     sys.path.insert(0, str(REPO_ROOT / "src"))
-    from inferlab import record  # pylint: disable=import-outside-toplevel
+    from inferlab.record import record  # pylint: disable=import-outside-toplevel
 
     checked = 0
     for fragments in sorted(run_dir.glob("**/fragments")):

@@ -97,7 +97,7 @@ def next_action(link_present: bool, drivers: list[str], ready_since: float | Non
 
 def load_tc():
     """The collection's tc logic (plugins/module_utils/_tc.py), the one the link_profile module uses."""
-    from inferlab.lab.control import load_tc as load  # noqa: PLC0415 (control.py is the lab's CLI; only this needs it)
+    from inferlab.lab.collection_tc import load_tc as load  # noqa: PLC0415 (only this needs the checkout's paths)
 
     return load()
 

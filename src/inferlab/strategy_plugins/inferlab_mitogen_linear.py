@@ -9,7 +9,7 @@ every process they start to CPU 1, whatever else runs there: on the 2-CPU machin
 controller's half of every task (the workers of both hosts, the callbacks, a local command) then waits for one CPU
 while the other idles. Measured on such a machine: 150 controller-side tasks (``assert``) on two hosts took 20-22 s
 pinned and 11-12 s unpinned, as long as ansible-core's ``linear`` (docs/PERFORMANCE.md). Everything else is
-Mitogen's strategy unchanged; ``inferlab.strategy`` selects this plugin for ``mitogen``.
+Mitogen's strategy unchanged; ``inferlab.run.strategy`` selects this plugin for ``mitogen``.
 """
 
 import ansible_mitogen.affinity

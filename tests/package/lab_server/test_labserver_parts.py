@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from inferlab.lab.server import api, tokens
+from inferlab.lab.server import request_checks, tokens
 from inferlab.lab.server.cache import PrefixCache
 from inferlab.lab.server.metrics import Metrics
 from inferlab.lab.server.tp import (
@@ -203,17 +203,18 @@ USER = [{"role": "user", "content": "x"}]
     ({"model": MODEL, "messages": USER, "stream_options": []}, 400, "stream_options"),
 ])
 def test_chat_validation(body, status, param):
-    with pytest.raises(api.RequestError) as exc:
-        api.validate_chat(body, MODEL)
+    with pytest.raises(request_checks.RequestError) as exc:
+        request_checks.validate_chat(body, MODEL)
     assert (exc.value.status, exc.value.param) == (status, param)
     assert set(exc.value.body()["error"]) == {"message", "type", "param", "code"}
 
 
 def test_chat_validation_accepts():
-    fields = api.validate_chat({"model": MODEL, "messages": USER, "max_completion_tokens": 5, "max_tokens": 9,
-                                "stop": "x", "stream": True, "stream_options": {"include_usage": True}}, MODEL)
+    fields = request_checks.validate_chat({"model": MODEL, "messages": USER, "max_completion_tokens": 5,
+                                           "max_tokens": 9, "stop": "x", "stream": True,
+                                           "stream_options": {"include_usage": True}}, MODEL)
     assert (fields["limit"], fields["stop"], fields["stream"], fields["include_usage"]) == (5, ["x"], True, True)
-    assert api.validate_chat({"model": MODEL, "messages": USER}, MODEL)["limit"] is None
+    assert request_checks.validate_chat({"model": MODEL, "messages": USER}, MODEL)["limit"] is None
 
 
 @pytest.mark.parametrize("body, param", [
@@ -233,16 +234,16 @@ def test_chat_validation_accepts():
     ({"text": "a", "rid": 7}, "rid"),
 ])
 def test_generate_validation(body, param):
-    with pytest.raises(api.RequestError) as exc:
-        api.validate_generate(body)
+    with pytest.raises(request_checks.RequestError) as exc:
+        request_checks.validate_generate(body)
     assert (exc.value.status, exc.value.param) == (400, param)
 
 
 def test_generate_validation_accepts():
-    fields = api.validate_generate({"input_ids": [5, 6, 7], "sampling_params": {"max_new_tokens": 0}})
+    fields = request_checks.validate_generate({"input_ids": [5, 6, 7], "sampling_params": {"max_new_tokens": 0}})
     assert (fields["prompt_tokens"], fields["prompt_key"], fields["limit"]) == ([5, 6, 7], "ids:5,6,7", 0)
-    assert api.validate_generate({"text": "a b", "sampling_params": {"ignore_eos": True}})["limit"] == 128
-    assert api.validate_generate({"text": "a b"})["limit"] is None
+    assert request_checks.validate_generate({"text": "a b", "sampling_params": {"ignore_eos": True}})["limit"] == 128
+    assert request_checks.validate_generate({"text": "a b"})["limit"] is None
 
 
 def test_the_lab_server_accepts_exactly_the_choices_the_launch_checks_know():

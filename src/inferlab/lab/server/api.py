@@ -37,25 +37,15 @@ from queue import Empty
 from inferlab.lab.server import tokens
 from inferlab.lab.server.args import SGLANG_VERSION, server_args_dict
 from inferlab.lab.server.engine import DONE, EngineError, Request
+from inferlab.lab.server.request_checks import RequestError, engine_error, validate_chat, validate_generate
 
 MAX_BODY = 16 * 1024 * 1024
-GENERATE_DEFAULT_MAX_NEW_TOKENS = 128
 AUTH_FREE_PREFIXES = ("/health", "/ready", "/metrics")
 FLUSH_OK = ("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting "
             "requests, the operation will not be performed.)\n")
 FLUSH_FAILED = "Flush cache failed.\n"
 
 log = logging.getLogger("inferlab.lab.server")
-
-
-class RequestError(Exception):
-    def __init__(self, status: int, message: str, param=None, code=None, kind="invalid_request_error"):
-        super().__init__(message)
-        self.status, self.message, self.param, self.kind = status, message, param, kind
-        self.code = status if code is None else code
-
-    def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
 def _drain(queue) -> list:
@@ -67,105 +57,6 @@ def _drain(queue) -> list:
             items.append(queue.get_nowait())
         except Empty:
             return items
-
-
-def _engine_error(exc: EngineError) -> RequestError:
-    return RequestError(500, f"Internal server error: {exc}", kind="InternalServerError")
-
-
-def _stop_list(stop, param: str) -> list[str]:
-    if stop is None:
-        return []
-    if isinstance(stop, str):
-        return [stop]
-    if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-        return stop
-    raise RequestError(400, f"{param} must be a string or a list of strings", param=param)
-
-
-def _count(value, param: str, minimum: int) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise RequestError(400, f"{param} must be an integer >= {minimum}, got {value!r}", param=param)
-    return value
-
-
-def validate_chat(body, served_model: str) -> dict:
-    """Checked chat fields, or ``RequestError`` with OpenAI's wording where it has one."""
-    if not isinstance(body, dict):
-        raise RequestError(400, "the request body must be a JSON object")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise RequestError(400, "you must provide a model parameter", param="model")
-    if model != served_model:
-        raise RequestError(404, f"The model `{model}` does not exist or you do not have access to it.",
-                           code="model_not_found")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise RequestError(400, "Messages cannot be empty.", param="messages")
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in tokens.ROLES:
-            raise RequestError(400, f"messages[{i}]: 'role' must be one of {', '.join(tokens.ROLES)}",
-                               param=f"messages.[{i}].role")
-        content = msg.get("content")
-        ok = isinstance(content, str) or (content is None and msg["role"] == "assistant") or (
-            isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text"
-                                              and isinstance(p.get("text"), str) for p in content))
-        if not ok:
-            raise RequestError(400, f"messages[{i}]: 'content' must be a string or a list of text parts",
-                               param=f"messages.[{i}].content")
-    limit_key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    limit = _count(body.get(limit_key), limit_key, 1)
-    if body.get("n", 1) != 1:
-        raise RequestError(400, "only n=1 is supported", param="n")
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise RequestError(400, "stream must be a boolean", param="stream")
-    options = body.get("stream_options")
-    options = {} if options is None else options
-    if not isinstance(options, dict):
-        raise RequestError(400, "stream_options must be an object", param="stream_options")
-    return {"model": model, "messages": messages, "limit": limit, "stop": _stop_list(body.get("stop"), "stop"),
-            "stream": stream, "include_usage": bool(options.get("include_usage")), "seed": body.get("seed")}
-
-
-def validate_generate(body) -> dict:
-    """Checked ``/generate`` fields (one prompt: the lab server does not batch)."""
-    if not isinstance(body, dict):
-        raise RequestError(400, "the request body must be a JSON object")
-    text, input_ids = body.get("text"), body.get("input_ids")
-    if (text is None) == (input_ids is None):
-        raise RequestError(400, "Either text or input_ids should be provided (exactly one of them).")
-    if text is not None and not isinstance(text, str):
-        raise RequestError(400, "text must be a string (the lab server does not batch)", param="text")
-    if input_ids is not None and not (isinstance(input_ids, list) and input_ids and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in input_ids)):
-        raise RequestError(400, "input_ids must be a non-empty list of token ids (the lab server does not batch)",
-                           param="input_ids")
-    params = body.get("sampling_params")
-    params = {} if params is None else params
-    if not isinstance(params, dict):
-        raise RequestError(400, "sampling_params must be an object", param="sampling_params")
-    limit = _count(params.get("max_new_tokens"), "max_new_tokens", 0)
-    ignore_eos = params.get("ignore_eos", False)
-    if not isinstance(ignore_eos, bool):
-        raise RequestError(400, "ignore_eos must be a boolean", param="ignore_eos")
-    if limit is None and ignore_eos:
-        limit = GENERATE_DEFAULT_MAX_NEW_TOKENS
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise RequestError(400, "stream must be a boolean", param="stream")
-    rid = body.get("rid")
-    if rid is not None and not isinstance(rid, str):
-        raise RequestError(400, "rid must be a string", param="rid")
-    if text is not None:
-        prompt_tokens, prompt_key = tokens.tokenize(text), text
-    else:
-        prompt_tokens, prompt_key = input_ids, "ids:" + ",".join(map(str, input_ids))
-    return {"prompt_tokens": prompt_tokens, "prompt_key": prompt_key, "limit": limit,
-            "natural_cap": GENERATE_DEFAULT_MAX_NEW_TOKENS, "stop": _stop_list(params.get("stop"), "stop"),
-            "stream": stream, "rid": rid, "seed": params.get("sampling_seed")}
 
 
 class LabService:
@@ -461,7 +352,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             lab.engine.submit(req)
         except EngineError as exc:
-            raise _engine_error(exc) from None
+            raise engine_error(exc) from None
         created = int(time.time())
         if fields["stream"]:
             self._stream_chat(req, created, fields["include_usage"])
@@ -469,7 +360,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._wait(req)
         except EngineError as exc:
-            raise _engine_error(exc) from None
+            raise engine_error(exc) from None
         reason, matched = _openai_finish(req)
         self._send_json(200, {
             "id": rid, "object": "chat.completion", "created": created, "model": lab.model,
@@ -496,8 +387,8 @@ class Handler(BaseHTTPRequestHandler):
                         done = True
                     elif isinstance(item, EngineError):
                         if not started:
-                            raise _engine_error(item)
-                        error = _engine_error(item).body()
+                            raise engine_error(item)
+                        error = engine_error(item).body()
                         self._chunk(b"data: %s\n\ndata: [DONE]\n\n" % json.dumps(error).encode())
                         self._end_stream()
                         return
@@ -545,13 +436,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             lab.engine.submit(req)
         except EngineError as exc:
-            raise _engine_error(exc) from None
+            raise engine_error(exc) from None
         draft = lab.cfg.speculative.num_draft_tokens if lab.cfg.speculative else None
         if not fields["stream"]:
             try:
                 self._wait(req)
             except EngineError as exc:
-                raise _engine_error(exc) from None
+                raise engine_error(exc) from None
             self._send_json(200, {"text": "".join(req.pieces), "output_ids": req.output_ids,
                                   "meta_info": _meta_info(req, draft, final=True)})
             return
@@ -561,7 +452,7 @@ class Handler(BaseHTTPRequestHandler):
             while True:
                 items = _drain(req.queue)
                 if any(isinstance(item, EngineError) for item in items):
-                    error = _engine_error(next(i for i in items if isinstance(i, EngineError))).body()
+                    error = engine_error(next(i for i in items if isinstance(i, EngineError))).body()
                     self._chunk(b"data: %s\n\ndata: [DONE]\n\n" % json.dumps(error).encode())
                     self._end_stream()
                     return

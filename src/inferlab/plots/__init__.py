@@ -1,0 +1,1 @@
+"""The plots of a record (matplotlib, only when drawing)."""

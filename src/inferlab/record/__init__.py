@@ -1,0 +1,1 @@
+"""A run's record: assembled, validated, read, queried, exported; the run directories."""

@@ -1,0 +1,1 @@
+"""report.md: one module a section, and the text helpers they share."""

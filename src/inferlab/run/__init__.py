@@ -1,0 +1,1 @@
+"""Running a playbook: ansible-runner, the strategy, the progress lines and a cancel."""

@@ -1,0 +1,1 @@
+"""What the package needs of this machine: processes (alive, their trees) and private files."""
