@@ -1,7 +1,8 @@
 # Copyright (c) 2026, inferlab developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The undo of the change ledger: each kind's undo (``UNDO``), the undo of a host's open entries, and the leftovers.
+"""The undo of the change ledger: each kind's undo (``UNDO``), the undo of a host's open entries, the write-ahead
+protocol of one change (``change``), and the leftovers.
 
 One of the ledger's host-side modules (see ``_ledger_core``): standard library only, Python 3.8+.
 """
@@ -76,6 +77,52 @@ def undo(ledger_dir, host, ids=None, run_id=None, ctx=None, check_mode=False, ex
         return _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude)
     with core.DirGuard(ledger_dir):
         return _undo(ledger_dir, host, ids, run_id, ctx, check_mode, exclude)
+
+
+def change(ledger_dir, host, kind, params, run_id=None, ctx=None, undo_on_error=True):
+    """The write-ahead protocol of one change: ``with change(ledger_dir, host, kind, params) as entry:``.
+
+    The call records the entry ``pending`` (fsynced) before the body makes the change, and raises as ``record``
+    does; a normal exit marks it ``applied``, with what ``entry.update`` learned during the change (a pid) merged
+    into its params. On an exception, any (KeyboardInterrupt too), or a mark that cannot be written, the entry is
+    undone by its kind's undo (``entry.undone`` holds the result) and the exception goes on. With
+    ``undo_on_error=False`` it stays as it is instead, open for the restore, for a caller that reports a failed
+    change with its entry open."""
+    return Change(ledger_dir, host, core.record(ledger_dir, host, kind, params, run_id=run_id), run_id, ctx,
+                  undo_on_error)
+
+
+class Change:
+    """An entry under ``change``'s protocol: ``id``, ``line`` (the pending line), ``undone``."""
+
+    def __init__(self, ledger_dir, host, line, run_id, ctx, undo_on_error):
+        self.ledger_dir, self.host, self.line, self.id = ledger_dir, host, line, line['id']
+        self.run_id, self.ctx, self.undo_on_error = run_id, ctx, undo_on_error
+        self.learned = {}
+        self.undone = None
+
+    def update(self, **params):
+        """Params learned during the change, written with the ``applied`` mark."""
+        self.learned.update(params)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                core.mark(self.ledger_dir, self.host, self.id, 'applied', params=self.learned or None,
+                          run_id=self.run_id)
+                return False
+        except BaseException:
+            self._undo()
+            raise
+        self._undo()
+        return False
+
+    def _undo(self):
+        if self.undo_on_error:
+            self.undone = undo(self.ledger_dir, self.host, ids=[self.id], run_id=self.run_id, ctx=self.ctx)
 
 
 def undo_kind(ledger_dir, host, kind, select=None, run_id=None, check_mode=False):

@@ -78,18 +78,24 @@ class SettingLayer:
     def write(self, name, path, item, found):
         params = self.setting.params(name, path, item['previous'], item['value'])
         try:
-            line = _ledger_core.record(self.p['ledger_dir'], self.p['ledger_host'], self.setting.kind, params,
-                                       run_id=self.p['run_id'])
-            item['entry_id'] = line['id']
-            back = _ledger_undo.write_setting(path, item['value'])
+            entry = _ledger_undo.change(self.p['ledger_dir'], self.p['ledger_host'], self.setting.kind, params,
+                                        run_id=self.p['run_id'], undo_on_error=False)
         except (_ledger_core.LedgerError, OSError) as exc:
-            self.fail(f'could not set {name} to {item["value"]!r}: {exc} (the ledger holds every write made or about '
-                      'to be made: a restore puts them back)', found)
-        if back != item['value']:
-            self.fail(f'wrote {item["value"]!r} to {name}, but it reads {back!r}: the kernel took another value (a '
-                      'maximum elsewhere, or a format it does not parse). The ledger entry stays open for the restore',
-                      found)
-        _ledger_core.mark(self.p['ledger_dir'], self.p['ledger_host'], line['id'], 'applied', run_id=self.p['run_id'])
+            self.not_set(name, item, exc, found)
+        item['entry_id'] = entry.id
+        with entry:
+            try:
+                back = _ledger_undo.write_setting(path, item['value'])
+            except OSError as exc:
+                self.not_set(name, item, exc, found)
+            if back != item['value']:
+                self.fail(f'wrote {item["value"]!r} to {name}, but it reads {back!r}: the kernel took another value (a '
+                          'maximum elsewhere, or a format it does not parse). The ledger entry stays open for the '
+                          'restore', found)
+
+    def not_set(self, name, item, exc, found):
+        self.fail(f'could not set {name} to {item["value"]!r}: {exc} (the ledger holds every write made or about to '
+                  'be made: a restore puts them back)', found)
 
     def undo(self):
         """The ledger's undo of the host's open entries of this kind (those of the names given, or all)."""

@@ -249,15 +249,14 @@ class TbnetBuild:
                     else:
                         os.unlink(target)
             return entry['id']
-        entry = _ledger_core.record(p['ledger_dir'], p['ledger_host'], KIND, {'path': path,
-                                                                              'purpose': 'tbnet candidate'},
-                                    run_id=p['run_id'])
-        os.makedirs(path, mode=0o700)
-        os.chmod(path, 0o700)
-        with open(os.path.join(path, _ledger_core.BUILD_DIR_MARKER), 'w') as handle:
-            handle.write('made by inferlab tbnet_build; removed by the ledger entry %s\n' % entry['id'])
-        _ledger_core.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
-        return entry['id']
+        params = {'path': path, 'purpose': 'tbnet candidate'}
+        with _ledger_undo.change(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'],
+                                 undo_on_error=False) as entry:
+            os.makedirs(path, mode=0o700)
+            os.chmod(path, 0o700)
+            with open(os.path.join(path, _ledger_core.BUILD_DIR_MARKER), 'w') as handle:
+                handle.write('made by inferlab tbnet_build; removed by the ledger entry %s\n' % entry.id)
+        return entry.id
 
     def run(self):
         p = self.p
