@@ -727,6 +727,14 @@ def test_every_kind_has_an_undo():
     assert set(_ledger_undo.UNDO) == set(_ledger_core.KINDS)
 
 
+def test_the_conventions_table_lists_the_registrys_kinds_in_its_order():
+    text = (REPO_ROOT / "docs" / "CONVENTIONS.md").read_text()
+    section = text.split("\n## Change ledger\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \| (.+?) \| (.+?) \|$", section, re.M)
+    assert [kind for kind, _by, _undo in rows] == list(_ledger_core.KINDS)
+    assert all(by.strip() and undo.strip() for _kind, by, undo in rows)
+
+
 def test_the_host_files_import_ansible_only_where_they_fall_back_to_their_host_names():
     """On a host the files run alone: an import of the collection is only ever tried, with the host's name of the
     same module as its ImportError fallback."""
