@@ -9,12 +9,12 @@ Every setting of ``settings`` is located and read before anything is written (a 
 file that is absent, fails with nothing changed); then, for each value that differs, an entry of ``kind`` is recorded
 with the value read (``previous``) and the one to write, the file is written and read back, and the entry is marked
 applied. ``state=undone`` runs the ledger's undo of the host's open entries of ``kind`` (those of the names given,
-or all), which writes ``previous`` back only while the value is still inferlab's (``_ledger_undo.read_setting``).
+or all), which writes ``previous`` back only while the value is still inferlab's (``_ledger_settings.read_setting``).
 """
 
 from __future__ import annotations
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _ledger_undo
 
 
 class SettingFile:
@@ -53,13 +53,13 @@ class SettingLayer:
         try:
             for name, wanted in sorted(self.p['settings'].items()):
                 path = self.setting.locate(name)
-                previous = _ledger_undo.read_setting(path)
+                previous = _ledger_settings.read_setting(path)
                 if previous is None:
                     self.fail(f'{self.setting.missing(name, path)}. Nothing was changed for it', found)
                 refused = self.setting.refuse(name, path)
                 if refused:
                     self.fail(f'{refused}. Nothing was changed', found)
-                value = _ledger_core.sysctl_text(wanted)
+                value = _ledger_settings.sysctl_text(wanted)
                 found[name] = {'previous': previous, 'value': value, 'changed': previous != value, 'entry_id': None}
                 paths[name] = path
         except _ledger_core.LedgerError as exc:
@@ -85,7 +85,7 @@ class SettingLayer:
         item['entry_id'] = entry.id
         with entry:
             try:
-                back = _ledger_undo.write_setting(path, item['value'])
+                back = _ledger_settings.write_setting(path, item['value'])
             except OSError as exc:
                 self.not_set(name, item, exc, found)
             if back != item['value']:

@@ -12,7 +12,12 @@ import time
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_base,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+)
 
 HOST = "lab-a"
 
@@ -188,7 +193,7 @@ def test_a_host_without_systemctl_or_the_engine_has_no_unit_or_container_leftove
     managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     managed(ledger_dir, "container", {"engine": "podman", "name": "rank0"})
     monkeypatch.setenv("PATH", str(ledger_dir))
-    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", (str(ledger_dir),))
+    monkeypatch.setattr(_ledger_base, "COMMAND_DIRS", (str(ledger_dir),))
     ctx = _ledger_undo.UndoContext(run_command=Commands({}))
     assert _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx) == []
 
