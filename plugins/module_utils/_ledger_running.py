@@ -194,7 +194,7 @@ def _process_leftovers(entry, ctx):
 
 PROCESS = base.Kind('process', _check_process, undo_process, leftovers=_process_leftovers)
 # a background counter sampler is a process; its own kind says in the ledger what it was
-SAMPLER = base.Kind('sampler', _check_process, undo_process)
+SAMPLER = base.Kind('sampler', _check_process, undo_process, leftovers=_process_leftovers)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -185,8 +185,8 @@ def leftovers(ledger_dir, host, procfs_root='/proc', ctx=None):
     without one leaves nothing running), matched by the ledger's identity only, never by a command line, so a
     production process that the restore resumed is never one, whatever its arguments:
 
-    - ``process``: the recorded pid with its recorded start time, and, for an entry recorded with its process group,
-      every live member of that group;
+    - ``process`` and ``sampler``: the recorded pid with its recorded start time, and, for an entry recorded with its
+      process group, every live member of that group;
     - ``systemd_unit``: the recorded unit, still active (``systemctl is-active``);
     - ``container``: the recorded container, still running (``ENGINE container inspect``).
 
