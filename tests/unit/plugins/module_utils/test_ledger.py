@@ -749,6 +749,23 @@ def test_the_host_files_import_ansible_only_where_they_fall_back_to_their_host_n
                     assert id(node) in guarded, f"{source.name}:{node.lineno}"
 
 
+def test_the_host_files_import_each_other_one_way_and_only_what_the_role_installs():
+    """No cycle among the installed files (the core reaches the kinds through the registry, never the reverse), and
+    every host name a file imports is installed beside it."""
+    installed = {name[:-3] for _source, name in ledger_files()}
+    graph = {}
+    for source, name in ledger_files():
+        tree = ast.parse(source.read_text())
+        graph[name[:-3]] = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                            for alias in node.names if alias.name.startswith("inferlab_")}
+        assert graph[name[:-3]] <= installed, name
+    done = set()
+    while len(done) < len(graph):
+        ready = {name for name, imports in graph.items() if name not in done and imports <= done}
+        assert ready, f"an import cycle among {sorted(set(graph) - done)}"
+        done |= ready
+
+
 # --- tc_profile kind ----------------------------------------------------------------------------------------------
 
 TC_FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "tc"
