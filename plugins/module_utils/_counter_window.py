@@ -57,28 +57,34 @@ def start_sampler(ledger_dir, host, run_id, argv, pidfile, window, run=subproces
                           'another counters_window name.'
                           % (window, run_id, host, 'y' if len(running) == 1 else 'ies', ', '.join(running),
                              's' if len(running) == 1 else '', pidfile))
-    entry = _ledger_core.record(ledger_dir, host, 'sampler', {'pidfile': pidfile, 'cmdline': list(argv)}, run_id=run_id)
+    entry = _ledger_undo.change(ledger_dir, host, 'sampler', {'pidfile': pidfile, 'cmdline': list(argv)},
+                                run_id=run_id)
     try:
-        out = run(list(argv), capture_output=True, text=True, check=False, timeout=60)
-        try:
-            started = json.loads(out.stdout)
-        except ValueError:
-            started = {}
-        if out.returncode != 0 or not isinstance(started, dict) or 'pid' not in started:
-            raise WindowError('the sampler did not start (exit %s): %s' % (
-                out.returncode, (started.get('msg') if isinstance(started, dict) else None)
-                or (out.stderr or out.stdout).strip()[-400:]))
-        _ledger_core.mark(ledger_dir, host, entry['id'], 'applied',
-                          params={'pid': started['pid'], 'start_time': started['start_time']}, run_id=run_id)
+        with entry:
+            out = run(list(argv), capture_output=True, text=True, check=False, timeout=60)
+            try:
+                started = json.loads(out.stdout)
+            except ValueError:
+                started = {}
+            if out.returncode != 0 or not isinstance(started, dict) or 'pid' not in started:
+                raise WindowError('the sampler did not start (exit %s): %s' % (
+                    out.returncode, (started.get('msg') if isinstance(started, dict) else None)
+                    or (out.stderr or out.stdout).strip()[-400:]))
+            entry.update(pid=started['pid'], start_time=started['start_time'])
     except BaseException as err:
-        raise WindowError('%s (%s)' % (err, stop_sampler(ledger_dir, host, run_id, entry['id']))) from err
-    return {'entry_id': entry['id'], 'pid': started['pid']}
+        if entry.undone is None:  # the undo itself failed
+            raise
+        raise WindowError('%s (%s)' % (err, _stopped(entry.undone))) from err
+    return {'entry_id': entry.id, 'pid': started['pid']}
 
 
 def stop_sampler(ledger_dir, host, run_id, entry_id, procfs_root='/proc'):
     """Undo one sampler entry (stop it by PID) after a failed opening; returns what happened, for the message."""
-    result = _ledger_undo.undo(ledger_dir, host, ids=[entry_id], run_id=run_id,
-                               ctx=_ledger_undo.UndoContext(procfs_root=procfs_root))
+    return _stopped(_ledger_undo.undo(ledger_dir, host, ids=[entry_id], run_id=run_id,
+                                      ctx=_ledger_undo.UndoContext(procfs_root=procfs_root)))
+
+
+def _stopped(result):
     if result['failed']:
         return 'stopping its sampler through the ledger FAILED: %s' % result['message']
     return 'its sampler was stopped through the ledger'

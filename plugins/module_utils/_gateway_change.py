@@ -86,17 +86,16 @@ def apply(ledger_dir, host, run_id, params, content):
     """Record ``params`` as ``pending``, write the backups (mode 0600), write ``content`` (bytes) in place of the
     config (same mode), mark the entry ``applied``; returns the entry. Raises LedgerError, OSError or GatewayError;
     once the entry is recorded, the undo puts back whatever was written."""
-    entry = _ledger_core.record(ledger_dir, host, KIND, params, run_id=run_id)
-    pairs = [(params['config_path'], params['backup_path'])]
-    if params.get('front_backup_path'):
-        pairs.append((params['front']['upstream_file'], params['front_backup_path']))
-    for source, backup in pairs:
-        os.makedirs(os.path.dirname(backup), mode=0o700, exist_ok=True)
-        with open(source, 'rb') as handle:
-            swap.write_atomic(backup, handle.read(), mode=0o600)
-    swap.write_atomic(params['config_path'], content)
-    _ledger_core.mark(ledger_dir, host, entry['id'], 'applied', run_id=run_id)
-    return entry
+    with _ledger_undo.change(ledger_dir, host, KIND, params, run_id=run_id, undo_on_error=False) as entry:
+        pairs = [(params['config_path'], params['backup_path'])]
+        if params.get('front_backup_path'):
+            pairs.append((params['front']['upstream_file'], params['front_backup_path']))
+        for source, backup in pairs:
+            os.makedirs(os.path.dirname(backup), mode=0o700, exist_ok=True)
+            with open(source, 'rb') as handle:
+                swap.write_atomic(backup, handle.read(), mode=0o600)
+        swap.write_atomic(params['config_path'], content)
+    return entry.line
 
 
 def undo_open(ledger_dir, host, config_path, procfs_root='/proc', check_mode=False):

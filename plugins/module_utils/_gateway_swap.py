@@ -46,9 +46,9 @@ import urllib.parse
 import urllib.request
 
 try:
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_base, _ledger_proc
 except ImportError:  # on a host, installed beside the ledger's modules (see _ledger_core)
-    import inferlab_ledger_core as _ledger_core
+    import inferlab_ledger_base as _ledger_base
     import inferlab_ledger_proc as _ledger_proc
 
 MANAGERS = ('process', 'systemd')
@@ -441,7 +441,7 @@ def write_atomic(path, data, mode=None):
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
-    _ledger_core.fsync_dir(directory)
+    _ledger_base.fsync_dir(directory)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -923,7 +923,7 @@ def check_change_params(params):
 def _put_back(path, backup, original_sha256, what):
     """``path`` gets the bytes of ``backup`` when it differs from the original; returns ``(restored, sentence)``."""
     try:
-        current = _ledger_core.sha256_file(path)
+        current = _ledger_base.sha256_file(path)
         found = f'sha256 {current}'
     except OSError as exc:
         current = None
@@ -976,6 +976,6 @@ def undo_change(params, procfs_root='/proc', systemctl='systemctl'):
         said.append('restarted ' + ', '.join(i['name'] for i in stale) + ' with it')
     else:
         said.append('every instance already runs it')
-    if _ledger_core.sha256_file(params['config_path']) != params['original_sha256']:
+    if _ledger_base.sha256_file(params['config_path']) != params['original_sha256']:
         raise GatewayError(f'the config {params["config_path"]} changed again during the restore')
     return '; '.join(said)

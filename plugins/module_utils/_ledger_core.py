@@ -1,16 +1,17 @@
 # Copyright (c) 2026, inferlab developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The change ledger of inferlab: its format, the registry of kinds, recording and marking, the per-host lock.
+"""The change ledger of inferlab: its format, recording and marking (checked by the kinds), the per-host lock.
 
-The ledger's code is a set of modules, each with one job: this core; ``_ledger_proc`` (processes: /proc, pidfiles,
-starting one detached); ``_ledger_undo`` (the undo of every kind, and of a host's open entries); ``_ledger_watch``
-(the host-side watchdogs: the dead man's switch and the link watchdog); ``_ledger_cli`` (the command line). Modules
-import them as module_utils; the ``ledger`` role installs the set on each host in ``<inferlab_state_dir>/bin``, each
-as ``inferlab_<name>.py`` (``_ledger_core.py`` as ``inferlab_ledger_core.py``) and the command line as
-``inferlab_ledger.py``, which the restore playbook and the watchdogs run there without a controller. So every one
-stays standard library only, imports its siblings under both names (never ansible itself), and compiles on Python
-3.8 (the oldest target Python of ansible-core 2.19).
+The ledger's code is a set of modules, each with one job: this core; ``_ledger_base`` (what every kind builds on);
+``_ledger_kinds`` (the registry of kinds) and the modules that declare them; ``_ledger_proc`` (processes: /proc,
+pidfiles, starting one detached); ``_ledger_undo`` (the undo of a host's open entries, the write-ahead protocol of
+one change, the leftovers); ``_ledger_watch`` (the host-side watchdogs: the dead man's switch and the link
+watchdog); ``_ledger_cli`` (the command line). Modules import them as module_utils; the ``ledger`` role installs the
+set on each host in ``<inferlab_state_dir>/bin``, each as ``inferlab_<name>.py`` (``_ledger_core.py`` as
+``inferlab_ledger_core.py``) and the command line as ``inferlab_ledger.py``, which the restore playbook and the
+watchdogs run there without a controller. So every one stays standard library only, imports its siblings under both
+names (never ansible itself), and compiles on Python 3.8 (the oldest target Python of ansible-core 2.19).
 
 Format
 ------
@@ -24,52 +25,43 @@ kind and params, so the last line alone describes the entry. ``pending`` is writ
 reported in ``problems`` and otherwise ignored: since ``pending`` is on disk before any change starts, a cut line
 never hides a change.
 
-Kinds are a closed registry, ``KINDS``: kind name -> its check. ``check(params)`` validates (and may normalise) the
-params at record time and raises ``LedgerError``. Each kind's undo is in ``_ledger_undo.UNDO``: ``undo(params,
-ctx)`` reverts the change, returns a one-line description and raises ``UndoError`` when it cannot; it must be safe
-when the change was never made (a ``pending`` entry whose run was killed before the change). Adding a kind is a check
-here and an undo there.
-
-The kinds: ``process`` and ``sampler`` (a process known by pid and start time, or by pidfile and cmdline; undo signals
-it), ``file`` (undo restores a backup or removes a created file), ``tc_profile`` (undo puts back the interface's qdisc
-tree recorded before the change; an entry without one deletes the root qdisc inferlab made), ``systemd_unit`` (a
-transient unit from systemd-run; undo stops it), ``container`` (a docker or podman container; undo stops and removes
-it), ``service_pause`` (a production service stopped to borrow its GPUs; undo starts it again: a process from its
-recorded argv, environment, working directory and log file, a unit with ``systemctl start``, a container with ``<engine>
-start``), ``gateway_config`` (a temporary gateway config; undo puts the original bytes back from the backup and restarts
-the instances that run another config, one at a time behind the front: ``_gateway_swap`` does that part),
-``kernel_module`` (the candidate ``thunderbolt_net`` loaded for a while; undo reloads the distribution's driver and
-verifies it through sysfs: ``_tbnet_driver``), ``build_dir`` (a private build directory; undo removes it when it
-carries inferlab's marker file or is empty), ``sysctl`` (a transport sysctl; undo writes the value read before back)
-``nic_setting`` (a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before
-back: ``_ethtool``) and ``driver_param`` (a driver's parameter written under ``/sys/module``; undo as a sysctl's).
+Kinds are a closed registry, ``_ledger_kinds.KINDS``: kind name -> its declaration (``_ledger_base.Kind``), made
+once beside the kind's code: its check, run here at record time, its undo, run by ``_ledger_undo``, and its leftovers.
+``_ledger_running`` declares the kinds of things that run (``process``, ``sampler``, ``systemd_unit``, ``container``,
+``service_pause``), ``_ledger_settings`` those of things changed in place (``file``, ``build_dir``, ``tc_profile``,
+``sysctl``, ``driver_param``, ``nic_setting``), and the registry itself ``gateway_config`` and ``kernel_module``,
+whose work is ``_gateway_swap``'s and ``_tbnet_driver``'s. Adding a kind is its declaration and its line in the
+registry.
 """
 
 from __future__ import annotations
 
 import collections
 import fcntl
-import hashlib
-import importlib
 import itertools
 import json
-import math
 import os
-import re
 import socket
 import sys
 import time
 
 try:
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _ethtool as ethtool
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_base as base
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_kinds as kinds
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
     from ansible_collections.inferlab.distributed.plugins.module_utils import _redaction as redaction
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _tc as tc
 except ImportError:  # on a host, installed beside them (see the module docstring)
-    import inferlab_ethtool as ethtool
+    import inferlab_ledger_base as base
+    import inferlab_ledger_kinds as kinds
     import inferlab_ledger_proc as proc
     import inferlab_redaction as redaction
-    import inferlab_tc as tc
+
+# the errors and the file helpers every kind shares, under the names the ledger's callers know
+LedgerError = base.LedgerError
+UndoError = base.UndoError
+fsync_dir = base.fsync_dir
+sha256_file = base.sha256_file
+KINDS = kinds.KINDS
 
 FORMAT = 'inferlab.ledger/1'
 STATES = ('pending', 'applied', 'undone', 'undo_failed')
@@ -92,10 +84,6 @@ LINE_TRANSITIONS = {
 }
 
 
-class LedgerError(Exception):
-    """The ledger refused a request: bad params, unknown kind or id, unreadable file."""
-
-
 class LockError(LedgerError):
     """The lock is held by another run (or could not be taken or released). ``holder`` is the lock file's holder
     when another run holds it (``{'problem': ...}`` for a malformed lock file), else None."""
@@ -103,10 +91,6 @@ class LockError(LedgerError):
     def __init__(self, message, holder=None):
         super().__init__(message)
         self.holder = holder
-
-
-class UndoError(LedgerError):
-    """One entry could not be undone; the message says why and what to do."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -185,24 +169,6 @@ def _ensure_dir(ledger_dir):
     if not os.path.isdir(ledger_dir):
         # 0700: entries can hold the command line and environment needed to restart a paused service
         os.makedirs(ledger_dir, mode=0o700, exist_ok=True)
-
-
-def fsync_dir(path):
-    """fsync a directory, so that a file created or renamed in it survives a crash."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def sha256_file(path):
-    """The sha256 of a file's bytes, hex."""
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -402,7 +368,7 @@ def check_kind(kind, params):
         raise LedgerError(f'unknown ledger kind {kind!r}: known kinds are {", ".join(sorted(KINDS))}')
     if not isinstance(params, dict):
         raise LedgerError(f'params of a {kind} entry must be a mapping, got {type(params).__name__}')
-    params = KINDS[kind](dict(params))
+    params = KINDS[kind].check(dict(params))
     try:
         json.dumps(params)
     except (TypeError, ValueError) as exc:
@@ -658,455 +624,3 @@ def check_lock_owner(ledger_dir, host, run_id):
     holder, problem = read_lock(ledger_dir, host)
     if holder is not None and holder.get('run_id') != run_id:
         raise LockError(locked_message(host, holder, problem))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the kinds' checks (each kind's undo is in _ledger_undo)
-
-
-def _check_process(params):
-    _no_unknown('process', params, {'pid', 'start_time', 'cmdline', 'pidfile', 'stop_timeout', 'process_group'})
-    if params.get('pid') is None and not params.get('pidfile'):
-        raise LedgerError('a process entry needs "pid" (with "start_time") or, when recorded before the process '
-                          'starts, "pidfile" (with "cmdline")')
-    if params.get('pid') is not None:
-        params['pid'] = _as_int(params['pid'], 'pid', minimum=1)
-        if params.get('start_time') is None:
-            raise LedgerError(f'a process entry with pid {params["pid"]} needs "start_time" (field 22 of '
-                              '/proc/PID/stat), so that undo never signals a process that reused the pid')
-    if params.get('start_time') is not None:
-        params['start_time'] = _as_int(params['start_time'], 'start_time', minimum=0)
-    cmdline = params.get('cmdline')
-    if params.get('pid') is None and not cmdline:
-        raise LedgerError('a process entry known only by its pidfile needs "cmdline", to check that the process '
-                          'the pidfile names is the one that was started')
-    if cmdline is not None and not isinstance(cmdline, str) and not (
-            isinstance(cmdline, list) and all(isinstance(a, str) for a in cmdline)):
-        raise LedgerError('"cmdline" of a process entry must be a string or a list of strings')
-    pidfile = params.get('pidfile')
-    if pidfile is not None and (not isinstance(pidfile, str) or not os.path.isabs(pidfile)):
-        raise LedgerError(f'"pidfile" of a process entry must be an absolute path, got {pidfile!r}')
-    params['stop_timeout'] = _as_float(params.get('stop_timeout', 10), 'stop_timeout')
-    params['process_group'] = _as_bool(params.get('process_group', False), 'process_group')
-    return params
-
-
-def _no_unknown(kind, params, known):
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise LedgerError(f'unknown params for a {kind} entry: {", ".join(unknown)} (known: '
-                          f'{", ".join(sorted(known))})')
-
-
-def _check_interface(kind, interface):
-    if (not isinstance(interface, str) or not interface or len(interface) > 15 or '/' in interface
-            or any(c.isspace() for c in interface) or interface in ('.', '..')):
-        raise LedgerError(f'"interface" of a {kind} entry must be an interface name (1-15 characters, no "/" '
-                          f'or spaces), got {interface!r}')
-
-
-def _as_int(value, name, minimum=None):
-    if isinstance(value, bool):
-        raise LedgerError(f'"{name}" must be an integer, got {value!r}')
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise LedgerError(f'"{name}" must be an integer, got {value!r}') from None
-    if minimum is not None and number < minimum:
-        raise LedgerError(f'"{name}" must be at least {minimum}, got {number}')
-    return number
-
-
-def _as_float(value, name):
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise LedgerError(f'"{name}" must be a number of seconds, got {value!r}') from None
-    if not math.isfinite(number) or number < 0:
-        # an infinite or NaN stop timeout would make an undo wait forever
-        raise LedgerError(f'"{name}" must be a finite number of seconds, not negative, got {value!r}')
-    return number
-
-
-def _as_bool(value, name):
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in ('true', 'yes', '1'):
-        return True
-    if str(value).lower() in ('false', 'no', '0'):
-        return False
-    raise LedgerError(f'"{name}" must be a boolean, got {value!r}')
-
-
-def _check_file(params):
-    _no_unknown('file', params, {'path', 'backup', 'existed'})
-    path = params.get('path')
-    if not isinstance(path, str) or not os.path.isabs(path):
-        raise LedgerError(f'"path" of a file entry must be an absolute path, got {path!r}')
-    if 'existed' in params:
-        params['existed'] = _as_bool(params['existed'], 'existed')
-    backup = params.get('backup')
-    if backup is not None:
-        if not isinstance(backup, str) or not os.path.isabs(backup):
-            raise LedgerError(f'"backup" of a file entry must be an absolute path, got {backup!r}')
-        if params.get('existed') is False:
-            raise LedgerError('a file entry has either "backup" (the file existed) or "existed: false", not both')
-        if os.path.normpath(backup) == os.path.normpath(path):
-            raise LedgerError(f'the backup of {path} cannot be the file itself')
-        params['existed'] = True
-    elif params.get('existed') is not False:
-        raise LedgerError(f'a file entry for {path} needs "backup" (a copy taken before the change) or '
-                          '"existed: false" (the change creates it)')
-    return params
-
-
-# a link profile: tc qdiscs on one interface's egress, made by the link_profile module (_tc)
-TC_PROFILES = tuple(profile for profile in tc.PROFILES if profile != 'clean')  # clean is no profile
-
-
-def _check_tc_profile(params):
-    """``qdiscs``: the interface's egress qdisc tree before the change (``_tc.tree``), which the undo puts back; an
-    entry without it (recorded before inferlab kept the tree) is undone by removing our profile. With a tree,
-    ``profile`` may be ``clean`` too: our profile (or the lab's stock one) removed from a link."""
-    known = {'interface', 'profile', 'handle', 'rate_mbit', 'burst_kb', 'latency_ms', 'pfifo_limit', 'qdiscs'}
-    _no_unknown('tc_profile', params, known)
-    if 'qdiscs' in params:
-        try:
-            tc.check_tree(params['qdiscs'])
-        except tc.TcError as exc:
-            raise LedgerError(f'"qdiscs" of a tc_profile entry must be the interface\'s qdisc tree: {exc}') from None
-    _check_interface('tc_profile', params.get('interface'))
-    if params.get('profile') not in TC_PROFILES and not (params.get('profile') == 'clean' and 'qdiscs' in params):
-        raise LedgerError(f'"profile" of a tc_profile entry must be one of {", ".join(TC_PROFILES)} (clean is the '
-                          f'absence of a profile, nothing to record), got {params.get("profile")!r}')
-    params['handle'] = params.get('handle') or tc.ROOT_HANDLE
-    handle = params['handle']
-    if (not isinstance(handle, str) or not handle.endswith(':') or not 1 <= len(handle) - 1 <= 4
-            or any(c not in '0123456789abcdef' for c in handle[:-1]) or handle == '0:'):
-        raise LedgerError(f'"handle" of a tc_profile entry must be a qdisc handle such as {tc.ROOT_HANDLE!r}, '
-                          f'got {handle!r}')
-    for name in ('rate_mbit', 'burst_kb', 'latency_ms', 'pfifo_limit'):
-        if params.get(name) is not None:
-            params[name] = _as_int(params[name], name, minimum=1)
-    return params
-
-
-# systemd_unit and container: started by the managed_process module (_process_manager builds the commands). The unit
-# or container name is the identity: undo stops whatever runs under it, which is why the module only starts names
-# that no one else runs (inferlab-<name> by default) and refuses a running one it has no entry for. ``pid`` and
-# ``start_time`` (of the main process, once started) and ``command`` (the argv that started it) are kept for the
-# record only.
-
-UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9:_.-]*$')
-CONTAINER_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
-CONTAINER_ENGINES = ('docker', 'podman')
-SYSTEMD_DEFAULT_STOP_TIMEOUT = 90.0  # systemd's DefaultTimeoutStopSec
-CONTAINER_DEFAULT_STOP_TIMEOUT = 10.0  # docker's and podman's default for `stop`
-
-
-def service_unit_name(unit):
-    """``unit`` with its ``.service`` suffix (systemd adds it to a bare name, so both name the same unit); raises
-    LedgerError for a name systemd would refuse or a unit type other than a service."""
-    if isinstance(unit, str) and unit.endswith('.service'):
-        unit = unit[:-len('.service')]
-    if not isinstance(unit, str) or not UNIT_NAME_RE.match(unit) or len(unit) > 255 - len('.service') \
-            or unit.endswith(('.scope', '.socket', '.timer', '.target', '.slice', '.mount', '.path')):
-        raise LedgerError(f'"unit" must be a service unit name (letters, digits, ":", "_", ".", "-", starting with a '
-                          f'letter or digit, optionally ending in .service), got {unit!r}')
-    return unit + '.service'
-
-
-def container_name(name):
-    """``name`` if docker and podman accept it as a container name, else LedgerError."""
-    if not isinstance(name, str) or not CONTAINER_NAME_RE.match(name) or len(name) > 253:
-        raise LedgerError(f'a container name must match [A-Za-z0-9][A-Za-z0-9_.-]* (as docker and podman require), '
-                          f'got {name!r}')
-    return name
-
-
-def _check_started_by_manager(kind, params):
-    """The params a systemd_unit and a container share: ``command``, ``pid`` and ``start_time`` for the record."""
-    command = params.get('command')
-    if command is not None and not (isinstance(command, list) and command
-                                    and all(isinstance(a, str) for a in command)):
-        raise LedgerError(f'"command" of a {kind} entry must be the argv that started it, a list of strings')
-    if params.get('pid') is not None:
-        params['pid'] = _as_int(params['pid'], 'pid', minimum=1)
-    if params.get('start_time') is not None:
-        params['start_time'] = _as_int(params['start_time'], 'start_time', minimum=0)
-    return params
-
-
-def _check_systemd_unit(params):
-    _no_unknown('systemd_unit', params, {'unit', 'stop_timeout', 'command', 'pid', 'start_time'})
-    params['unit'] = service_unit_name(params.get('unit'))
-    params['stop_timeout'] = _as_float(params.get('stop_timeout', SYSTEMD_DEFAULT_STOP_TIMEOUT), 'stop_timeout')
-    return _check_started_by_manager('systemd_unit', params)
-
-
-def _check_container(params):
-    _no_unknown('container', params, {'engine', 'name', 'stop_timeout', 'command', 'pid', 'start_time'})
-    if params.get('engine') not in CONTAINER_ENGINES:
-        raise LedgerError(f'"engine" of a container entry must be one of {", ".join(CONTAINER_ENGINES)}, got '
-                          f'{params.get("engine")!r}')
-    params['name'] = container_name(params.get('name'))
-    params['stop_timeout'] = _as_float(params.get('stop_timeout', CONTAINER_DEFAULT_STOP_TIMEOUT), 'stop_timeout')
-    return _check_started_by_manager('container', params)
-
-
-SERVICE_MANAGERS = ('process', 'systemd', 'docker', 'podman')
-SERVICE_COMMON_KEYS = {'manager', 'name', 'start_timeout', 'how', 'pid', 'start_time'}
-SERVICE_MANAGER_KEYS = {
-    'process': {'pidfile', 'argv', 'environment', 'working_dir', 'log_path'},
-    'systemd': {'unit'},
-    'docker': {'container'},
-    'podman': {'container'},
-}
-SERVICE_START_TIMEOUT = 30.0
-
-
-def _check_absolute_param(params, key):
-    value = params.get(key)
-    if not isinstance(value, str) or not os.path.isabs(value) or '\0' in value:
-        raise LedgerError(f'"{key}" of a service_pause entry must be an absolute path, got {value!r}')
-    return value
-
-
-def _check_service_pause(params):
-    manager = params.get('manager')
-    if manager not in SERVICE_MANAGERS:
-        raise LedgerError(f'"manager" of a service_pause entry must be one of {", ".join(SERVICE_MANAGERS)}, got '
-                          f'{manager!r}')
-    _no_unknown(f'service_pause (manager {manager})', params, SERVICE_COMMON_KEYS | SERVICE_MANAGER_KEYS[manager])
-    name = params.get('name')
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in '\0\n\r'):
-        raise LedgerError(f'"name" of a service_pause entry must be the name of the service (one line, not empty), '
-                          f'got {name!r}')
-    if manager == 'process':
-        for key in ('pidfile', 'working_dir', 'log_path'):
-            _check_absolute_param(params, key)
-        argv = params.get('argv')
-        if not (isinstance(argv, list) and argv and all(isinstance(a, str) and '\0' not in a for a in argv)
-                and argv[0]):
-            raise LedgerError('"argv" of a service_pause entry must be the command that starts the service again, a '
-                              'non-empty list of strings')
-        environment = params.get('environment')
-        if not isinstance(environment, dict) or not all(
-                isinstance(k, str) and k and '=' not in k and '\0' not in k and isinstance(v, str) and '\0' not in v
-                for k, v in environment.items()):
-            # the values are never quoted: they may hold secrets
-            raise LedgerError('"environment" of a service_pause entry must map variable names (not empty, without '
-                              '"=") to strings')
-    elif manager == 'systemd':
-        params['unit'] = service_unit_name(params.get('unit'))
-    else:
-        params['container'] = container_name(params.get('container'))
-    if params.get('pid') is not None:
-        params['pid'] = _as_int(params['pid'], 'pid', minimum=1)
-        if params.get('start_time') is None:
-            raise LedgerError(f'a service_pause entry with pid {params["pid"]} needs "start_time" (field 22 of '
-                              '/proc/PID/stat), so that a process that reused the pid is never taken for it')
-    if params.get('start_time') is not None:
-        params['start_time'] = _as_int(params['start_time'], 'start_time', minimum=0)
-    params['start_timeout'] = _as_float(params.get('start_timeout', SERVICE_START_TIMEOUT), 'start_timeout')
-    how = params.get('how')
-    if how is not None and (not isinstance(how, str) or '\n' in how):
-        raise LedgerError(f'"how" of a service_pause entry must be a one-line note, got {how!r}')
-    return params
-
-
-# Kinds whose check and undo need more than the ledger import a companion module_utils by name, when first needed (it
-# imports the ledger in turn); a module that records or undoes such an entry imports the companion itself, which
-# bundles it. On a host the ledger role installs each companion beside the ledger as inferlab_<name>.py.
-COMPANIONS = {
-    'gateway_swap': 'ansible_collections.inferlab.distributed.plugins.module_utils._gateway_swap',
-    'tbnet_driver': 'ansible_collections.inferlab.distributed.plugins.module_utils._tbnet_driver',
-}
-
-
-def companion(name):
-    """The companion module ``name`` (COMPANIONS), imported when first needed: inside the collection as a
-    module_utils, on a host as ``inferlab_<name>.py`` beside this file. It may import this module in turn, so it
-    cannot be imported at the top."""
-    try:
-        return importlib.import_module(COMPANIONS[name])
-    except ImportError:
-        here = os.path.dirname(os.path.abspath(__file__))
-        if here not in sys.path:
-            sys.path.insert(0, here)  # `python3 -I` leaves the script's directory off sys.path
-        try:
-            return importlib.import_module(f'inferlab_{name}')
-        except ImportError as exc:
-            raise UndoError(f'this undo needs inferlab_{name}.py beside {__file__}: {exc}') from None
-
-
-def _check_gateway_config(params):
-    swap = companion('gateway_swap')
-    try:
-        return swap.check_change_params(params)
-    except swap.GatewayError as exc:
-        raise LedgerError(str(exc)) from None
-
-
-def _check_kernel_module(params):
-    driver = companion('tbnet_driver')
-    try:
-        return driver.check_change_params(params)
-    except driver.DriverError as exc:
-        raise LedgerError(str(exc)) from None
-
-
-# a private build directory (the candidate driver's): its undo removes it only when it carries this marker file
-BUILD_DIR_MARKER = '.inferlab-build-dir'
-# Where a build directory may never be: the system's own files and the parts of /var the system keeps (a state
-# directory under /var/lib, the default, stays allowed; so does one in a user's workspace, such as molecule's).
-SYSTEM_DIRS = ('/lib/modules', '/usr/lib/modules', '/boot', '/etc', '/usr', '/bin', '/sbin', '/lib', '/lib64', '/proc',
-               '/sys', '/dev', '/run', '/var/log', '/var/spool', '/var/mail', '/var/cache', '/var/lib/dpkg',
-               '/var/lib/apt', '/var/lib/systemd')
-# Nor inside a directory of keys, wherever it is (~/.ssh, ~/.gnupg).
-KEY_DIRS = ('.ssh', '.gnupg')
-
-
-def _check_build_dir(params):
-    _no_unknown('build_dir', params, {'path', 'purpose'})
-    path = params.get('path')
-    if not isinstance(path, str) or not os.path.isabs(path):
-        raise LedgerError(f'"path" of a build_dir entry must be an absolute path, got {path!r}')
-    path = os.path.normpath(path)
-    if path.count('/') < 2:
-        raise LedgerError(f'a build_dir entry needs a directory at least two levels deep, got {path!r}')
-    for system in SYSTEM_DIRS:
-        if path == system or path.startswith(system + '/'):
-            raise LedgerError(f'a build directory may not be under {system}: {path} (nothing inferlab builds may '
-                              'land where the system keeps its own files)')
-    keys = [part for part in path.split('/') if part in KEY_DIRS]
-    if keys:
-        raise LedgerError(f'a build directory may not be inside a {keys[0]} directory: {path} (nothing inferlab '
-                          'builds may land among keys)')
-    params['path'] = path
-    return params
-
-
-# a transport tunable: one sysctl under net.* written at run time (never persisted: no file under /etc/sysctl.d), by
-# the sysctl_layer module. ``path`` is where it was written (``<proc_sys_root>/net/...``, injectable for tests),
-# ``previous`` the value read just before and ``value`` the one written, each as the kernel prints it with its
-# whitespace folded to single spaces. The undo writes ``previous`` back only while the value is still ``value``.
-SYSCTL_NAME_RE = re.compile(r'^net\.(core|ipv4|ipv6)\.[A-Za-z0-9_.-]+$')
-
-
-def is_transport_sysctl(name):
-    """Whether ``name`` is a sysctl the ledger takes: under net.core, net.ipv4 or net.ipv6, no empty part."""
-    return isinstance(name, str) and bool(SYSCTL_NAME_RE.match(name)) and '..' not in name
-
-
-def sysctl_text(value):
-    """A sysctl value as compared and recorded: its whitespace folded to single spaces, no ends."""
-    return ' '.join(str(value).split())
-
-
-def _check_sysctl(params):
-    _no_unknown('sysctl', params, {'name', 'path', 'previous', 'value'})
-    name, path = params.get('name'), params.get('path')
-    if not is_transport_sysctl(name):
-        raise LedgerError(f'"name" of a sysctl entry must be a transport sysctl under net.core, net.ipv4 or '
-                          f'net.ipv6, got {name!r}')
-    suffix = '/' + name.replace('.', '/')
-    if not isinstance(path, str) or not os.path.isabs(path) or not os.path.normpath(path).endswith(suffix):
-        raise LedgerError(f'"path" of a sysctl entry must be the absolute path of {name} (ending {suffix}), '
-                          f'got {path!r}')
-    _check_setting_values('sysctl', params)
-    params['path'] = os.path.normpath(path)
-    return params
-
-
-def _check_setting_values(kind, params):
-    """``previous`` and ``value`` of a setting file's entry (sysctl, driver_param): text, whitespace folded."""
-    for key in ('previous', 'value'):
-        if not isinstance(params.get(key), (str, int)) or isinstance(params.get(key), bool):
-            raise LedgerError(f'"{key}" of a {kind} entry must be the value as text, got {params.get(key)!r}')
-        params[key] = sysctl_text(params[key])
-
-
-# a driver's parameter written at run time under /sys/module/DRIVER/parameters (only those the driver lets change
-# while loaded; a load-time parameter is a reload's, as the candidate thunderbolt_net's tx_e2e), by the
-# driver_param_layer module: ``path`` (under an injectable sysfs root), ``previous`` and ``value`` as the sysctl
-# kind's, and undone the same way.
-DRIVER_PARAM_NAME_RE = re.compile(r'^[A-Za-z0-9_-]+$')
-
-
-def driver_param_path(sysfs_root, driver, name):
-    """The file of ``driver``'s parameter ``name`` under ``sysfs_root``; LedgerError for a name that is not one."""
-    for label, text in (('driver', driver), ('parameter', name)):
-        if not isinstance(text, str) or not DRIVER_PARAM_NAME_RE.match(text):
-            raise LedgerError(f'{text!r} is not a {label} name: expected letters, digits, "_" or "-", for example '
-                              'virtio_net and napi_tx')
-    return os.path.join(sysfs_root, 'module', driver, 'parameters', name)
-
-
-def _check_driver_param(params):
-    _no_unknown('driver_param', params, {'driver', 'name', 'path', 'previous', 'value'})
-    driver, name, path = params.get('driver'), params.get('name'), params.get('path')
-    suffix = os.path.join('/module', str(driver), 'parameters', str(name))
-    driver_param_path('/', driver, name)
-    if not isinstance(path, str) or not os.path.isabs(path) or not os.path.normpath(path).endswith(suffix):
-        raise LedgerError(f'"path" of a driver_param entry must be the absolute path of the parameter (ending '
-                          f'{suffix}), got {path!r}')
-    _check_setting_values('driver_param', params)
-    params['path'] = os.path.normpath(path)
-    return params
-
-
-# a NIC's ethtool settings of one group (offloads, interrupt coalescing or ring sizes: _ethtool.GROUPS) set in one
-# command by the nic_layer module. ``previous`` holds each set name's value read just before, ``value`` the value
-# set, each as text (on/off or a whole number). The undo sets back each name still at ``value``, and leaves the
-# entry open, naming them, when a name is at neither value (someone else set it since).
-def _check_nic_setting(params):
-    _no_unknown('nic_setting', params, {'interface', 'group', 'previous', 'value'})
-    _check_interface('nic_setting', params.get('interface'))
-    if params.get('group') not in ethtool.GROUPS:
-        raise LedgerError(f'"group" of a nic_setting entry must be one of {", ".join(ethtool.GROUPS)}, got '
-                          f'{params.get("group")!r}')
-    previous, value = params.get('previous'), params.get('value')
-    if not isinstance(value, dict) or not value or not isinstance(previous, dict) or set(previous) != set(value):
-        raise LedgerError('"previous" and "value" of a nic_setting entry must map the same setting names (at least '
-                          f'one) to their values, got {previous!r} and {value!r}')
-    for key, values in (('previous', previous), ('value', value)):
-        for name, text in values.items():
-            try:
-                values[name] = ethtool.setting_text(text)
-            except ethtool.EthtoolError as exc:
-                raise LedgerError(f'"{key}" of a nic_setting entry: {name}: {exc}') from None
-    return params
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the registry of kinds: kind name -> its check (its undo: _ledger_undo.UNDO). Add a kind here and there.
-
-KINDS = {
-    'process': _check_process,
-    # a background counter sampler is a process; its own kind says in the ledger what it was
-    'sampler': _check_process,
-    'file': _check_file,
-    # a link profile on an interface's egress; undo deletes our root qdisc, never a foreign one
-    'tc_profile': _check_tc_profile,
-    # a transient systemd service (systemd-run); undo stops it, and is a no-op when the unit is not loaded
-    'systemd_unit': _check_systemd_unit,
-    # a docker or podman container; undo stops and removes it, and is a no-op when there is no such container
-    'container': _check_container,
-    # a production service paused (stopped) to borrow its GPUs; undo starts it again, and is a no-op when it runs
-    'service_pause': _check_service_pause,
-    # a temporary gateway config (a fallback); undo puts the original bytes back and restarts the instances that
-    # run another config, one at a time behind the front (_gateway_swap)
-    'gateway_config': _check_gateway_config,
-    # the candidate thunderbolt_net loaded in place of the distribution's; undo puts the distribution's back
-    # (_tbnet_driver), or, in the netns lab, the fixture root's stock state
-    'kernel_module': _check_kernel_module,
-    # a private build directory (0700, outside the system's trees, with a marker file); undo removes it
-    'build_dir': _check_build_dir,
-    # a transport sysctl written at run time; undo writes the value read before it back
-    'sysctl': _check_sysctl,
-    # a NIC's offloads, coalescing or ring sizes set with ethtool; undo sets the values read before back
-    'nic_setting': _check_nic_setting,
-    # a driver's parameter written at run time under /sys/module; undo writes the value read before it back
-    'driver_param': _check_driver_param,
-}

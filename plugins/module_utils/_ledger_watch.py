@@ -19,10 +19,12 @@ try:
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core as core
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_undo as undo
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as driver
 except ImportError:  # on a host, installed beside them (see _ledger_core)
     import inferlab_ledger_core as core
     import inferlab_ledger_proc as proc
     import inferlab_ledger_undo as undo
+    import inferlab_tbnet_driver as driver
 
 # ---------------------------------------------------------------------------------------------------------------
 # the dead man's switch: the host-side watchdog of a run that borrows production
@@ -255,7 +257,6 @@ def watch_link(ledger_dir, host, entry_id, interface, peer, deadline_s, ping=Non
        undone by someone else (the stock load, the restore; the undo of its own process entry stops it first).
 
     Returns the last verdict."""
-    driver = core.companion('tbnet_driver')
     emit = emit or (lambda _verdict: None)
     state, reason = _wait_for_load(ledger_dir, host, entry_id, loader, load_timeout_s, procfs_root)
     if state != 'applied':
@@ -318,7 +319,6 @@ def _wait_for_load(ledger_dir, host, entry_id, loader, load_timeout_s, procfs_ro
 def _watch_until_unloaded(ledger_dir, host, entry_id, interface, peer, stall_s, ping, poll_s):
     """Phase 3 of watch_link: None once the entry is undone by someone else; the reason when no ping to the peer
     was answered for ``stall_s``."""
-    driver = core.companion('tbnet_driver')
     answered = time.monotonic()
     while _entry_state(ledger_dir, host, entry_id) in ('pending', 'applied'):
         if driver.link_carries_traffic(interface, peer, ping):

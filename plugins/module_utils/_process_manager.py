@@ -30,7 +30,12 @@ import pwd
 import re
 import time
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap, _ledger_core, _ledger_proc
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _gateway_swap,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_running,
+)
 
 MANAGERS = ('process', 'systemd', 'docker', 'podman')
 # the ledger kind that records a process started by each manager
@@ -52,7 +57,7 @@ class ProcessManagerError(ValueError):
 
 def check_name(name):
     """A process name: it becomes a container name and part of a unit name, so it follows the stricter rule."""
-    if not isinstance(name, str) or not _ledger_core.CONTAINER_NAME_RE.match(name):
+    if not isinstance(name, str) or not _ledger_running.CONTAINER_NAME_RE.match(name):
         raise ProcessManagerError(f'name must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names a container or a systemd '
                                   f'unit), got {name!r}')
     return name
@@ -136,7 +141,7 @@ def _check_absolute(path, what):
 def service_unit(unit):
     """The unit name with its ``.service`` suffix; ProcessManagerError for a name systemd would refuse."""
     try:
-        return _ledger_core.service_unit_name(unit)
+        return _ledger_running.service_unit_name(unit)
     except _ledger_core.LedgerError as err:
         raise ProcessManagerError(str(err)) from None
 

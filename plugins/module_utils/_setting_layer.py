@@ -9,12 +9,12 @@ Every setting of ``settings`` is located and read before anything is written (a 
 file that is absent, fails with nothing changed); then, for each value that differs, an entry of ``kind`` is recorded
 with the value read (``previous``) and the one to write, the file is written and read back, and the entry is marked
 applied. ``state=undone`` runs the ledger's undo of the host's open entries of ``kind`` (those of the names given,
-or all), which writes ``previous`` back only while the value is still inferlab's (``_ledger_undo.read_setting``).
+or all), which writes ``previous`` back only while the value is still inferlab's (``_ledger_settings.read_setting``).
 """
 
 from __future__ import annotations
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _ledger_undo
 
 
 class SettingFile:
@@ -53,13 +53,13 @@ class SettingLayer:
         try:
             for name, wanted in sorted(self.p['settings'].items()):
                 path = self.setting.locate(name)
-                previous = _ledger_undo.read_setting(path)
+                previous = _ledger_settings.read_setting(path)
                 if previous is None:
                     self.fail(f'{self.setting.missing(name, path)}. Nothing was changed for it', found)
                 refused = self.setting.refuse(name, path)
                 if refused:
                     self.fail(f'{refused}. Nothing was changed', found)
-                value = _ledger_core.sysctl_text(wanted)
+                value = _ledger_settings.sysctl_text(wanted)
                 found[name] = {'previous': previous, 'value': value, 'changed': previous != value, 'entry_id': None}
                 paths[name] = path
         except _ledger_core.LedgerError as exc:
@@ -78,18 +78,24 @@ class SettingLayer:
     def write(self, name, path, item, found):
         params = self.setting.params(name, path, item['previous'], item['value'])
         try:
-            line = _ledger_core.record(self.p['ledger_dir'], self.p['ledger_host'], self.setting.kind, params,
-                                       run_id=self.p['run_id'])
-            item['entry_id'] = line['id']
-            back = _ledger_undo.write_setting(path, item['value'])
+            entry = _ledger_undo.change(self.p['ledger_dir'], self.p['ledger_host'], self.setting.kind, params,
+                                        run_id=self.p['run_id'], undo_on_error=False)
         except (_ledger_core.LedgerError, OSError) as exc:
-            self.fail(f'could not set {name} to {item["value"]!r}: {exc} (the ledger holds every write made or about '
-                      'to be made: a restore puts them back)', found)
-        if back != item['value']:
-            self.fail(f'wrote {item["value"]!r} to {name}, but it reads {back!r}: the kernel took another value (a '
-                      'maximum elsewhere, or a format it does not parse). The ledger entry stays open for the restore',
-                      found)
-        _ledger_core.mark(self.p['ledger_dir'], self.p['ledger_host'], line['id'], 'applied', run_id=self.p['run_id'])
+            self.not_set(name, item, exc, found)
+        item['entry_id'] = entry.id
+        with entry:
+            try:
+                back = _ledger_settings.write_setting(path, item['value'])
+            except OSError as exc:
+                self.not_set(name, item, exc, found)
+            if back != item['value']:
+                self.fail(f'wrote {item["value"]!r} to {name}, but it reads {back!r}: the kernel took another value (a '
+                          'maximum elsewhere, or a format it does not parse). The ledger entry stays open for the '
+                          'restore', found)
+
+    def not_set(self, name, item, exc, found):
+        self.fail(f'could not set {name} to {item["value"]!r}: {exc} (the ledger holds every write made or about to '
+                  'be made: a restore puts them back)', found)
 
     def undo(self):
         """The ledger's undo of the host's open entries of this kind (those of the names given, or all)."""

@@ -356,14 +356,10 @@ leftovers:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - after the docs, as in community.general
 
-# _gateway_swap and _tbnet_driver: bundled for the undo of gateway_config and kernel_module entries, which
-# _ledger_core.companion imports by name when it needs them
-from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402  # pylint: disable=unused-import
-    _gateway_swap,  # noqa: F401
+from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
     _ledger_core,
     _ledger_proc,
     _ledger_undo,
-    _tbnet_driver,  # noqa: F401
 )
 
 

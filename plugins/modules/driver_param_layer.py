@@ -104,7 +104,7 @@ import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _setting_layer  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_settings, _setting_layer  # noqa: E402
 
 
 class DriverParam(_setting_layer.SettingFile):
@@ -116,7 +116,7 @@ class DriverParam(_setting_layer.SettingFile):
         self.driver = driver
 
     def locate(self, name):
-        return _ledger_core.driver_param_path(self.sysfs_root, self.driver, name)
+        return _ledger_settings.driver_param_path(self.sysfs_root, self.driver, name)
 
     def missing(self, name, path):
         loaded = os.path.isdir(os.path.join(self.sysfs_root, 'module', self.driver))

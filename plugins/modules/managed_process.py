@@ -608,10 +608,9 @@ class ManagedProcess:
         if os.path.lexists(self.env_file):
             self.fail(msg=f'{self.env_file} exists but no open entry in the ledger of {self.host} records it, so it '
                       f'was not written by inferlab for {self.describe()}; remove it or pick another name')
-        line = _ledger_core.record(self.ledger_dir, self.host, 'file', {'path': self.env_file, 'existed': False},
-                                   run_id=self.params['run_id'])
-        pm.write_env_file(self.env_file, self.env_text)
-        _ledger_core.mark(self.ledger_dir, self.host, line['id'], 'applied', run_id=self.params['run_id'])
+        with _ledger_undo.change(self.ledger_dir, self.host, 'file', {'path': self.env_file, 'existed': False},
+                                 run_id=self.params['run_id'], undo_on_error=False):
+            pm.write_env_file(self.env_file, self.env_text)
 
     def spawn(self, entry_id):
         params = self.params

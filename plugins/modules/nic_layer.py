@@ -182,24 +182,24 @@ class NicLayer:
         interface = self.p['interface']
         params = {'interface': interface, 'group': group, 'previous': item['previous'], 'value': item['value']}
         try:
-            line = _ledger_core.record(self.p['ledger_dir'], self.p['ledger_host'], KIND, params,
-                                       run_id=self.p['run_id'])
+            entry = _ledger_undo.change(self.p['ledger_dir'], self.p['ledger_host'], KIND, params,
+                                        run_id=self.p['run_id'], undo_on_error=False)
         except _ledger_core.LedgerError as exc:
             self.fail(f'could not record the change of the {group} of {interface}: {exc}. It was not made',
                       groups=planned)
-        item['entry_id'] = line['id']
-        argv = _ethtool.set_argv(prefix, group, interface, item['value'])
-        rc, out, err = _ethtool.run(argv)
-        if rc != 0:
-            self.fail(f'{" ".join(argv)} exited {rc}: {(err.strip() or out.strip())[:300]} (the ledger entry stays '
-                      'open: a restore sets back whatever of it took)', groups=planned)
-        after = self.read(prefix, group, after=f'It was set ({" ".join(argv)}); the ledger entry stays open for the '
-                          'restore')
-        wrong = _ethtool.differences(after, item['value'])
-        if wrong:
-            self.fail(f'set the {group} of {interface} to {item["value"]}, but they read {wrong}: the driver took '
-                      'other values. The ledger entry stays open for the restore', groups=planned)
-        _ledger_core.mark(self.p['ledger_dir'], self.p['ledger_host'], line['id'], 'applied', run_id=self.p['run_id'])
+        item['entry_id'] = entry.id
+        with entry:
+            argv = _ethtool.set_argv(prefix, group, interface, item['value'])
+            rc, out, err = _ethtool.run(argv)
+            if rc != 0:
+                self.fail(f'{" ".join(argv)} exited {rc}: {(err.strip() or out.strip())[:300]} (the ledger entry '
+                          'stays open: a restore sets back whatever of it took)', groups=planned)
+            after = self.read(prefix, group, after=f'It was set ({" ".join(argv)}); the ledger entry stays open for '
+                              'the restore')
+            wrong = _ethtool.differences(after, item['value'])
+            if wrong:
+                self.fail(f'set the {group} of {interface} to {item["value"]}, but they read {wrong}: the driver took '
+                          'other values. The ledger entry stays open for the restore', groups=planned)
 
     def undo(self):
         """The ledger's undo of the host's open nic_setting entries (those of O(interface), or all)."""

@@ -202,7 +202,12 @@ import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
+    _ledger_core,
+    _ledger_proc,
+    _ledger_running,
+    _ledger_undo,
+)
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm  # noqa: E402
 
 KIND = 'service_pause'
@@ -241,7 +246,7 @@ class PausedService:
         self.unit = pm.service_unit(params['unit'] or self.name) if self.manager == 'systemd' else None
         self.container = None
         if self.manager in ('docker', 'podman'):
-            self.container = _ledger_core.container_name(params['container'] or self.name)
+            self.container = _ledger_running.container_name(params['container'] or self.name)
         self.binary = None
         if params['state'] == 'paused':
             if self.manager == 'process' and not params['pidfile']:
@@ -483,7 +488,7 @@ class PausedService:
                 'pidfile': self.params['pidfile'], 'stop_timeout': self.params['stop_timeout_s'],
                 'process_group': True}
         try:
-            said = _ledger_undo.undo_process(stop, _ledger_undo.UndoContext(procfs_root=self.procfs_root))
+            said = _ledger_running.undo_process(stop, _ledger_undo.UndoContext(procfs_root=self.procfs_root))
         except _ledger_core.UndoError as err:
             self.module.fail_json(msg=f'could not stop {self.describe()}: {err}; ledger entry {entry_id} stays pending '
                                       '(its undo starts the service again if it is down)', entry_id=entry_id, pid=pid)

@@ -96,12 +96,12 @@ import os  # noqa: E402 - after the docs, as in community.general
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _setting_layer  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _setting_layer  # noqa: E402
 
 
 def sysctl_path(root, name):
     """The file of sysctl ``name`` under ``root``; a LedgerError for a name outside the transport's."""
-    if not _ledger_core.is_transport_sysctl(name):
+    if not _ledger_settings.is_transport_sysctl(name):
         raise _ledger_core.LedgerError(
             f'{name!r} is not a transport sysctl: expected a name under net.core, net.ipv4 or net.ipv6, for example '
             'net.ipv4.tcp_wmem')

@@ -163,7 +163,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tbnet_build
 
 KIND = 'build_dir'
@@ -238,26 +238,25 @@ class TbnetBuild:
         path = p['build_dir']
         entry = self.open_entry()
         if os.path.lexists(path):
-            if not (entry and os.path.isfile(os.path.join(path, _ledger_core.BUILD_DIR_MARKER))):
+            if not (entry and os.path.isfile(os.path.join(path, _ledger_settings.BUILD_DIR_MARKER))):
                 raise tbnet_build.BuildError('%s exists and is not a build directory this ledger recorded: move it '
                                              'away or set tbnet_candidate_build_dir' % path)
             for name in os.listdir(path):
-                if name != _ledger_core.BUILD_DIR_MARKER:
+                if name != _ledger_settings.BUILD_DIR_MARKER:
                     target = os.path.join(path, name)
                     if os.path.isdir(target) and not os.path.islink(target):
                         shutil.rmtree(target)
                     else:
                         os.unlink(target)
             return entry['id']
-        entry = _ledger_core.record(p['ledger_dir'], p['ledger_host'], KIND, {'path': path,
-                                                                              'purpose': 'tbnet candidate'},
-                                    run_id=p['run_id'])
-        os.makedirs(path, mode=0o700)
-        os.chmod(path, 0o700)
-        with open(os.path.join(path, _ledger_core.BUILD_DIR_MARKER), 'w') as handle:
-            handle.write('made by inferlab tbnet_build; removed by the ledger entry %s\n' % entry['id'])
-        _ledger_core.mark(p['ledger_dir'], p['ledger_host'], entry['id'], 'applied', run_id=p['run_id'])
-        return entry['id']
+        params = {'path': path, 'purpose': 'tbnet candidate'}
+        with _ledger_undo.change(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'],
+                                 undo_on_error=False) as entry:
+            os.makedirs(path, mode=0o700)
+            os.chmod(path, 0o700)
+            with open(os.path.join(path, _ledger_settings.BUILD_DIR_MARKER), 'w') as handle:
+                handle.write('made by inferlab tbnet_build; removed by the ledger entry %s\n' % entry.id)
+        return entry.id
 
     def run(self):
         p = self.p

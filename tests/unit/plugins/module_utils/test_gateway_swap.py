@@ -806,8 +806,8 @@ def test_source_imports_nothing_from_ansible_but_the_guarded_ledger():
     source = SOURCE.read_text()
     imports = re.findall(r"^\s*(?:from|import)\s+ansible\S*.*$", source, re.MULTILINE)
     assert [line.strip() for line in imports] == [
-        "from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc"]
-    assert "import inferlab_ledger_core as _ledger_core" in source
+        "from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_base, _ledger_proc"]
+    assert "import inferlab_ledger_base as _ledger_base" in source
     assert "import inferlab_ledger_proc as _ledger_proc" in source
 
 

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_base,
     _ledger_cli,
     _ledger_core,
     _ledger_proc,
+    _ledger_settings,
     _ledger_undo,
 )
 from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger, ledger_files, ledger_script
@@ -524,9 +526,10 @@ def test_unknown_kind_in_the_ledger_is_an_undo_failure(ledger_dir):
     assert result["failed"][0]["error"].startswith("unknown kind 'from_the_future'")
 
 
-def test_registry_entries_are_complete():
-    for name, check in _ledger_core.KINDS.items():
-        assert callable(check) and callable(_ledger_undo.UNDO[name]), name
+def test_every_kind_is_declared_with_its_check_and_its_undo():
+    for name, kind in _ledger_core.KINDS.items():
+        assert kind.name == name and callable(kind.check) and callable(kind.undo), name
+        assert kind.leftovers is None or callable(kind.leftovers), name
 
 
 # --- process kind -------------------------------------------------------------------------------------------------
@@ -723,8 +726,12 @@ def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
     assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
-def test_every_kind_has_an_undo():
-    assert set(_ledger_undo.UNDO) == set(_ledger_core.KINDS)
+def test_the_conventions_table_lists_the_registrys_kinds_in_its_order():
+    text = (REPO_ROOT / "docs" / "CONVENTIONS.md").read_text()
+    section = text.split("\n## Change ledger\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \| (.+?) \| (.+?) \|$", section, re.M)
+    assert [kind for kind, _by, _undo in rows] == list(_ledger_core.KINDS)
+    assert all(by.strip() and undo.strip() for _kind, by, undo in rows)
 
 
 def test_the_host_files_import_ansible_only_where_they_fall_back_to_their_host_names():
@@ -740,6 +747,23 @@ def test_the_host_files_import_ansible_only_where_they_fall_back_to_their_host_n
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
                 if any(name.split(".")[0] in ("ansible", "ansible_collections") for name in names):
                     assert id(node) in guarded, f"{source.name}:{node.lineno}"
+
+
+def test_the_host_files_import_each_other_one_way_and_only_what_the_role_installs():
+    """No cycle among the installed files (the core reaches the kinds through the registry, never the reverse), and
+    every host name a file imports is installed beside it."""
+    installed = {name[:-3] for _source, name in ledger_files()}
+    graph = {}
+    for source, name in ledger_files():
+        tree = ast.parse(source.read_text())
+        graph[name[:-3]] = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                            for alias in node.names if alias.name.startswith("inferlab_")}
+        assert graph[name[:-3]] <= installed, name
+    done = set()
+    while len(done) < len(graph):
+        ready = {name for name, imports in graph.items() if name not in done and imports <= done}
+        assert ready, f"an import cycle among {sorted(set(graph) - done)}"
+        done |= ready
 
 
 # --- tc_profile kind ----------------------------------------------------------------------------------------------
@@ -893,13 +917,13 @@ def test_tc_profile_undo_through_the_script_with_its_tc_option(ledger_dir, fake_
 
 def test_tc_is_found_in_sbin_by_default(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    found = [os.path.join(d, "tc") for d in _ledger_undo.TC_SBIN if os.access(os.path.join(d, "tc"), os.X_OK)]
+    found = [os.path.join(d, "tc") for d in _ledger_settings.TC_SBIN if os.access(os.path.join(d, "tc"), os.X_OK)]
     if not found:
         with pytest.raises(_ledger_core.UndoError, match="tc is not installed on this host"):
-            _ledger_undo._tc_argv(_ledger_undo.UndoContext())
+            _ledger_settings._tc_argv(_ledger_undo.UndoContext())
     else:
-        assert _ledger_undo._tc_argv(_ledger_undo.UndoContext()) == [found[0]]
-    assert _ledger_undo._tc_argv(_ledger_undo.UndoContext(tc_command=("ip", "netns", "exec", "x", "tc"))) == [
+        assert _ledger_settings._tc_argv(_ledger_undo.UndoContext()) == [found[0]]
+    assert _ledger_settings._tc_argv(_ledger_undo.UndoContext(tc_command=("ip", "netns", "exec", "x", "tc"))) == [
         "ip", "netns", "exec", "x", "tc"]
 
 
@@ -1002,7 +1026,7 @@ def test_systemd_unit_undo(ledger_dir, calls, message):
     assert result["undone"] == [line["id"]] and not result["failed"]
     assert result["details"][0]["message"] == message
     assert not commands.calls
-    assert commands.timeouts[0] == 30 + _ledger_undo.COMMAND_GRACE
+    assert commands.timeouts[0] == 30 + _ledger_base.COMMAND_GRACE
     assert _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)["changed"] is False
 
 
@@ -1032,7 +1056,7 @@ def test_container_undo_stops_and_removes(ledger_dir, engine):
     result = _ledger_undo.undo(ledger_dir, HOST, ctx=ctx)
     assert result["undone"] == [line["id"]]
     assert result["details"][0]["message"] == f"stopped and removed {engine} container rank0"
-    assert commands.timeouts == [2.5 + _ledger_undo.COMMAND_GRACE, 60]
+    assert commands.timeouts == [2.5 + _ledger_base.COMMAND_GRACE, 60]
     assert not commands.calls
 
 
@@ -1076,7 +1100,7 @@ def test_container_undo_failures(ledger_dir, calls, message):
 
 
 def test_a_missing_manager_command_is_an_undo_failure(ledger_dir, monkeypatch):
-    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", ())
+    monkeypatch.setattr(_ledger_base, "COMMAND_DIRS", ())
     monkeypatch.setenv("PATH", "/nonexistent")
     _ledger_core.record(ledger_dir, HOST, "container", {"engine": "podman", "name": "rank0"})
     result = _ledger_undo.undo(ledger_dir, HOST)
@@ -1152,7 +1176,7 @@ def test_build_dir_undo_removes_the_marked_directory(tmp_path, ledger_dir):
     entry = _ledger_core.record(ledger_dir, HOST, "build_dir", {"path": str(build) + "/", "purpose": "candidate"})
     assert entry["params"]["path"] == str(build)
     (build / "module").mkdir(parents=True)
-    (build / _ledger_core.BUILD_DIR_MARKER).write_text("")
+    (build / _ledger_settings.BUILD_DIR_MARKER).write_text("")
     (build / "module" / "thunderbolt-net.ko").write_bytes(b"\x7fELF")
     result = _ledger_undo.undo(ledger_dir, HOST)
     assert result["undone"] == [entry["id"]] and not build.exists()

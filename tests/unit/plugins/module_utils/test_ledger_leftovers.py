@@ -12,7 +12,12 @@ import time
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_base,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+)
 
 HOST = "lab-a"
 
@@ -32,8 +37,8 @@ def start(procs, argv, own_group=False):
     return proc
 
 
-def recorded(ledger_dir, pid, state="undone", **extra):
-    entry = _ledger_core.record(ledger_dir, HOST, "process", {**_ledger_proc.process_identity(pid), **extra})["id"]
+def recorded(ledger_dir, pid, state="undone", kind="process", **extra):
+    entry = _ledger_core.record(ledger_dir, HOST, kind, {**_ledger_proc.process_identity(pid), **extra})["id"]
     _ledger_core.mark(ledger_dir, HOST, entry, "applied")
     if state == "undone":
         _ledger_core.mark(ledger_dir, HOST, entry, "undone")
@@ -46,6 +51,14 @@ def test_an_undone_entry_whose_process_still_runs_is_a_leftover(procs, ledger_di
     assert _ledger_undo.leftovers(ledger_dir, HOST) == [{
         "id": entry, "kind": "process", "pid": proc.pid, "what": str(proc.pid), "cmdline": ["sleep", "301"],
         "message": f'"sleep 301" still runs (the recorded process) although entry {entry} is undone'}]
+
+
+def test_an_undone_sampler_whose_process_still_runs_is_a_leftover(procs, ledger_dir):
+    proc = start(procs, ["sleep", "308"])
+    entry = recorded(ledger_dir, proc.pid, kind="sampler")
+    assert _ledger_undo.leftovers(ledger_dir, HOST) == [{
+        "id": entry, "kind": "sampler", "pid": proc.pid, "what": str(proc.pid), "cmdline": ["sleep", "308"],
+        "message": f'"sleep 308" still runs (the recorded process) although entry {entry} is undone'}]
 
 
 def test_a_child_that_outlived_its_recorded_group_leader_is_a_leftover(procs, ledger_dir):
@@ -188,7 +201,7 @@ def test_a_host_without_systemctl_or_the_engine_has_no_unit_or_container_leftove
     managed(ledger_dir, "systemd_unit", {"unit": "inferlab-rank0"})
     managed(ledger_dir, "container", {"engine": "podman", "name": "rank0"})
     monkeypatch.setenv("PATH", str(ledger_dir))
-    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", (str(ledger_dir),))
+    monkeypatch.setattr(_ledger_base, "COMMAND_DIRS", (str(ledger_dir),))
     ctx = _ledger_undo.UndoContext(run_command=Commands({}))
     assert _ledger_undo.leftovers(ledger_dir, HOST, ctx=ctx) == []
 

@@ -21,7 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_base,
+    _ledger_core,
+    _ledger_proc,
+    _ledger_running,
+    _ledger_undo,
+)
 from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger, ledger_script
 from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 
@@ -344,12 +350,12 @@ def test_output_to_dev_null(replicas, ledger_dir):
 
 
 def test_log_tail_of_dev_null_and_of_a_truncated_log(tmp_path):
-    assert _ledger_undo._log_tail(os.devnull, 0) == "(none: its output went to /dev/null)"
+    assert _ledger_running._log_tail(os.devnull, 0) == "(none: its output went to /dev/null)"
     log = tmp_path / "x.log"
     log.write_text("".join(f"l{i}\n" for i in range(30)))
-    assert _ledger_undo._log_tail(str(log), 10_000) == "\n".join(f"l{i}" for i in range(10, 30))
-    assert _ledger_undo._log_tail(str(log), log.stat().st_size) == "(nothing)"
-    assert _ledger_undo._log_tail(str(tmp_path / "absent"), 0).startswith("(cannot read it: ")
+    assert _ledger_running._log_tail(str(log), 10_000) == "\n".join(f"l{i}" for i in range(10, 30))
+    assert _ledger_running._log_tail(str(log), log.stat().st_size) == "(nothing)"
+    assert _ledger_running._log_tail(str(tmp_path / "absent"), 0).startswith("(cannot read it: ")
 
 
 # --- systemd and containers: the commands, through the context's command runner ----------------------------------
@@ -460,7 +466,7 @@ def test_container_undo_failures(ledger_dir, engine, calls, message):
 
 
 def test_a_missing_systemctl_is_an_undo_failure(ledger_dir, monkeypatch):
-    monkeypatch.setattr(_ledger_undo, "COMMAND_DIRS", ())
+    monkeypatch.setattr(_ledger_base, "COMMAND_DIRS", ())
     monkeypatch.setenv("PATH", "/nonexistent")
     _ledger_core.record(ledger_dir, HOST, "service_pause", UNIT)
     assert _ledger_undo.undo(ledger_dir, HOST)["failed"][0]["error"] == (
@@ -524,6 +530,6 @@ def test_unit_and_container_undo_through_the_script(tmp_path, ledger_dir):
 
 
 def test_registry_has_the_kind():
-    assert _ledger_core.KINDS["service_pause"] is _ledger_core._check_service_pause
-    assert _ledger_undo.UNDO["service_pause"] is _ledger_undo._undo_service_pause
+    assert _ledger_core.KINDS["service_pause"] is _ledger_running.SERVICE_PAUSE
+    assert _ledger_running.SERVICE_PAUSE.undo is _ledger_running._undo_service_pause
     assert "service_pause" in _ledger_core.__doc__

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _tc
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_settings, _tc
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "tc"
 TX_CLIFF = {"rate_mbit": 300, "burst_kb": 64, "latency_ms": 50}
@@ -209,4 +209,4 @@ def test_plan_refuses_a_foreign_root(current, profile):
 
 
 def test_the_ledger_records_every_profile_but_clean():
-    assert set(_ledger_core.TC_PROFILES) == set(_tc.PROFILES) - {"clean"}
+    assert set(_ledger_settings.TC_PROFILES) == set(_tc.PROFILES) - {"clean"}

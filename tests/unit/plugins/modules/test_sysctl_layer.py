@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _ledger_undo
 from ansible_collections.inferlab.distributed.plugins.modules import sysctl_layer
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, run_module
 
@@ -50,7 +50,7 @@ def test_a_write_is_recorded_first_then_undone_exactly(tree, tmp_path):
     failed, result = run_module(sysctl_layer.main, args(tree, tmp_path, state="undone"))
     assert not failed, result
     assert result["changed"] is True and [d["result"] for d in result["undone"]] == ["undone"]
-    assert _ledger_core.sysctl_text((tree / "net/ipv4/tcp_wmem").read_text()) == "4096 16384 4194304"
+    assert _ledger_settings.sysctl_text((tree / "net/ipv4/tcp_wmem").read_text()) == "4096 16384 4194304"
     assert [e["state"] for e in ledger(tmp_path)] == ["undone"]
 
 
@@ -66,7 +66,7 @@ def test_a_second_run_changes_nothing_and_two_layers_unwind_newest_first(tree, t
     assert [e["params"]["previous"] for e in ledger(tmp_path)] == ["4096 16384 4194304", "4096 16384 8388608"]
     failed, result = run_module(sysctl_layer.main, args(tree, tmp_path, state="undone"))
     assert not failed, result
-    assert _ledger_core.sysctl_text((tree / "net/ipv4/tcp_wmem").read_text()) == "4096 16384 4194304"
+    assert _ledger_settings.sysctl_text((tree / "net/ipv4/tcp_wmem").read_text()) == "4096 16384 4194304"
 
 
 def test_check_mode_reads_and_changes_nothing(tree, tmp_path):

@@ -14,7 +14,7 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings
 from ansible_collections.inferlab.distributed.plugins.modules import tbnet_build
 from ansible_collections.inferlab.distributed.tests.unit.module_docs import documented_options
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.test_tbnet_build_logic import (
@@ -97,7 +97,7 @@ def test_a_build_is_recorded_then_made(build_host):
     assert lines[0]['params'] == {'path': path, 'purpose': 'tbnet candidate'} and lines[0]['run_id'] == 'run-1'
 
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
-    with open(os.path.join(path, _ledger_core.BUILD_DIR_MARKER)) as handle:
+    with open(os.path.join(path, _ledger_settings.BUILD_DIR_MARKER)) as handle:
         assert result['entry_id'] in handle.read()
     record_path = os.path.join(path, tbnet_build.RECORD_FILE)
     assert stat.S_IMODE(os.stat(record_path).st_mode) == 0o600
@@ -112,7 +112,7 @@ def test_a_build_is_recorded_then_made(build_host):
                                 'target_kernel_release': RELEASE, 'signing_key': None}
     assert record['inputs']['source_fingerprint'][makefile] == [os.stat(makefile).st_size,
                                                                 int(os.stat(makefile).st_mtime)]
-    assert sorted(os.listdir(path)) == [_ledger_core.BUILD_DIR_MARKER, tbnet_build.RECORD_FILE, 'module', 'tree']
+    assert sorted(os.listdir(path)) == [_ledger_settings.BUILD_DIR_MARKER, tbnet_build.RECORD_FILE, 'module', 'tree']
 
 
 def test_the_same_inputs_change_nothing(build_host):
@@ -143,7 +143,7 @@ def test_new_inputs_rebuild_in_the_recorded_directory(build_host):
     assert not failed and second['changed'] is True and run.table == []
     assert second['entry_id'] == first['entry_id'] and len(ledger_lines(a)) == 2  # the same entry, reused
     assert not os.path.exists(os.path.join(a['build_dir'], 'stale-file'))
-    assert os.path.isfile(os.path.join(a['build_dir'], _ledger_core.BUILD_DIR_MARKER))
+    assert os.path.isfile(os.path.join(a['build_dir'], _ledger_settings.BUILD_DIR_MARKER))
 
 
 def test_a_changed_module_is_rebuilt(build_host):
@@ -273,7 +273,7 @@ def test_a_foreign_directory_is_left_alone(build_host, content):
         os.symlink(build_host.root / 'elsewhere', path)
     else:
         os.makedirs(path)
-        name = _ledger_core.BUILD_DIR_MARKER if content == 'marker' else 'notes.txt'  # a marker, but no ledger entry
+        name = _ledger_settings.BUILD_DIR_MARKER if content == 'marker' else 'notes.txt'  # a marker, no entry
         with open(os.path.join(path, name), 'w') as handle:
             handle.write('not yours\n')
     before = sorted(os.listdir(path))
