@@ -13,8 +13,8 @@ Lists and mappings are walked at any depth; other values are kept. A flag that n
 (``--api-key-file``) is not a secret flag.
 
 Standard library only, free of any ``ansible`` import, and compiles on Python 3.8: it may run on managed hosts. The
-``inferlab`` package keeps the same rule in ``src/inferlab/redaction.py`` (a package installed with pip cannot import
-the collection); ``tests/package/test_redaction.py`` holds the two equal.
+``inferlab`` package keeps the same rule in ``src/inferlab/record/redaction.py`` (a package installed with pip cannot
+import the collection); ``tests/package/test_redaction.py`` holds the two equal.
 """
 
 from __future__ import absolute_import, division, print_function
