@@ -133,6 +133,22 @@ def test_the_report_section_and_the_plot(tmp_path):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_sweep_sent_at_a_rate_says_how_its_requests_arrived():
+    arrival = {"request_rate": 4.0, "burstiness": 1.0}
+    data = sweep_record(TP2, REPLICAS, 5, replicas_extra=arrival)
+    data["serving"]["baseline"]["sweep"].update(arrival)
+    schema = {"$defs": record.load_schema()["$defs"], "$ref": "#/$defs/sweep"}
+    jsonschema.validate(data["stages"]["sweep"]["replicas"], schema)
+    text = "\n".join(report_sweep.section(data))
+    assert ("- replicas (through the router): the requests of a batch arrived at 4 a second (gamma gaps of shape 1, "
+            "a Poisson process), at most the level in flight, not all at once.") in text
+    assert "- TP2 (baseline: runtime=sglang_tp2, speculation=none): the requests of a batch arrived at 4" in text
+    assert "arrived at" not in "\n".join(report_sweep.section(sweep_record(TP2, REPLICAS, 5)))  # all at once
+    data["stages"]["sweep"]["replicas"]["request_rate"] = 0
+    with pytest.raises(jsonschema.ValidationError, match="less than or equal to the minimum of 0"):
+        jsonschema.validate(data["stages"]["sweep"]["replicas"], schema)
+
+
 def with_sampler_series(tmp_path, data, rate_bytes_per_s=1000.0):
     """data's TP2 window, with a sampler series per ring host in tmp_path: a sample a second from T0, each host
     sending rate_bytes_per_s on thunderbolt0."""

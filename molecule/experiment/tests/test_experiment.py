@@ -71,6 +71,8 @@ def test_the_sweep_measured_both_topologies_at_every_level_and_round():
     # the same mix on both sides: the control's lengths (32 output tokens here) and the seeds
     assert [(s["prompt_tokens"], s["output_tokens"], s["seed"]) for s in (tp2, replicas)] == [
         (replicas["prompt_tokens"], 32, 3000)] * 2
+    # both sides' requests arrived at the same rate (converge.yml: 20 a second, Poisson)
+    assert [(s["request_rate"], s["burstiness"]) for s in (tp2, replicas)] == [(20.0, 1.0)] * 2
     for side in (tp2, replicas):
         assert [(p["trial"], p["level"]) for p in side["points"]] == [(r, c) for r in range(1, 6) for c in (1, 2, 4)]
         assert all(p["batch"]["failed"] == 0 and p["batch"]["ok"] == p["level"] for p in side["points"])
@@ -83,6 +85,7 @@ def test_the_sweep_measured_both_topologies_at_every_level_and_round():
                                             "| no clear difference |", "| no reading |"))]
     assert len(readings) == 3, section
     assert "observed, not a verdict" in section and "faster" not in section
+    assert section.count("the requests of a batch arrived at 20 a second (gamma gaps of shape 1, a Poisson") == 2
     assert "replicas (through the public route's gateway)" in section and "- Crossover: " in section
     link = section.split("The link under TP2's sweep (observed)", 1)[1]
     rows = [line for line in link.splitlines() if line[:2] == "| " and line[2:3].isdigit()]

@@ -55,6 +55,19 @@ def _link_lines(found: sweep.Sweep, record: dict, run_dir: Path | None) -> list[
     ]
 
 
+def _arrival(found) -> list[str]:
+    """How a batch's requests arrived, when a side sent them at a rate (nothing for all at once)."""
+    lines = []
+    for side in (found.replicas, found.tp2):
+        rate = side.sweep.get("request_rate") if side else None
+        if rate is not None:
+            burstiness = side.sweep.get("burstiness")
+            lines.append(f"- {side.label}: the requests of a batch arrived at {rate:g} a second (gamma gaps of shape "
+                         f"{burstiness:g}{', a Poisson process' if burstiness == 1 else ''}), at most the level in "
+                         "flight, not all at once.")
+    return lines + [""] if lines else []
+
+
 def section(record: dict, run_dir: Path | None = None) -> list[str]:
     """`## Concurrency sweep`: nothing when the record has no sweep. With `run_dir`, the link's bytes by level."""
     found = sweep.build(record)
@@ -72,6 +85,7 @@ def section(record: dict, run_dir: Path | None = None) -> list[str]:
         "switching topologies means pausing the original replicas and starting the TP2 ranks (minutes on real "
         "hosts); within a block the rounds rotate through the levels, so that a drift reaches every level alike.",
         "",
+        *_arrival(found),
         "Aggregate tok/s is the batch's output tokens over its wall time (the samples the reading compares, one per "
         "round); per-request tok/s, TTFT and ITL are the median over the rounds of each batch's own statistic. The "
         "two kinds of figure are never mixed.",
