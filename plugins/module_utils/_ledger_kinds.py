@@ -14,49 +14,75 @@ One of the ledger's host-side modules (see ``_ledger_core``): standard library o
 from __future__ import annotations
 
 try:
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gateway_swap
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_base as base
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_running as running
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_settings as settings
-    from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as tbnet_driver
 except ImportError:  # on a host, installed beside them (see _ledger_core)
-    import inferlab_gateway_swap as gateway_swap
     import inferlab_ledger_base as base
     import inferlab_ledger_running as running
     import inferlab_ledger_settings as settings
-    import inferlab_tbnet_driver as tbnet_driver
 
 
-def _companion_kind(name, check, undo, error):
-    """A kind whose work is a companion module's: its ``error`` (and an OSError in the undo) become the ledger's."""
-    def checked(params):
+# The two companions are imported when their kind is first checked or undone, not with the ledger: every module that
+# records in the ledger runs its code from a fresh interpreter (AnsiballZ compiles it each time, and the restore runs
+# on Ansible's linear strategy), and the gateway's HTTP stack and the driver's code cost most of the ledger's import.
+# Ansible still bundles them: it finds imports inside functions too.
+def _gateway_swap():
+    try:
+        from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gateway_swap
+    except ImportError:  # on a host, installed beside it (see _ledger_core)
+        import inferlab_gateway_swap as gateway_swap
+    return gateway_swap
+
+
+def _tbnet_driver():
+    try:
+        from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as tbnet_driver
+    except ImportError:  # on a host, installed beside it (see _ledger_core)
+        import inferlab_tbnet_driver as tbnet_driver
+    return tbnet_driver
+
+
+def _companion_kind(name, companion, error, check, undo):
+    """A kind whose work is a companion module's (``companion()`` imports it): ``check(module, params)`` and
+    ``undo(module, params, ctx)``; its ``error`` (and an OSError in the undo) become the ledger's."""
+    def imported(failure):
         try:
-            return check(params)
-        except error as exc:
+            return companion()
+        except ImportError as exc:  # a stale or missing file beside the ledger script on a host
+            raise failure(f'the {name} kind needs its companion module beside {__file__}: {exc}') from None
+
+    def checked(params):
+        module = imported(base.LedgerError)
+        try:
+            return check(module, params)
+        except getattr(module, error) as exc:
             raise base.LedgerError(str(exc)) from None
 
     def undone(params, ctx):
+        module = imported(base.UndoError)
         try:
-            return undo(params, ctx)
-        except (error, OSError) as exc:
+            return undo(module, params, ctx)
+        except (getattr(module, error), OSError) as exc:
             raise base.UndoError(str(exc)) from None
 
     return base.Kind(name, checked, undone)
 
 
-def _undo_gateway_config(params, ctx):
+def _undo_gateway_config(gateway_swap, params, ctx):
     systemctl = ctx.systemctl_command[0] if ctx.systemctl_command else 'systemctl'
     return gateway_swap.undo_change(params, procfs_root=ctx.procfs_root, systemctl=systemctl)
 
 
 # a temporary gateway config (a fallback); undo puts the original bytes back and restarts the instances that run
 # another config, one at a time behind the front
-GATEWAY_CONFIG = _companion_kind('gateway_config', gateway_swap.check_change_params, _undo_gateway_config,
-                                 gateway_swap.GatewayError)
+GATEWAY_CONFIG = _companion_kind('gateway_config', _gateway_swap, 'GatewayError',
+                                 lambda module, params: module.check_change_params(params), _undo_gateway_config)
 # the candidate thunderbolt_net loaded in place of the distribution's; undo puts the distribution's back or, in the
 # netns lab, the fixture root's stock state
-KERNEL_MODULE = _companion_kind('kernel_module', tbnet_driver.check_change_params,
-                                lambda params, ctx: tbnet_driver.undo_change(params), tbnet_driver.DriverError)
+KERNEL_MODULE = _companion_kind('kernel_module', _tbnet_driver, 'DriverError',
+                                lambda module, params: module.check_change_params(params),
+                                lambda module, params, ctx: module.undo_change(params))
 
 KINDS = {kind.name: kind for kind in (
     running.PROCESS,

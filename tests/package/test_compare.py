@@ -389,7 +389,7 @@ def test_a_fresh_start_says_its_kind_and_time_on_every_host():
     data = load("link_clean_fresh.json")
     data["stages"]["fresh_start"]["lab-a"]["time"] = "2026-12-01T10:58:00Z"
     assert run_layers.fresh_start(data) == (True, "started from a verified fresh start: lab-a from a restore at "
-                                               "2026-12-01T10:58:00Z, lab-b from a restore at an unrecorded time")
+                                            "2026-12-01T10:58:00Z, lab-b from a restore at an unrecorded time")
 
 
 def test_fresh_start_needs_every_host_verified():

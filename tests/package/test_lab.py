@@ -176,7 +176,7 @@ def test_preflight_ok():
 
 def test_preflight_collects_every_problem():
     result = lab_preflight.preflight("ilab", 77, routes=[*ROUTES_PLAIN, {"dst": "169.254.77.0/24", "dev": "eth0"}],
-                           which_fn=lambda tool: None if tool in ("iperf3", "sshd") else "/x", euid=1000)
+                                     which_fn=lambda tool: None if tool in ("iperf3", "sshd") else "/x", euid=1000)
     assert result["ok"] is False
     assert result["is_root"] is False
     assert {m["tool"] for m in result["missing_tools"]} == {"iperf3", "sshd"}
@@ -245,7 +245,7 @@ def test_stop_pid_stops(sleeper):
     assert not pidfile.exists()
     pidfile.write_text(f"{proc.pid}\n")  # a stale pidfile, e.g. after a reboot
     assert lab_processes.stop_pid(pidfile, f"{host_dir}/") == {"pidfile": str(pidfile), "pid": proc.pid,
-                                                     "state": "not_running", "changed": True}
+                                                               "state": "not_running", "changed": True}
     assert not pidfile.exists()
     assert lab_processes.stop_pid(pidfile, f"{host_dir}/")["changed"] is False
 

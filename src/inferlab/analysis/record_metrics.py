@@ -109,8 +109,8 @@ def _serving_metrics(metrics: _Metrics, record: dict, modes: dict[str, str], rol
         for cache in ("cold", "warm") if prefix else ():
             for key, better in PREFIX_METRICS:
                 fwhere = f"{where}.prefix_trials.figures.{cache}.{key}"
-                figure = as_mapping(as_mapping(prefix.get("figures"), f"{where}.prefix_trials.figures").get(cache, {})
-                                  .get(key) or {}, fwhere)
+                figures = as_mapping(prefix.get("figures"), f"{where}.prefix_trials.figures")
+                figure = as_mapping(figures.get(cache, {}).get(key) or {}, fwhere)
                 values = [v for v in as_list(figure.get("values") or [], f"{fwhere}.values") if v is not None]
                 numbers = [as_sample(v, f"{fwhere}.values[{n}]") for n, v in enumerate(values)]
                 metrics.add(f"serving {label}: {cache} prefix trials",
