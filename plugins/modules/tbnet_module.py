@@ -385,13 +385,12 @@ class TbnetModule(_module_base.StateModule):
         """Wait for the watchdog's verdict on the link (it runs the tail, then goes on watching) and return how the
         link came back; fail when it did not, after the watchdog has put the stock driver back."""
         p = self.params
-        proc = _ledger_proc.SPAWNED.get(watchdog['pid'])
         bound = p['watchdog_deadline_s'] + p['link_timeout_s'] + 30
         deadline = time.monotonic() + bound
         verdict = None
         while verdict is None and time.monotonic() < deadline:
             verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset'])
-            if verdict is None and proc is not None and proc.poll() is not None:
+            if verdict is None and _ledger_proc.spawned_returncode(watchdog['pid']) is not None:
                 verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset']) or {}
             elif verdict is None:
                 time.sleep(0.1)
