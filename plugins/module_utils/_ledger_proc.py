@@ -77,16 +77,22 @@ def leads_group(pid, procfs_root='/proc'):
     return info is not None and info['pgrp'] == int(pid)
 
 
-def boot_time(procfs_root='/proc'):
-    """The boot time (``btime`` of ``<procfs_root>/stat``, seconds since the epoch), or None when unreadable."""
+def _labelled_number(path, label, field):
+    """The integer in word ``field`` of the first line of ``path`` that starts with ``label``, or None when there is
+    none or it cannot be read."""
     try:
-        with open(os.path.join(procfs_root, 'stat')) as handle:
+        with open(path) as handle:
             for line in handle:
-                if line.startswith('btime '):
-                    return int(line.split()[1])
+                if line.startswith(label):
+                    return int(line.split()[field])
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def boot_time(procfs_root='/proc'):
+    """The boot time (``btime`` of ``<procfs_root>/stat``, seconds since the epoch), or None when unreadable."""
+    return _labelled_number(os.path.join(procfs_root, 'stat'), 'btime ', 1)
 
 
 def started_at(start_ticks, procfs_root='/proc'):
@@ -99,14 +105,7 @@ def started_at(start_ticks, procfs_root='/proc'):
 def read_proc_uid(pid, procfs_root='/proc'):
     """The effective uid of ``pid`` (``Uid:`` of ``/proc/PID/status``: real, effective, saved, filesystem), or None
     when it cannot be read."""
-    try:
-        with open(os.path.join(procfs_root, str(pid), 'status')) as handle:
-            for line in handle:
-                if line.startswith('Uid:'):
-                    return int(line.split()[2])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return _labelled_number(os.path.join(procfs_root, str(pid), 'status'), 'Uid:', 2)
 
 
 def read_proc_cmdline(pid, procfs_root='/proc'):
@@ -169,11 +168,9 @@ def group_members(pgid, procfs_root):
 def send_signal(pid, signum, group=False):
     """Signal ``pid`` (its process group when ``group``); False when it is gone already. PermissionError goes on,
     for the caller to say whose process it is."""
+    kill = os.killpg if group else os.kill
     try:
-        if group:
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
+        kill(pid, signum)
     except ProcessLookupError:
         return False
     return True

@@ -35,13 +35,7 @@ def _check_process(params):
     if params.get('pid') is None and not params.get('pidfile'):
         raise base.LedgerError('a process entry needs "pid" (with "start_time") or, when recorded before the process '
                                'starts, "pidfile" (with "cmdline")')
-    if params.get('pid') is not None:
-        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
-        if params.get('start_time') is None:
-            raise base.LedgerError(f'a process entry with pid {params["pid"]} needs "start_time" (field 22 of '
-                                   '/proc/PID/stat), so that undo never signals a process that reused the pid')
-    if params.get('start_time') is not None:
-        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
+    _check_pid('process', params, needs_start_time='undo never signals a process that reused the pid')
     cmdline = params.get('cmdline')
     if params.get('pid') is None and not cmdline:
         raise base.LedgerError('a process entry known only by its pidfile needs "cmdline", to check that the process '
@@ -55,6 +49,18 @@ def _check_process(params):
     params['stop_timeout'] = base.as_float(params.get('stop_timeout', 10), 'stop_timeout')
     params['process_group'] = base.as_bool(params.get('process_group', False), 'process_group')
     return params
+
+
+def _check_pid(kind, params, needs_start_time=None):
+    """``pid`` and ``start_time`` of an entry as integers. With ``needs_start_time`` (why it does), a pid needs its
+    start time."""
+    if params.get('pid') is not None:
+        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
+        if needs_start_time and params.get('start_time') is None:
+            raise base.LedgerError(f'a {kind} entry with pid {params["pid"]} needs "start_time" (field 22 of '
+                                   f'/proc/PID/stat), so that {needs_start_time}')
+    if params.get('start_time') is not None:
+        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
 
 
 def _cmdline_text(cmdline):
@@ -224,10 +230,7 @@ def _check_started_by_manager(kind, params):
     if command is not None and not (isinstance(command, list) and command
                                     and all(isinstance(a, str) for a in command)):
         raise base.LedgerError(f'"command" of a {kind} entry must be the argv that started it, a list of strings')
-    if params.get('pid') is not None:
-        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
-    if params.get('start_time') is not None:
-        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
+    _check_pid(kind, params)
     return params
 
 
@@ -395,13 +398,7 @@ def _check_service_pause(params):
         params['unit'] = service_unit_name(params.get('unit'))
     else:
         params['container'] = container_name(params.get('container'))
-    if params.get('pid') is not None:
-        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
-        if params.get('start_time') is None:
-            raise base.LedgerError(f'a service_pause entry with pid {params["pid"]} needs "start_time" (field 22 of '
-                                   '/proc/PID/stat), so that a process that reused the pid is never taken for it')
-    if params.get('start_time') is not None:
-        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
+    _check_pid('service_pause', params, needs_start_time='a process that reused the pid is never taken for it')
     params['start_timeout'] = base.as_float(params.get('start_timeout', SERVICE_START_TIMEOUT), 'start_timeout')
     how = params.get('how')
     if how is not None and (not isinstance(how, str) or '\n' in how):
