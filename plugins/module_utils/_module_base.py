@@ -97,3 +97,10 @@ class StateModule:
         """The ledger's undo of ``ids`` (newest first) through ``ctx``, in check mode what it would undo."""
         return _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=run_id, ctx=ctx,
                                  check_mode=self.check_mode)
+
+
+def ledger_argument_spec(**options):
+    """An argument spec: ``options`` and the ledger's own, ``ledger_dir``, ``ledger_host`` and ``run_id`` (what the
+    ``inferlab.distributed.ledger`` doc fragment documents)."""
+    return dict(options, ledger_dir=dict(type='path', required=True), ledger_host=dict(type='str', required=True),
+                run_id=dict(type='str'))

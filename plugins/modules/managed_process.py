@@ -648,7 +648,7 @@ class ManagedProcess(_module_base.StateModule):
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             name=dict(type='str', required=True),
             state=dict(type='str', choices=['started', 'stopped', 'status'], default='started'),
             manager=dict(type='str', choices=list(pm.MANAGERS), default='process'),
@@ -666,9 +666,6 @@ def build_module():
             volumes=dict(type='list', elements='str', default=[]),
             stop_timeout_s=dict(type='float', default=30),
             startup_check_s=dict(type='float', default=1.0),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
             log_failure_patterns=dict(type='list', elements='str', default=[]),
             log_scan_lines=dict(type='int', default=20000),
             procfs_root=dict(type='path', default='/proc'),

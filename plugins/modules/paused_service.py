@@ -530,7 +530,7 @@ class PausedService(_module_base.StateModule):
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             name=dict(type='str', required=True),
             state=dict(type='str', choices=['paused', 'resumed'], default='paused'),
             manager=dict(type='str', choices=list(pm.MANAGERS), default='process'),
@@ -539,9 +539,6 @@ def build_module():
             container=dict(type='str'),
             stop_timeout_s=dict(type='float', default=30),
             start_timeout_s=dict(type='float', default=30),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
             procfs_root=dict(type='path', default='/proc'),
             systemctl=dict(type='path'),
             docker=dict(type='path'),

@@ -303,7 +303,7 @@ class TbnetBuild(_module_base.StateModule):
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             source=dict(type='path', required=True),
             patches=dict(type='list', elements='path', default=[]),
             patch_dir=dict(type='path'),
@@ -315,9 +315,6 @@ def build_module():
             signing_key=dict(type='path', no_log=False),
             signing_cert=dict(type='path'),
             require_signature=dict(type='bool', default=False),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
         ),
         required_together=[('signing_key', 'signing_cert')],
         supports_check_mode=True,

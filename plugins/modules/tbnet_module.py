@@ -498,7 +498,7 @@ def load_bound(load_timeout_s):
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             state=dict(type='str', required=True, choices=['candidate', 'stock']),
             module_path=dict(type='path'),
             candidate_srcversion=dict(type='str'),
@@ -509,9 +509,6 @@ def build_module():
             emulated=dict(type='bool', default=False),
             sysfs_root=dict(type='path', default='/sys'),
             procfs_root=dict(type='path', default='/proc'),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
             link_peer=dict(type='str', default='', aliases=['watchdog_peer']),
             watchdog_deadline_s=dict(type='float', default=30.0),
             load_timeout_s=dict(type='float', default=60.0),
