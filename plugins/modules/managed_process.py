@@ -459,8 +459,8 @@ class ManagedProcess(_module_base.StateModule):
                 'docker': f'docker rm -f {self.name}', 'podman': f'podman rm -f {self.name}'}[self.manager]
         self.fail(
             f'{self.describe()} runs (pid {status["pid"]}) but has no open entry in the ledger of {self.host}, '
-                f'so it was not started by inferlab (or its entry was closed) and a restore could not stop it; stop '
-                f'it yourself ({hint}) or pick another name', pid=status['pid'])
+            f'so it was not started by inferlab (or its entry was closed) and a restore could not stop it; stop '
+            f'it yourself ({hint}) or pick another name', pid=status['pid'])
 
     # -- stopping: always the undo of the ledger entries -------------------------------------------------------
 
@@ -620,8 +620,8 @@ class ManagedProcess(_module_base.StateModule):
         quoted = '\n'.join(lines) if lines else '(nothing)'
         self.fail(
             f'{self.describe()} did not stay up for {self.params["startup_check_s"]}s after its start '
-                f'({after.get("how") or "it exited"}); its ledger entry {entry_id} stays open for the restore. Last '
-                f'lines of its output ({source}):\n{quoted}',
+            f'({after.get("how") or "it exited"}); its ledger entry {entry_id} stays open for the restore. Last '
+            f'lines of its output ({source}):\n{quoted}',
             entry_id=entry_id, pid=after['pid'], command=self.shown_command(), log_path=self.log_path,
             log_tail=lines)
 
