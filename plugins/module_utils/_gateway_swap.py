@@ -35,10 +35,8 @@ import hashlib
 import http.client
 import json
 import os
-import pwd
 import re
 import signal
-import subprocess
 import tempfile
 import time
 import urllib.error
@@ -55,8 +53,8 @@ MANAGERS = ('process', 'systemd')
 FRONT_KINDS = ('nginx',)
 BODY_MAX_CHARS = 4000
 SHORT_BODY_CHARS = 300
-POLL_S = 0.05
-KILL_WAIT_S = 5.0
+POLL_S = _ledger_proc.POLL_S
+KILL_WAIT_S = _ledger_proc.KILL_WAIT_S
 # how long a systemctl command may take beyond the stop timeout it was given
 COMMAND_GRACE_S = 60.0
 WARMUP_PROMPT = 'inferlab gateway warm-up'
@@ -457,10 +455,6 @@ def _proc_stat(pid, procfs_root):
         return None
 
 
-def _live(stat):
-    return stat is not None and stat['state'] not in ('Z', 'X')
-
-
 def _cmdline_text(pid, procfs_root):
     cmdline = _ledger_proc.read_proc_cmdline(pid, procfs_root)
     return ' '.join(cmdline) if cmdline else ''
@@ -476,27 +470,21 @@ def front_workers(master_pid, procfs_root='/proc'):
     for name in names:
         if name.isdigit():
             stat = _proc_stat(name, procfs_root)
-            if _live(stat) and stat['ppid'] == int(master_pid):
+            if _ledger_proc.is_live(stat) and stat['ppid'] == int(master_pid):
                 workers.add(int(name))
     return workers
 
 
 def _read_pidfile(pidfile, what):
-    """The pid in ``pidfile``, or None when it is absent or empty."""
+    """The pid in ``pidfile`` (``_ledger_proc.read_pidfile``), or None when it is absent or empty."""
     try:
-        with open(pidfile) as handle:
-            text = handle.read().strip()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise GatewayError(f'cannot read the pidfile of {what}, {pidfile}: {exc.strerror or exc}') from None
-    if not text:
-        return None
-    try:
-        pid = int(text.split()[0])
-    except ValueError:
-        raise GatewayError(f'the pidfile of {what}, {pidfile}, does not hold a pid: {text[:40]!r}') from None
-    if pid <= 0:
+        pid = _ledger_proc.read_pidfile(pidfile)
+    except _ledger_proc.PidfileError as exc:
+        if exc.os_error is not None:
+            raise GatewayError(f'cannot read the pidfile of {what}, {pidfile}: '
+                               f'{exc.os_error.strerror or exc.os_error}') from None
+        raise GatewayError(f'the pidfile of {what}, {pidfile}, does not hold a pid: {exc.text[:40]!r}') from None
+    if pid is not None and pid <= 0:
         raise GatewayError(f'the pidfile of {what}, {pidfile}, holds an invalid pid {pid}')
     return pid
 
@@ -504,24 +492,10 @@ def _read_pidfile(pidfile, what):
 def _send(pid, signum, what, group=False):
     """Signal ``pid`` (its process group when ``group``); False when it is gone already."""
     try:
-        if group:
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
-    except ProcessLookupError:
-        return False
+        return _ledger_proc.send_signal(pid, signum, group)
     except PermissionError as exc:
         raise GatewayError(f'not allowed to signal {what} (pid {pid}): {exc}; run as the user that runs it, or as '
                            'root') from None
-    return True
-
-
-def _reap(pid):
-    """Collect the exit status of a child spawned by this process (kept in ``_ledger_proc.SPAWNED``), so that it leaves
-    no zombie."""
-    proc = _ledger_proc.SPAWNED.get(pid)
-    if proc is not None:
-        proc.poll()
 
 
 def reload_front(front, timeout_s=30.0, procfs_root='/proc'):
@@ -538,7 +512,7 @@ def reload_front(front, timeout_s=30.0, procfs_root='/proc'):
     if master is None:
         raise GatewayError(f'the nginx pidfile {front["pidfile"]} is absent or empty: nginx does not run')
     master_stat = _proc_stat(master, procfs_root)
-    if not _live(master_stat):
+    if not _ledger_proc.is_live(master_stat):
         raise GatewayError(f'the nginx master (pid {master}, from {front["pidfile"]}) does not run')
     if 'nginx' not in _cmdline_text(master, procfs_root):
         raise GatewayError(f'pid {master} from {front["pidfile"]} runs "{_cmdline_text(master, procfs_root)}", not '
@@ -551,7 +525,7 @@ def reload_front(front, timeout_s=30.0, procfs_root='/proc'):
 
     def still_old(pid):
         stat = _proc_stat(pid, procfs_root)
-        return _live(stat) and stat['start_time'] == old[pid]
+        return _ledger_proc.is_live(stat) and stat['start_time'] == old[pid]
 
     while True:
         alive = sorted(pid for pid in old if still_old(pid))
@@ -559,7 +533,7 @@ def reload_front(front, timeout_s=30.0, procfs_root='/proc'):
         if not alive and new:
             return {'master_pid': master, 'old_workers': sorted(old), 'new_workers': new,
                     'seconds': round(time.monotonic() - started, 3)}
-        if not _live(_proc_stat(master, procfs_root)):
+        if not _ledger_proc.is_live(_proc_stat(master, procfs_root)):
             raise GatewayError(f'the nginx master (pid {master}) exited during the reload')
         if time.monotonic() >= deadline:
             if alive:
@@ -574,19 +548,12 @@ def reload_front(front, timeout_s=30.0, procfs_root='/proc'):
 # stopping and starting an instance
 
 
-def _run(argv, timeout):
-    env = dict(os.environ, LC_ALL='C')
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                              timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GatewayError(f'{" ".join(argv)} could not run: {exc}') from None
-    return proc.returncode, proc.stdout.decode('utf-8', 'replace'), proc.stderr.decode('utf-8', 'replace')
-
-
 def _systemctl(systemctl, verb, unit, timeout):
     argv = [systemctl, verb, unit]
-    rc, out, err = _run(argv, timeout)
+    try:
+        rc, out, err = _ledger_proc.run_bounded(argv, timeout)
+    except (OSError, _ledger_proc.CommandTimedOut) as exc:
+        raise GatewayError(f'{" ".join(argv)} could not run: {exc}') from None
     if rc != 0:
         said = ' '.join((err.strip() or out.strip()).split()) or 'no output'
         raise GatewayError(f'{" ".join(argv)} exited {rc}: {said}')
@@ -599,8 +566,8 @@ def _running_instance(instance, procfs_root):
     pid = _read_pidfile(instance['pidfile'], f'instance {instance["name"]}')
     if pid is None:
         return None, 'absent'
-    _reap(pid)
-    if not _live(_proc_stat(pid, procfs_root)):
+    _ledger_proc.spawned_returncode(pid)  # reaps it
+    if not _ledger_proc.is_live(_proc_stat(pid, procfs_root)):
         return pid, 'dead'
     return pid, ('ours' if instance['match'] in _cmdline_text(pid, procfs_root) else 'foreign')
 
@@ -627,62 +594,34 @@ def stop_instance(instance, timeout_s=30.0, procfs_root='/proc', systemctl='syst
                            f'contain "{instance["match"]}": not signalling it. Check that {name} runs, and fix '
                            f'or remove the stale pidfile')
     stat = _proc_stat(pid, procfs_root)
-    if not _live(stat):
+    if not _ledger_proc.is_live(stat):
         _remove_pidfile(pidfile, pid)
         return f'{name} already stopped: pid {pid} exited before it was signalled'
-    group = _leads_group(pid, procfs_root)
+    group = _ledger_proc.leads_group(pid, procfs_root)
     what = f'{name} (process group {pid})' if group else f'{name} (pid {pid})'
 
     def alive():
-        _reap(pid)
+        _ledger_proc.spawned_returncode(pid)  # reaps it
         if group:
-            return bool(_group_members(pid, procfs_root))
+            return bool(_ledger_proc.group_members(pid, procfs_root))
         current = _proc_stat(pid, procfs_root)
-        return _live(current) and current['start_time'] == stat['start_time']
+        return _ledger_proc.is_live(current) and current['start_time'] == stat['start_time']
 
     started = time.monotonic()
     if not _send(pid, signal.SIGTERM, what, group):
         _remove_pidfile(pidfile, pid)
         return f'{name} already stopped: pid {pid} exited before it was signalled'
-    if _wait(alive, timeout_s):
-        _reap(pid)
+    if _ledger_proc.wait_gone(alive, timeout_s):
+        _ledger_proc.spawned_returncode(pid)  # reaps it
         _remove_pidfile(pidfile, pid)
         return f'stopped {what} with SIGTERM in {time.monotonic() - started:.1f}s'
     _send(pid, signal.SIGKILL, what, group)
-    if _wait(alive, KILL_WAIT_S):
-        _reap(pid)
+    if _ledger_proc.wait_gone(alive, KILL_WAIT_S):
+        _ledger_proc.spawned_returncode(pid)  # reaps it
         _remove_pidfile(pidfile, pid)
         return f'stopped {what} with SIGKILL: still running {float(timeout_s):g}s after SIGTERM'
     raise GatewayError(f'{what} is still alive after SIGTERM and SIGKILL (stuck in the kernel, state D?); stop it '
                        'by hand')
-
-
-def _leads_group(pid, procfs_root):
-    try:
-        with open(os.path.join(procfs_root, str(pid), 'stat'), 'rb') as handle:
-            raw = handle.read().decode('utf-8', 'replace')
-        return int(raw[raw.rindex(')') + 1:].split()[2]) == pid
-    except (OSError, ValueError, IndexError):
-        return False
-
-
-def _group_members(pgid, procfs_root):
-    members = []
-    for name in os.listdir(procfs_root):
-        if name.isdigit():
-            info = _ledger_proc.read_proc_stat(name, procfs_root)
-            if info and info['pgrp'] == pgid and info['state'] not in ('Z', 'X'):
-                members.append(int(name))
-    return members
-
-
-def _wait(alive, timeout_s):
-    deadline = time.monotonic() + float(timeout_s)
-    while alive():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
 
 
 def _remove_pidfile(pidfile, pid):
@@ -692,13 +631,6 @@ def _remove_pidfile(pidfile, pid):
             os.unlink(pidfile)
     except (GatewayError, OSError):
         pass
-
-
-def _home():
-    try:
-        return pwd.getpwuid(os.geteuid()).pw_dir
-    except KeyError:
-        return '/'
 
 
 def start_instance(instance, systemctl='systemctl'):
@@ -715,9 +647,9 @@ def start_instance(instance, systemctl='systemctl'):
     pid, state = _running_instance(instance, '/proc')
     if state == 'ours':
         raise GatewayError(f'{name} already runs as pid {pid} (from {instance["pidfile"]}); stop it first')
-    env = {'PATH': _ledger_proc.BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': _home()}
     try:
-        pid = _ledger_proc.spawn_detached(instance['start_argv'], env, instance['log'], instance['pidfile'])
+        pid = _ledger_proc.spawn_detached(instance['start_argv'], _ledger_proc.service_environment(), instance['log'],
+                                          instance['pidfile'])
     except OSError as exc:
         raise GatewayError(f'cannot start {name} ({instance["start_argv"][0]}): {exc}') from None
     return f'started {name} as pid {pid} (log {instance["log"]})'
@@ -735,9 +667,8 @@ def _exit_reason(instance, procfs_root):
     # first); the readiness timeout still ends the wait
     if state in ('ours', 'foreign', 'absent'):
         return None
-    proc = _ledger_proc.SPAWNED.get(pid) if pid else None
-    # poll(), not returncode: an exited child stays a zombie, its status unread, until someone reaps it
-    code = proc.poll() if proc is not None else None
+    # polled, not returncode: an exited child stays a zombie, its status unread, until someone reaps it
+    code = _ledger_proc.spawned_returncode(pid) if pid else None
     how = ''
     if code is not None:
         how = f' (killed by signal {-code})' if code < 0 else f' (exit status {code})'

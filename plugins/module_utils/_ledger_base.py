@@ -4,9 +4,10 @@
 """What every kind of the change ledger builds on: the errors, the declaration of a kind (``Kind``), the checks of
 params, and the context and commands of an undo.
 
-One of the ledger's host-side modules (see ``_ledger_core``): standard library only, Python 3.8+. It imports none
-of the others, so that the kinds' modules (``_ledger_running``, ``_ledger_settings``) and ``_gateway_swap`` need
-this one and never the core, which imports them through the registry (``_ledger_kinds``).
+One of the ledger's host-side modules (see ``_ledger_core``): standard library only, Python 3.8+. Of the others it
+imports only the process toolkit (``_ledger_proc``, which imports none), so that the kinds' modules
+(``_ledger_running``, ``_ledger_settings``) and ``_gateway_swap`` need this one and never the core, which imports them
+through the registry (``_ledger_kinds``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ import hashlib
 import math
 import os
 import shutil
-import subprocess
+
+try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
+except ImportError:  # on a host, installed beside it (see _ledger_core)
+    import inferlab_ledger_proc as proc
 
 COMMAND_DIRS = ('/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin')
 # how long a stop command may take beyond the stop timeout it was given (the engine's own overhead)
@@ -107,7 +112,7 @@ class UndoContext:
     ``systemctl_command`` and ``container_commands`` (engine name -> argv prefix) do the same for ``ethtool``,
     ``systemctl``, ``docker`` and ``podman``.
     ``run_command``: a callable ``(argv, timeout) -> (rc, stdout, stderr)`` that runs every command an undo runs
-    (default: subprocess with ``LC_ALL=C``); the managed_process module passes one built on its own
+    (default: ``_ledger_proc.run_bounded``, with ``LC_ALL=C``); the managed_process module passes one built on its own
     ``run_command``, so that its tests see the undo's commands like its other ones."""
 
     def __init__(self, procfs_root='/proc', poll_interval=0.05, kill_wait=5.0, tc_command=None,
@@ -126,13 +131,10 @@ def run_command(argv, ctx, timeout=60):
     """Run one command of an undo: ``(rc, stdout, stderr)``; UndoError when it cannot run at all."""
     if ctx.run_command is not None:
         return ctx.run_command(argv, timeout)
-    env = dict(os.environ, LC_ALL='C')
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        return proc.run_bounded(argv, timeout)
+    except (OSError, proc.CommandTimedOut) as exc:
         raise UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
-    return done.returncode, done.stdout.decode('utf-8', 'replace'), done.stderr.decode('utf-8', 'replace')
 
 
 def command_argv(configured, name, package, what):

@@ -35,13 +35,7 @@ def _check_process(params):
     if params.get('pid') is None and not params.get('pidfile'):
         raise base.LedgerError('a process entry needs "pid" (with "start_time") or, when recorded before the process '
                                'starts, "pidfile" (with "cmdline")')
-    if params.get('pid') is not None:
-        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
-        if params.get('start_time') is None:
-            raise base.LedgerError(f'a process entry with pid {params["pid"]} needs "start_time" (field 22 of '
-                                   '/proc/PID/stat), so that undo never signals a process that reused the pid')
-    if params.get('start_time') is not None:
-        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
+    _check_pid('process', params, needs_start_time='undo never signals a process that reused the pid')
     cmdline = params.get('cmdline')
     if params.get('pid') is None and not cmdline:
         raise base.LedgerError('a process entry known only by its pidfile needs "cmdline", to check that the process '
@@ -55,6 +49,18 @@ def _check_process(params):
     params['stop_timeout'] = base.as_float(params.get('stop_timeout', 10), 'stop_timeout')
     params['process_group'] = base.as_bool(params.get('process_group', False), 'process_group')
     return params
+
+
+def _check_pid(kind, params, needs_start_time=None):
+    """``pid`` and ``start_time`` of an entry as integers. With ``needs_start_time`` (why it does), a pid needs its
+    start time."""
+    if params.get('pid') is not None:
+        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
+        if needs_start_time and params.get('start_time') is None:
+            raise base.LedgerError(f'a {kind} entry with pid {params["pid"]} needs "start_time" (field 22 of '
+                                   f'/proc/PID/stat), so that {needs_start_time}')
+    if params.get('start_time') is not None:
+        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
 
 
 def _cmdline_text(cmdline):
@@ -83,7 +89,7 @@ def undo_process(params, ctx):
         if pid is None:
             return f'no process to stop for "{label}": pidfile {pidfile} is absent or empty (it was never started)'
     info = proc.read_proc_stat(pid, ctx.procfs_root)
-    leader_alive = info is not None and info['state'] not in ('Z', 'X')
+    leader_alive = proc.is_live(info)
     group = bool(params.get('process_group'))
     note = ''
     if group and leader_alive and info['pgrp'] != pid:
@@ -101,8 +107,7 @@ def undo_process(params, ctx):
     def alive():
         if group:
             return bool(proc.group_members(pid, ctx.procfs_root))
-        current = proc.read_proc_stat(pid, ctx.procfs_root)
-        return current is not None and current['state'] not in ('Z', 'X')
+        return proc.is_live(proc.read_proc_stat(pid, ctx.procfs_root))
 
     # a dead leader's pid is not reused while its process group exists, so live members of that group are ours
     if not (leader_alive or (group and alive())):
@@ -111,10 +116,10 @@ def undo_process(params, ctx):
     stop_timeout = params.get('stop_timeout', 10)
     if not _signal(pid, group, signal.SIGTERM):
         return f'{what} ("{label}") exited before it was signalled' + _remove_pidfile(pidfile, pid, ctx)
-    if _wait_gone(alive, stop_timeout, ctx):
+    if proc.wait_gone(alive, stop_timeout, ctx.poll_interval):
         return f'stopped {what} ("{label}") with SIGTERM{note}' + _remove_pidfile(pidfile, pid, ctx)
     _signal(pid, group, signal.SIGKILL)
-    if _wait_gone(alive, ctx.kill_wait, ctx):
+    if proc.wait_gone(alive, ctx.kill_wait, ctx.poll_interval):
         return (f'stopped {what} ("{label}") with SIGKILL: still running {stop_timeout}s after SIGTERM{note}'
                 + _remove_pidfile(pidfile, pid, ctx))
     raise base.UndoError(f'{what} ("{label}") is still alive after SIGTERM and SIGKILL (stuck in the kernel, state '
@@ -123,25 +128,10 @@ def undo_process(params, ctx):
 
 def _signal(pid, group, signum):
     try:
-        if group:
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
-    except ProcessLookupError:
-        return False
+        return proc.send_signal(pid, signum, group)
     except PermissionError as exc:
         raise base.UndoError(f'not allowed to signal pid {pid}: {exc} (run the undo as the user that started it, or as '
                              'root)') from exc
-    return True
-
-
-def _wait_gone(alive, timeout, ctx):
-    deadline = time.monotonic() + float(timeout)
-    while alive():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(ctx.poll_interval)
-    return True
 
 
 def _read_pidfile(pidfile):
@@ -176,7 +166,7 @@ def _process_leftovers(entry, ctx):
     if not isinstance(pid, int):
         return []
     leader = proc.read_proc_stat(pid, procfs_root)
-    leader_alive = leader is not None and leader['state'] not in ('Z', 'X')
+    leader_alive = proc.is_live(leader)
     if leader_alive and leader['start_time'] != start_time:
         return []  # the pid belongs to another process now
     pids = proc.group_members(pid, procfs_root) if params.get('process_group') else []
@@ -240,10 +230,7 @@ def _check_started_by_manager(kind, params):
     if command is not None and not (isinstance(command, list) and command
                                     and all(isinstance(a, str) for a in command)):
         raise base.LedgerError(f'"command" of a {kind} entry must be the argv that started it, a list of strings')
-    if params.get('pid') is not None:
-        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
-    if params.get('start_time') is not None:
-        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
+    _check_pid(kind, params)
     return params
 
 
@@ -411,13 +398,7 @@ def _check_service_pause(params):
         params['unit'] = service_unit_name(params.get('unit'))
     else:
         params['container'] = container_name(params.get('container'))
-    if params.get('pid') is not None:
-        params['pid'] = base.as_int(params['pid'], 'pid', minimum=1)
-        if params.get('start_time') is None:
-            raise base.LedgerError(f'a service_pause entry with pid {params["pid"]} needs "start_time" (field 22 of '
-                                   '/proc/PID/stat), so that a process that reused the pid is never taken for it')
-    if params.get('start_time') is not None:
-        params['start_time'] = base.as_int(params['start_time'], 'start_time', minimum=0)
+    _check_pid('service_pause', params, needs_start_time='a process that reused the pid is never taken for it')
     params['start_timeout'] = base.as_float(params.get('start_timeout', SERVICE_START_TIMEOUT), 'start_timeout')
     how = params.get('how')
     if how is not None and (not isinstance(how, str) or '\n' in how):
@@ -457,19 +438,10 @@ def _service_process_running(params, ctx):
 
 
 def _spawned_exit(pid):
-    child = proc.SPAWNED.get(pid)
-    if child is None or child.poll() is None:
+    code = proc.spawned_returncode(pid)
+    if code is None:
         return 'exited'
-    if child.returncode < 0:
-        return f'was killed by signal {-child.returncode}'
-    return f'exited with status {child.returncode}'
-
-
-def _file_size(path):
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+    return f'was killed by signal {-code}' if code < 0 else f'exited with status {code}'
 
 
 def _log_tail(path, start):
@@ -477,15 +449,10 @@ def _log_tail(path, start):
     if path == os.devnull:
         return '(none: its output went to /dev/null)'
     try:
-        with open(path, 'rb') as handle:
-            size = os.fstat(handle.fileno()).st_size
-            begin = start if start <= size else 0  # a log truncated meanwhile is read from its start
-            handle.seek(max(begin, size - SERVICE_LOG_TAIL_MAX_BYTES))
-            text = handle.read().decode('utf-8', 'replace')
+        tail = proc.read_log_end(path, SERVICE_LOG_TAIL_LINES, start, max_bytes=SERVICE_LOG_TAIL_MAX_BYTES)
     except OSError as exc:
         return f'(cannot read it: {exc})'
-    lines = text.splitlines()[-SERVICE_LOG_TAIL_LINES:]
-    return '\n'.join(lines) if lines else '(nothing)'
+    return tail or '(nothing)'
 
 
 def _resume_process(params, ctx):
@@ -493,7 +460,7 @@ def _resume_process(params, ctx):
     running = _service_process_running(params, ctx)
     if running is not None:
         return f'service {name} is already running (pid {running}): nothing to start'
-    log_start = _file_size(log_path)
+    log_start = proc.file_size(log_path)
     # argv[0] only in messages: the rest of the command line may hold a secret (an API key)
     try:
         pid = proc.spawn_detached(argv, params['environment'], log_path, pidfile, params['working_dir'])
@@ -544,19 +511,30 @@ def _resume_unit(params, ctx):
         return f'unit {unit} is already {state}: nothing to start'
     timeout = params.get('start_timeout', SERVICE_START_TIMEOUT)
     start = systemctl + ['start', unit]
+    hint = f' (see journalctl -u {unit})'
+    state, up = _start_and_wait(start, lambda: _unit_state(systemctl, unit, ctx), UNIT_UP_STATES,
+                                UNIT_STARTING_STATES, timeout, ctx, hint)
+    if up:
+        return f'started unit {unit} again'
+    if state not in UNIT_STARTING_STATES:
+        raise base.UndoError(f'unit {unit} is {state} after {" ".join(start)}{hint}')
+    raise base.UndoError(f'unit {unit} is still {state} {timeout}s after {" ".join(start)}{hint}')
+
+
+def _start_and_wait(start, state_now, up_states, starting_states, timeout, ctx, hint=''):
+    """Run ``start`` (``hint`` ends its error), then read ``state_now()`` until it is one of ``up_states``:
+    ``(state, True)``; ``(state, False)`` as soon as it is neither up nor starting, or when it is still starting
+    ``timeout`` seconds later."""
     rc, out, err = base.run_command(start, ctx, timeout=timeout + base.COMMAND_GRACE)
     if rc != 0:
-        raise base.UndoError(f'{" ".join(start)} exited {rc}: {base.output(out, err)} (see journalctl -u {unit})')
+        raise base.UndoError(f'{" ".join(start)} exited {rc}: {base.output(out, err)}{hint}')
     deadline = time.monotonic() + timeout
     while True:
-        state = _unit_state(systemctl, unit, ctx)
-        if state in UNIT_UP_STATES:
-            return f'started unit {unit} again'
-        if state not in UNIT_STARTING_STATES:
-            raise base.UndoError(f'unit {unit} is {state} after {" ".join(start)} (see journalctl -u {unit})')
-        if time.monotonic() >= deadline:
-            raise base.UndoError(f'unit {unit} is still {state} {timeout}s after {" ".join(start)} (see journalctl -u '
-                                 f'{unit})')
+        state = state_now()
+        if state in up_states:
+            return state, True
+        if state not in starting_states or time.monotonic() >= deadline:
+            return state, False
         time.sleep(ctx.poll_interval)
 
 
@@ -587,20 +565,15 @@ def _resume_container(params, ctx):
         return f'{engine} container {name} is already {state}: nothing to start'
     timeout = params.get('start_timeout', SERVICE_START_TIMEOUT)
     start = cli + ['start', name]
-    rc, out, err = base.run_command(start, ctx, timeout=timeout + base.COMMAND_GRACE)
-    if rc != 0:
-        raise base.UndoError(f'{" ".join(start)} exited {rc}: {base.output(out, err)}')
-    deadline = time.monotonic() + timeout
-    while True:
-        state = _container_state(cli, engine, name, ctx)
-        if state == 'running':
-            return f'started {engine} container {name} again'
-        if state not in ('restarting', 'created'):
-            raise base.UndoError(f'{engine} container {name} is {state} after {" ".join(start)} (see {engine} logs '
-                                 f'{name})')
-        if time.monotonic() >= deadline:
-            raise base.UndoError(f'{engine} container {name} is still {state} {timeout}s after {" ".join(start)}')
-        time.sleep(ctx.poll_interval)
+    starting = ('restarting', 'created')
+    state, up = _start_and_wait(start, lambda: _container_state(cli, engine, name, ctx), ('running',), starting,
+                                timeout, ctx)
+    if up:
+        return f'started {engine} container {name} again'
+    if state not in starting:
+        raise base.UndoError(f'{engine} container {name} is {state} after {" ".join(start)} (see {engine} logs '
+                             f'{name})')
+    raise base.UndoError(f'{engine} container {name} is still {state} {timeout}s after {" ".join(start)}')
 
 
 SERVICE_PAUSE = base.Kind('service_pause', _check_service_pause, _undo_service_pause)

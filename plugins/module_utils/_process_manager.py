@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import pwd
 import re
 import time
 
@@ -351,12 +350,8 @@ def spawn_environment(environment=None):
     Not the module's own environment: over SSH that carries Ansible's and the login's variables (LC_ALL=C,
     SSH_*, the remote user's PATH), so a rank would depend on how it was started, and the restart by a watchdog or
     by hand would differ from the first start. The base is what systemd gives a service (its default PATH), with
-    LANG=C.UTF-8 and the user's HOME."""
-    try:
-        home = pwd.getpwuid(os.geteuid()).pw_dir
-    except KeyError:
-        home = '/'
-    env = {'PATH': _ledger_proc.BASE_PATH, 'LANG': 'C.UTF-8', 'HOME': home}
+    LANG=C.UTF-8 and the user's HOME (``_ledger_proc.service_environment``)."""
+    env = _ledger_proc.service_environment()
     env.update(check_environment(environment))
     return env
 
@@ -374,15 +369,9 @@ def spawn_detached(argv, environment, log_path, pidfile, working_dir=None):
         raise ProcessManagerError(f'cannot start {argv[0]}: {exc}') from exc
 
 
-def exit_status(pid):
-    """How a child spawned here ended (``exited with status 1``, ``killed by signal 9``), or None while it runs
-    or when it is not ours."""
-    proc = _ledger_proc.SPAWNED.get(pid)
-    if proc is None or proc.poll() is None:
-        return None
-    if proc.returncode < 0:
-        return f'killed by signal {-proc.returncode}'
-    return f'exited with status {proc.returncode}'
+# how a child spawned here ended (``exited with status 1``, ``killed by signal 9``), or None while it runs or when
+# it is not ours
+exit_status = _ledger_proc.spawned_exit
 
 
 def cmdline_matches(argv, actual):
@@ -453,30 +442,18 @@ def wait_alive(pid, seconds, procfs_root='/proc', poll_interval=0.05):
         time.sleep(min(poll_interval, remaining))
 
 
-def log_size(path):
-    """The size of ``path`` now (0 when absent): pass it to ``log_tail`` as ``start`` to quote only what a new
-    start wrote to an appended log."""
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+# the size of a log now (0 when absent): pass it to ``log_tail`` as ``start`` to quote only what a new start wrote
+# to an appended log
+log_size = _ledger_proc.file_size
 
 
 def log_tail(path, lines=40, start=0, max_bytes=LOG_TAIL_MAX_BYTES):
-    """The last ``lines`` lines of ``path`` written after byte ``start`` (at most the last ``max_bytes``), as text;
-    '' when the file is absent or nothing was written."""
+    """The last ``lines`` lines of ``path`` written after byte ``start`` (at most the last ``max_bytes``), as text
+    (``_ledger_proc.read_log_end``); '' when the file is absent or nothing was written."""
     try:
-        with open(path, 'rb') as handle:
-            size = os.fstat(handle.fileno()).st_size
-            begin = max(int(start), size - int(max_bytes))
-            if begin >= size:
-                return ''
-            handle.seek(begin)
-            data = handle.read()
+        return _ledger_proc.read_log_end(path, lines, int(start), max_bytes)
     except OSError:
         return ''
-    text = data.decode('utf-8', 'replace')
-    return '\n'.join(text.splitlines()[-int(lines):]) if lines > 0 else ''
 
 
 # ---------------------------------------------------------------------------------------------------------------

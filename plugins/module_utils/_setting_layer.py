@@ -14,7 +14,12 @@ or all), which writes ``previous`` back only while the value is still inferlab's
 
 from __future__ import annotations
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_core,
+    _ledger_settings,
+    _ledger_undo,
+    _module_base,
+)
 
 
 class SettingFile:
@@ -121,11 +126,8 @@ class SettingLayer:
 
 def argument_spec(**extra):
     """The options every setting module takes: ``settings``, ``state`` and the ledger's, plus ``extra``."""
-    return dict(
+    return _module_base.ledger_argument_spec(
         settings=dict(type='dict', default={}),
         state=dict(type='str', choices=['applied', 'undone'], default='applied'),
-        ledger_dir=dict(type='path', required=True),
-        ledger_host=dict(type='str', required=True),
-        run_id=dict(type='str'),
         **extra,
     )

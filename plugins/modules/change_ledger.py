@@ -360,30 +360,26 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (  # n
     _ledger_core,
     _ledger_proc,
     _ledger_undo,
+    _module_base,
 )
 
 
-class ChangeLedger:
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.check_mode = module.check_mode
-        self.ledger_dir = self.params['ledger_dir']
-        self.host = self.params['host']
-        # the echo of the arguments: an entry's environment values redacted, as in every result
-        self.invocation = {'module_args': dict(self.params,
-                                               params=_ledger_core.redact_params(self.params['params'] or {}))}
+class ChangeLedger(_module_base.StateModule):
+    state_option = 'action'
+    host_option = 'host'
 
-    def run(self):
-        action = self.params['action']
-        try:
-            result = getattr(self, 'do_' + action)()
-        except _ledger_core.LedgerError as err:
-            held_by = getattr(err, 'holder', None)
-            self.module.fail_json(msg=str(err), ledger=self._ledger_path(), invocation=self.invocation,
-                                  **({'held_by': held_by} if held_by is not None else {}))
-        result['ledger'] = self._ledger_path()
-        self.module.exit_json(invocation=self.invocation, **result)
+    def __init__(self, module):
+        super().__init__(module)
+        # the echo of the arguments: an entry's environment values redacted, as in every result
+        self.result_extras['invocation'] = {'module_args': dict(
+            self.params, params=_ledger_core.redact_params(self.params['params'] or {}))}
+
+    def fail_on(self, err):
+        held_by = getattr(err, 'holder', None)
+        self.fail(str(err), ledger=self._ledger_path(), **({'held_by': held_by} if held_by is not None else {}))
+
+    def exit(self, **result):
+        super().exit(ledger=self._ledger_path(), **result)
 
     def _ledger_path(self):
         try:
@@ -391,7 +387,7 @@ class ChangeLedger:
         except _ledger_core.LedgerError:
             return None
 
-    def do_lock(self):
+    def action_lock(self):
         result = _ledger_core.acquire_lock(self.ledger_dir, self.host, self.params['run_id'],
                                            controller=self.params['controller'], pid=self.params['controller_pid'],
                                            start_time=self.params['controller_start_time'],
@@ -401,12 +397,12 @@ class ChangeLedger:
         return dict(changed=result['changed'], lock=result['lock'], took_over=result['took_over'],
                     held_before=result['held_before'], msg=result['message'])
 
-    def do_unlock(self):
+    def action_unlock(self):
         result = _ledger_core.release_lock(self.ledger_dir, self.host, run_id=self.params['run_id'],
                                            check_mode=self.check_mode)
         return dict(changed=result['changed'], lock=result['lock'], msg=result['message'])
 
-    def do_record(self):
+    def action_record(self):
         kind = self.params['kind']
         params = self._with_start_time(kind, dict(self.params['params']))
         line = _ledger_core.record(self.ledger_dir, self.host, kind, params, run_id=self.params['run_id'],
@@ -414,7 +410,7 @@ class ChangeLedger:
         return dict(changed=True, id=line['id'], entry=_ledger_core.redact_line(line),
                     msg=f'recorded {kind} entry {line["id"]} as pending')
 
-    def do_mark(self):
+    def action_mark(self):
         entry_id = self.params['id']
         params = self.params['params']
         if params:
@@ -430,23 +426,22 @@ class ChangeLedger:
         return dict(changed=changed, id=entry_id, entry=_ledger_core.redact_line(line), previous_state=previous,
                     msg=msg)
 
-    def do_undo(self):
+    def action_undo(self):
         ids = [self.params['id']] if self.params['id'] else None
-        result = _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'],
-                                   ctx=_ledger_undo.UndoContext(procfs_root=self.params['procfs_root']),
-                                   check_mode=self.check_mode)
+        result = self.undo(ids, _ledger_undo.UndoContext(procfs_root=self.params['procfs_root']),
+                           run_id=self.params['run_id'])
         out = dict(changed=result['changed'], undone=result['undone'], failures=result['failed'],
                    skipped=result['skipped'], details=result['details'], problems=result['problems'],
                    msg=result['message'])
         if result['failed']:
-            self.module.fail_json(ledger=self._ledger_path(), invocation=self.invocation, **out)
+            self.fail(out.pop('msg'), ledger=self._ledger_path(), **out)
         return out
 
-    def do_leftovers(self):
+    def action_leftovers(self):
         found = _ledger_undo.leftovers(self.ledger_dir, self.host, self.params['procfs_root'])
         return dict(changed=False, leftovers=found, msg=f'{len(found)} leftover process(es)')
 
-    def do_status(self):
+    def action_status(self):
         result = _ledger_core.status(self.ledger_dir, self.host)
         return dict(changed=False, entries=result['entries'], open=result['open'], lock=result['lock'],
                     problems=result['problems'],

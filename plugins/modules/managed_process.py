@@ -306,6 +306,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (  # n
     _ledger_core,
     _ledger_proc,
     _ledger_undo,
+    _module_base,
 )
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm  # noqa: E402
 
@@ -313,13 +314,12 @@ LOG_TAIL_LINES = 40
 LOG_SCAN_MAX_BYTES = 16 * 1024 * 1024
 
 
-class ManagedProcess:
+class ManagedProcess(_module_base.StateModule):
+    expected_errors = (pm.ProcessManagerError, _ledger_core.LedgerError)
+
     def __init__(self, module):
-        self.module = module
-        self.params = module.params
+        super().__init__(module)
         self.manager = self.params['manager']
-        self.ledger_dir = self.params['ledger_dir']
-        self.host = self.params['ledger_host']
         self.procfs_root = self.params['procfs_root']
         self.started = self.params['state'] == 'started'
         self.undone = []
@@ -327,25 +327,13 @@ class ManagedProcess:
         # what results echo of the arguments: environment values redacted, secret_environment's names only (Ansible
         # masks its values too, no_log)
         secret = self.params['secret_environment'] or {}
-        self.invocation = {'module_args': dict(
+        self.result_extras['invocation'] = {'module_args': dict(
             self.params, environment=_ledger_core.redact_environment(self.params['environment'] or {}),
             secret_environment={k: _ledger_core.REDACTED for k in secret})}
-
-    def fail(self, **result):
-        self.module.fail_json(invocation=self.invocation, **result)
 
     def shown_command(self):
         """The start command as results show it: environment values redacted."""
         return _ledger_core.redact_command(self.command) if self.command else self.command
-
-    def run(self):
-        try:
-            self.prepare()
-            state = self.params['state']
-            result = self.start() if state == 'started' else self.stop() if state == 'stopped' else self.report()
-        except (pm.ProcessManagerError, _ledger_core.LedgerError) as err:
-            self.fail(msg=str(err))
-        self.module.exit_json(invocation=self.invocation, **result)
 
     # -- options, commands and what names this process ---------------------------------------------------------
 
@@ -358,7 +346,7 @@ class ManagedProcess:
         secret = pm.check_environment(params['secret_environment'])
         both = sorted(set(self.environment) & set(secret))
         if both:
-            self.fail(msg=f'{", ".join(both)} set in both environment and secret_environment; set each in one')
+            self.fail(f'{", ".join(both)} set in both environment and secret_environment; set each in one')
         self.environment.update(secret)
         self.argv = pm.check_argv(params['argv']) if params['argv'] else None
         self.log_path = params['log_path']
@@ -372,7 +360,7 @@ class ManagedProcess:
                                            ('log_path', self.manager == 'process'),
                                            ('image', self.manager in ('docker', 'podman'))) if needed and not params[o]]
             if missing:
-                self.fail(msg=f'manager={self.manager} state=started needs {", ".join(missing)}')
+                self.fail(f'manager={self.manager} state=started needs {", ".join(missing)}')
         self.binary = None
         if self.manager == 'systemd':
             self.binary = self.module.get_bin_path('systemctl', required=True)
@@ -409,18 +397,6 @@ class ManagedProcess:
 
     # -- reading the current state -----------------------------------------------------------------------------
 
-    def run_command(self, argv):
-        return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False)
-
-    def checked_command(self, argv, what, shown=None, **extra):
-        """Run ``argv``; fail naming it as ``shown`` (redacted), or as itself."""
-        rc, out, err = self.run_command(argv)
-        if rc != 0:
-            shown = shown or argv
-            self.fail(msg=f'{what}: {" ".join(shown)} exited {rc}: {err.strip() or out.strip()}', rc=rc, stdout=out,
-                      stderr=err, cmd=shown, **extra)
-        return out
-
     def status(self, entries):
         """``{running, pid, start_time, exists, environment_matches}`` of this name now."""
         if self.manager == 'process':
@@ -440,7 +416,7 @@ class ManagedProcess:
         try:
             state = pm.parse_container_status(rc, out, err)
         except pm.ProcessManagerError as exc:
-            self.fail(msg=f'cannot read {self.describe()}: {exc}', rc=rc, stdout=out, stderr=err)
+            self.fail(f'cannot read {self.describe()}: {exc}', rc=rc, stdout=out, stderr=err)
         state['start_time'] = self.start_time(state['pid'])
         return state
 
@@ -448,15 +424,14 @@ class ManagedProcess:
         identity = _ledger_proc.process_identity(pid, self.procfs_root) if pid else None
         return identity['start_time'] if identity else None
 
-    def open_entries(self):
+    def own_entries(self):
         """This process's open entries, and before them those of its environment file (older: it is recorded and
         written before the start), so that one undo stops the process first and then removes the file."""
         found = pm.open_entries(self.ledger_dir, self.host, self.manager, self.identity)
         if not self.env_path:
             return found
-        files = [e for e in _ledger_core.entries(self.ledger_dir, self.host)
-                 if e['kind'] == 'file' and e['state'] in _ledger_core.OPEN_STATES
-                 and os.path.normpath(str(e['params'].get('path'))) == self.env_path]
+        files = self.open_entries(lambda e: e['kind'] == 'file'
+                                  and os.path.normpath(str(e['params'].get('path'))) == self.env_path)
         return files + found
 
     def process_entries(self, entries):
@@ -483,54 +458,45 @@ class ManagedProcess:
         hint = {'process': f'kill {status["pid"]}', 'systemd': f'systemctl stop {self.unit}',
                 'docker': f'docker rm -f {self.name}', 'podman': f'podman rm -f {self.name}'}[self.manager]
         self.fail(
-            msg=f'{self.describe()} runs (pid {status["pid"]}) but has no open entry in the ledger of {self.host}, '
-                f'so it was not started by inferlab (or its entry was closed) and a restore could not stop it; stop '
-                f'it yourself ({hint}) or pick another name', pid=status['pid'])
+            f'{self.describe()} runs (pid {status["pid"]}) but has no open entry in the ledger of {self.host}, '
+            f'so it was not started by inferlab (or its entry was closed) and a restore could not stop it; stop '
+            f'it yourself ({hint}) or pick another name', pid=status['pid'])
 
     # -- stopping: always the undo of the ledger entries -------------------------------------------------------
 
-    def undo(self, ids):
+    def stop_through_ledger(self, ids):
         ctx = _ledger_undo.UndoContext(
             procfs_root=self.procfs_root,
             systemctl_command=[self.binary] if self.manager == 'systemd' else None,
             container_commands={self.manager: [self.binary]} if self.manager in ('docker', 'podman') else None,
             run_command=self.undo_command)
-        result = _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
+        result = self.undo(ids, ctx, run_id=self.params['run_id'])
         self.undone += result['undone']
         if result['failed']:
-            self.fail(msg=f'could not stop {self.describe()}: {result["message"]}',
+            self.fail(f'could not stop {self.describe()}: {result["message"]}',
                       failures=result['failed'], details=result['details'], undone=self.undone)
         return result
 
-    def undo_command(self, argv, timeout):
-        """The ledger's command runner: module.run_command, so that every command shows in the module's tests.
-        It has no timeout; systemctl stop and docker stop end on their own after the recorded stop timeout."""
-        try:
-            return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False,
-                                           handle_exceptions=False)
-        except OSError as exc:
-            raise _ledger_core.UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
-
-    def stop(self):
-        entries = self.open_entries()
+    def state_stopped(self):
+        entries = self.own_entries()
         status = self.status(self.process_entries(entries))
         if not entries:
             if status['running']:
                 self.not_ours(status)
             return self.result(False, status, None)
         ids = [e['id'] for e in entries]
-        if self.module.check_mode:
+        if self.check_mode:
             self.undone = list(reversed(ids))
             return self.result(True, status, None)
-        result = self.undo(ids)
+        result = self.stop_through_ledger(ids)
         return self.result(result['changed'], status, None)
 
     # -- reading only ------------------------------------------------------------------------------------------
 
-    def report(self):
+    def state_status(self):
         """state=status: whether this name runs now. A process that died keeps the pid of its open ledger entry in
         the result, so a health check can name it."""
-        entries = self.process_entries(self.open_entries())
+        entries = self.process_entries(self.own_entries())
         status = self.status(entries)
         recorded_pid = entries[-1]['params'].get('pid') if entries else None
         result = self.result(False, status, status, entry_id=entries[-1]['id'] if entries else None)
@@ -540,7 +506,7 @@ class ManagedProcess:
                 result['failure_lines'] = _acceptance.log_failure_lines(
                     self.log_end(), self.params['log_failure_patterns'])
             except _acceptance.AcceptanceError as err:
-                self.fail(msg=f'log_failure_patterns: {err}')
+                self.fail(f'log_failure_patterns: {err}')
         return result
 
     def container_log(self, lines):
@@ -556,13 +522,13 @@ class ManagedProcess:
         if self.manager == 'docker':
             return self.container_log(lines)[1]
         if not self.log_path:
-            self.fail(msg=f'log_failure_patterns needs the log of {self.describe()}: set log_path')
+            self.fail(f'log_failure_patterns needs the log of {self.describe()}: set log_path')
         return pm.log_tail(self.log_path, lines, max_bytes=LOG_SCAN_MAX_BYTES)
 
     # -- starting ----------------------------------------------------------------------------------------------
 
-    def start(self):
-        entries = self.open_entries()
+    def state_started(self):
+        entries = self.own_entries()
         processes = self.process_entries(entries)
         status = self.status(processes)
         if status['running']:
@@ -573,14 +539,14 @@ class ManagedProcess:
             if self.runs_as_asked(status, current):
                 return self.result(False, status, status, entry_id=current['id'])
         elif status.get('exists') and not processes:
-            self.fail(msg=f'a stopped {self.describe()} exists and is not in the ledger of {self.host}; '
+            self.fail(f'a stopped {self.describe()} exists and is not in the ledger of {self.host}; '
                       f'remove it ({self.manager} rm {self.name}) or pick another name')
-        if self.module.check_mode:
+        if self.check_mode:
             self.undone = [e['id'] for e in reversed(entries)]
             return self.result(True, status, {'running': True, 'pid': None, 'start_time': None})
         if entries:
             # what runs (or ran, or was left pending) under this name goes first, through its undo
-            self.undo([e['id'] for e in entries])
+            self.stop_through_ledger([e['id'] for e in entries])
             if self.manager == 'process':
                 left = self.status([])
                 if left['running']:
@@ -606,7 +572,7 @@ class ManagedProcess:
         """Record the environment file (it did not exist), then write it 0600: what the undo removes after it stops
         the process. One left by nobody's entry is not this module's to overwrite."""
         if os.path.lexists(self.env_file):
-            self.fail(msg=f'{self.env_file} exists but no open entry in the ledger of {self.host} records it, so it '
+            self.fail(f'{self.env_file} exists but no open entry in the ledger of {self.host} records it, so it '
                       f'was not written by inferlab for {self.describe()}; remove it or pick another name')
         with _ledger_undo.change(self.ledger_dir, self.host, 'file', {'path': self.env_file, 'existed': False},
                                  run_id=self.params['run_id'], undo_on_error=False):
@@ -618,7 +584,7 @@ class ManagedProcess:
             pid = pm.spawn_detached(self.argv, self.environment, self.log_path, params['pidfile'],
                                     params['working_dir'])
         except pm.ProcessManagerError as err:
-            self.fail(msg=f'{err}; ledger entry {entry_id} stays pending for the restore, which finds '
+            self.fail(f'{err}; ledger entry {entry_id} stays pending for the restore, which finds '
                       'nothing to stop', entry_id=entry_id, command=self.shown_command())
         start_time = self.start_time(pid)
         self.mark_applied(entry_id, pid, start_time)
@@ -653,9 +619,9 @@ class ManagedProcess:
         lines = tail.splitlines()[-LOG_TAIL_LINES:]
         quoted = '\n'.join(lines) if lines else '(nothing)'
         self.fail(
-            msg=f'{self.describe()} did not stay up for {self.params["startup_check_s"]}s after its start '
-                f'({after.get("how") or "it exited"}); its ledger entry {entry_id} stays open for the restore. Last '
-                f'lines of its output ({source}):\n{quoted}',
+            f'{self.describe()} did not stay up for {self.params["startup_check_s"]}s after its start '
+            f'({after.get("how") or "it exited"}); its ledger entry {entry_id} stays open for the restore. Last '
+            f'lines of its output ({source}):\n{quoted}',
             entry_id=entry_id, pid=after['pid'], command=self.shown_command(), log_path=self.log_path,
             log_tail=lines)
 
@@ -682,7 +648,7 @@ class ManagedProcess:
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             name=dict(type='str', required=True),
             state=dict(type='str', choices=['started', 'stopped', 'status'], default='started'),
             manager=dict(type='str', choices=list(pm.MANAGERS), default='process'),
@@ -700,9 +666,6 @@ def build_module():
             volumes=dict(type='list', elements='str', default=[]),
             stop_timeout_s=dict(type='float', default=30),
             startup_check_s=dict(type='float', default=1.0),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
             log_failure_patterns=dict(type='list', elements='str', default=[]),
             log_scan_lines=dict(type='int', default=20000),
             procfs_root=dict(type='path', default='/proc'),

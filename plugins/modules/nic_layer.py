@@ -122,6 +122,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (  # n
     _ethtool,
     _ledger_core,
     _ledger_undo,
+    _module_base,
 )
 
 KIND = 'nic_setting'
@@ -222,15 +223,12 @@ class NicLayer:
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             interface=dict(type='str'),
             features=dict(type='dict', default={}),
             coalesce=dict(type='dict', default={}),
             rings=dict(type='dict', default={}),
             state=dict(type='str', choices=['applied', 'undone'], default='applied'),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
         ),
         supports_check_mode=True,
     )

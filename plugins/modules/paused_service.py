@@ -207,6 +207,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (  # n
     _ledger_proc,
     _ledger_running,
     _ledger_undo,
+    _module_base,
 )
 from ansible_collections.inferlab.distributed.plugins.module_utils import _process_manager as pm  # noqa: E402
 
@@ -215,24 +216,15 @@ KIND = 'service_pause'
 PIDFILE_SLACK_S = 5.0
 
 
-class PausedService:
+class PausedService(_module_base.StateModule):
+    expected_errors = (pm.ProcessManagerError, _ledger_core.LedgerError)
+
     def __init__(self, module):
-        self.module = module
-        self.params = module.params
+        super().__init__(module)
         self.name = self.params['name']
         self.manager = self.params['manager']
-        self.ledger_dir = self.params['ledger_dir']
-        self.host = self.params['ledger_host']
         self.procfs_root = self.params['procfs_root']
         self.undone = []
-
-    def run(self):
-        try:
-            self.prepare()
-            result = self.pause() if self.params['state'] == 'paused' else self.resume()
-        except (pm.ProcessManagerError, _ledger_core.LedgerError) as err:
-            self.module.fail_json(msg=str(err))
-        self.module.exit_json(**result)
 
     # -- options -----------------------------------------------------------------------------------------------
 
@@ -250,7 +242,7 @@ class PausedService:
         self.binary = None
         if params['state'] == 'paused':
             if self.manager == 'process' and not params['pidfile']:
-                self.module.fail_json(msg='manager=process state=paused needs pidfile')
+                self.fail('manager=process state=paused needs pidfile')
             if self.manager != 'process':
                 self.binary = self.find_binary(self.binary_name(self.manager), required=True)
 
@@ -270,55 +262,29 @@ class PausedService:
 
     # -- reading -----------------------------------------------------------------------------------------------
 
-    def open_entries(self):
+    def own_entries(self):
         """This service's open service_pause entries, oldest first."""
-        return [e for e in _ledger_core.entries(self.ledger_dir, self.host)
-                if e['kind'] == KIND and e['state'] in _ledger_core.OPEN_STATES
-                and e['params'].get('name') == self.name]
-
-    def run_command(self, argv):
-        return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False)
-
-    def checked_command(self, argv, what, **extra):
-        rc, out, err = self.run_command(argv)
-        if rc != 0:
-            self.module.fail_json(msg=f'{what}: {" ".join(argv)} exited {rc}: {err.strip() or out.strip()}', rc=rc,
-                                  stdout=out, stderr=err, cmd=argv, **extra)
-        return out
+        return self.open_entries(lambda e: e['kind'] == KIND and e['params'].get('name') == self.name)
 
     def proc_stat(self, pid):
         """``_ledger_proc.read_proc_stat``, failing with a message on a stat file it cannot parse."""
         try:
             return _ledger_proc.read_proc_stat(pid, self.procfs_root)
         except (ValueError, IndexError, OSError) as exc:
-            self.module.fail_json(msg=f'cannot read {os.path.join(self.procfs_root, str(pid), "stat")}: '
-                                      f'{type(exc).__name__}: {exc}')
+            self.fail(f'cannot read {os.path.join(self.procfs_root, str(pid), "stat")}: {type(exc).__name__}: {exc}')
 
     def start_time(self, pid):
         info = self.proc_stat(pid) if pid else None
         return info['start_time'] if info else None
 
-    def boot_time(self):
-        """The boot time (``btime`` of ``<procfs_root>/stat``, seconds since the epoch), or None when unreadable."""
-        try:
-            with open(os.path.join(self.procfs_root, 'stat')) as handle:
-                for line in handle:
-                    if line.startswith('btime '):
-                        return int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-        return None
-
     def started_after_pidfile(self, start_ticks, pidfile):
         """Whether the process started after ``pidfile`` was last written (so the pidfile is not its own)."""
-        boot = self.boot_time()
         try:
             written = os.stat(pidfile).st_mtime
         except OSError:
             return False
-        if boot is None:
-            return False
-        return boot + start_ticks / float(os.sysconf('SC_CLK_TCK')) > written + PIDFILE_SLACK_S
+        started = _ledger_proc.started_at(start_ticks, self.procfs_root)
+        return started is not None and started > written + PIDFILE_SLACK_S
 
     def process_status(self):
         """``(running, pid, why)``: the live process the pidfile names, or why the service is not running."""
@@ -326,7 +292,7 @@ class PausedService:
         try:
             pid = _ledger_proc.read_pidfile(pidfile)
         except _ledger_proc.PidfileError as err:
-            self.module.fail_json(msg=f'service {self.name} cannot be paused: {err}')
+            self.fail(f'service {self.name} cannot be paused: {err}')
         if pid is None:
             return False, None, f'pidfile {pidfile}: absent or empty'
         info = self.proc_stat(pid)  # parsed first: pid_alive reads it too, and raises on a malformed one
@@ -344,46 +310,39 @@ class PausedService:
         info = self.proc_stat(pid)
         argv = _ledger_proc.read_proc_cmdline(pid, self.procfs_root)
         if info is None or argv is None:
-            self.module.fail_json(msg=f'service {self.name}: pid {pid} exited while it was being read; nothing was '
-                                      'paused')
+            self.fail(f'service {self.name}: pid {pid} exited while it was being read; nothing was '
+                      'paused')
         if not argv:
-            self.module.fail_json(msg=f'service {self.name}: pid {pid} has an empty command line ({proc_dir}/cmdline: '
-                                      'a kernel thread, or a process exiting), so it could not be started again; '
-                                      'nothing was paused')
+            self.fail(f'service {self.name}: pid {pid} has an empty command line ({proc_dir}/cmdline: '
+                      'a kernel thread, or a process exiting), so it could not be started again; '
+                      'nothing was paused')
         self.check_user(pid, proc_dir)
         environment = pm.read_proc_environ(pid, self.procfs_root)
         if environment is None:
-            self.module.fail_json(msg=f'service {self.name}: cannot read the environment of pid {pid} '
-                                      f'({proc_dir}/environ), which starting it again needs; run as root or as the '
-                                      'user of the service. Nothing was paused')
+            self.fail(f'service {self.name}: cannot read the environment of pid {pid} '
+                      f'({proc_dir}/environ), which starting it again needs; run as root or as the '
+                      'user of the service. Nothing was paused')
         try:
             working_dir = os.readlink(os.path.join(proc_dir, 'cwd'))
         except OSError as exc:
-            self.module.fail_json(msg=f'service {self.name}: cannot read the working directory of pid {pid} '
-                                      f'({proc_dir}/cwd: {exc.strerror}); nothing was paused')
+            self.fail(f'service {self.name}: cannot read the working directory of pid {pid} '
+                      f'({proc_dir}/cwd: {exc.strerror}); nothing was paused')
         if working_dir.endswith(' (deleted)') or not os.path.isabs(working_dir):
-            self.module.fail_json(msg=f'service {self.name}: the working directory of pid {pid} is gone '
-                                      f'({working_dir}), so it could not be started again; nothing was paused')
+            self.fail(f'service {self.name}: the working directory of pid {pid} is gone '
+                      f'({working_dir}), so it could not be started again; nothing was paused')
         return {'argv': argv, 'environment': environment, 'working_dir': working_dir,
                 'log_path': self.stdout_file(pid, proc_dir), 'start_time': info['start_time']}
 
     def check_user(self, pid, proc_dir):
         """The restart runs as whoever runs the undo, so the service must run as this module's user already."""
-        uid = None
-        try:
-            with open(os.path.join(proc_dir, 'status')) as handle:
-                for line in handle:
-                    if line.startswith('Uid:'):
-                        uid = int(line.split()[2])  # real, effective, saved, filesystem: the effective one
-        except (OSError, ValueError, IndexError):
-            uid = None
+        uid = _ledger_proc.read_proc_uid(pid, self.procfs_root)
         if uid is None:
-            self.module.fail_json(msg=f'service {self.name}: cannot read the user of pid {pid} ({proc_dir}/status); '
-                                      'nothing was paused')
+            self.fail(f'service {self.name}: cannot read the user of pid {pid} ({proc_dir}/status); '
+                      'nothing was paused')
         if uid != os.geteuid():
-            self.module.fail_json(msg=f'service {self.name}: pid {pid} runs as uid {uid}, not as uid {os.geteuid()} '
-                                      'that runs this module and would run its restart; pause it as its own user, or '
-                                      'manage it with systemd. Nothing was paused')
+            self.fail(f'service {self.name}: pid {pid} runs as uid {uid}, not as uid {os.geteuid()} '
+                      'that runs this module and would run its restart; pause it as its own user, or '
+                      'manage it with systemd. Nothing was paused')
 
     def stdout_file(self, pid, proc_dir):
         """The regular file stdout goes to, or /dev/null (a pipe, a terminal, a socket, a deleted file, closed)."""
@@ -392,9 +351,9 @@ class PausedService:
         except FileNotFoundError:
             return os.devnull
         except OSError as exc:
-            self.module.fail_json(msg=f'service {self.name}: cannot read where the output of pid {pid} goes '
-                                      f'({proc_dir}/fd/1: {exc.strerror}); run as root or as the user of the service. '
-                                      'Nothing was paused')
+            self.fail(f'service {self.name}: cannot read where the output of pid {pid} goes '
+                      f'({proc_dir}/fd/1: {exc.strerror}); run as root or as the user of the service. '
+                      'Nothing was paused')
         return target if os.path.isabs(target) and os.path.isfile(target) else os.devnull
 
     def unit_status(self):
@@ -402,8 +361,8 @@ class PausedService:
         out = self.checked_command(argv, f'cannot read unit {self.unit}')
         shown = pm.parse_systemctl_show(out)
         if shown['running'] and 'Transient=yes' in out.splitlines():
-            self.module.fail_json(msg=f'unit {self.unit} of service {self.name} is transient (systemd-run): stopping '
-                                      'it unloads it, so systemctl start could not resume it; nothing was paused')
+            self.fail(f'unit {self.unit} of service {self.name} is transient (systemd-run): stopping '
+                      'it unloads it, so systemctl start could not resume it; nothing was paused')
         return shown['running'], shown['main_pid'], f'unit {self.unit} is {shown["active_state"]}'
 
     def container_status(self):
@@ -411,22 +370,22 @@ class PausedService:
         try:
             state = pm.parse_container_status(rc, out, err)
         except pm.ProcessManagerError as exc:
-            self.module.fail_json(msg=f'cannot read {self.manager} container {self.container}: {exc}', rc=rc,
-                                  stdout=out, stderr=err)
+            self.fail(f'cannot read {self.manager} container {self.container}: {exc}', rc=rc,
+                      stdout=out, stderr=err)
         if not state['exists']:
             return False, None, f'there is no {self.manager} container {self.container}'
         if state['running']:
             argv = [self.binary, 'container', 'inspect', '-f', '{{.HostConfig.AutoRemove}}', self.container]
             if self.checked_command(argv, f'cannot read {self.manager} container {self.container}').strip() == 'true':
-                self.module.fail_json(msg=f'{self.manager} container {self.container} of service {self.name} was '
-                                          'started with --rm: stopping it removes it, so it could not be resumed; '
-                                          'nothing was paused')
+                self.fail(f'{self.manager} container {self.container} of service {self.name} was '
+                          'started with --rm: stopping it removes it, so it could not be resumed; '
+                          'nothing was paused')
         return state['running'], state['pid'], f'{self.manager} container {self.container} is not running'
 
     # -- pausing -----------------------------------------------------------------------------------------------
 
-    def pause(self):
-        entries = self.open_entries()
+    def state_paused(self):
+        entries = self.own_entries()
         if self.manager == 'process':
             running, pid, why = self.process_status()
         elif self.manager == 'systemd':
@@ -440,7 +399,7 @@ class PausedService:
         return self.pause_running(pid)
 
     def not_running(self, why):
-        self.module.fail_json(msg=f'service {self.name} is not running ({why}): nothing to pause')
+        self.fail(f'service {self.name} is not running ({why}): nothing to pause')
 
     def already_paused(self, entries):
         entry = entries[-1]
@@ -464,7 +423,7 @@ class PausedService:
             start_time = self.start_time(pid)
             if pid and start_time is not None:
                 params.update(pid=pid, start_time=start_time)
-        check_mode = self.module.check_mode
+        check_mode = self.check_mode
         # record validates the params and refuses when another run holds the lock, in check mode too
         line = _ledger_core.record(self.ledger_dir, self.host, KIND, params, run_id=self.params['run_id'],
                                    check_mode=check_mode)
@@ -490,8 +449,8 @@ class PausedService:
         try:
             said = _ledger_running.undo_process(stop, _ledger_undo.UndoContext(procfs_root=self.procfs_root))
         except _ledger_core.UndoError as err:
-            self.module.fail_json(msg=f'could not stop {self.describe()}: {err}; ledger entry {entry_id} stays pending '
-                                      '(its undo starts the service again if it is down)', entry_id=entry_id, pid=pid)
+            self.fail(f'could not stop {self.describe()}: {err}; ledger entry {entry_id} stays pending '
+                      '(its undo starts the service again if it is down)', entry_id=entry_id, pid=pid)
         if ' with SIGKILL' in said:
             return 'SIGKILL'
         if ' with SIGTERM' in said:
@@ -509,15 +468,15 @@ class PausedService:
 
     # -- resuming: always the undo of the ledger entries -------------------------------------------------------
 
-    def resume(self):
-        entries = self.open_entries()
+    def state_resumed(self):
+        entries = self.own_entries()
         if not entries:
             return self.result(False, how='nothing to resume', before=None, after=None,
                                message=f'nothing to resume: no open service_pause entry for {self.name} in the '
                                        f'ledger of {self.host}')
         ids = [e['id'] for e in entries]
         newest = entries[-1]
-        if self.module.check_mode:
+        if self.check_mode:
             self.undone = list(reversed(ids))
             return self.result(True, entry_id=newest['id'], before=False, after=True,
                                message=f'would start service {self.name} again (undo of {", ".join(self.undone)})')
@@ -528,24 +487,15 @@ class PausedService:
                                        systemctl_command=[systemctl] if systemctl else None,
                                        container_commands={m: [b] for m, b in engines.items() if b},
                                        run_command=self.undo_command)
-        result = _ledger_undo.undo(self.ledger_dir, self.host, ids=ids, run_id=self.params['run_id'], ctx=ctx)
+        result = self.undo(ids, ctx, run_id=self.params['run_id'])
         self.undone = result['undone']
         if result['failed']:
-            self.module.fail_json(msg=f'could not resume service {self.name}: {result["message"]}',
-                                  failures=result['failed'], details=result['details'], undone=self.undone)
+            self.fail(f'could not resume service {self.name}: {result["message"]}',
+                      failures=result['failed'], details=result['details'], undone=self.undone)
         said = [d['message'] for d in result['details']]
         how = 'already running' if all(' is already ' in m for m in said) else 'started'
         return self.result(True, entry_id=newest['id'], pid=self.resumed_pid(newest['params'], ctx), how=how,
                            before=False, after=True, message='; '.join(said))
-
-    def undo_command(self, argv, timeout):
-        """The ledger's command runner: module.run_command, so that every command shows in the module's tests.
-        It has no timeout; systemctl start and docker start end on their own."""
-        try:
-            return self.module.run_command(argv, environ_update={'LC_ALL': 'C'}, expand_user_and_vars=False,
-                                           handle_exceptions=False)
-        except OSError as exc:
-            raise _ledger_core.UndoError(f'{" ".join(argv)} could not run: {exc}') from exc
 
     def resumed_pid(self, params, ctx):
         """The pid running after the resume, or None when it cannot be told."""
@@ -580,7 +530,7 @@ class PausedService:
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             name=dict(type='str', required=True),
             state=dict(type='str', choices=['paused', 'resumed'], default='paused'),
             manager=dict(type='str', choices=list(pm.MANAGERS), default='process'),
@@ -589,9 +539,6 @@ def build_module():
             container=dict(type='str'),
             stop_timeout_s=dict(type='float', default=30),
             start_timeout_s=dict(type='float', default=30),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
             procfs_root=dict(type='path', default='/proc'),
             systemctl=dict(type='path'),
             docker=dict(type='path'),

@@ -163,7 +163,12 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_settings, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_core,
+    _ledger_settings,
+    _ledger_undo,
+    _module_base,
+)
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_build as tbnet_build
 
 KIND = 'build_dir'
@@ -189,19 +194,16 @@ def patch_digests(paths):
     return {path: _ledger_core.sha256_file(path) for path in paths if os.path.isfile(path)}
 
 
-class TbnetBuild:
+class TbnetBuild(_module_base.StateModule):
     def __init__(self, module):
-        self.module = module
+        super().__init__(module)
         self.p = dict(module.params)
         if not self.p['headers_dir']:
             self.p['headers_dir'] = '/lib/modules/%s/build' % self.p['target_kernel_release']
         self.p['build_dir'] = os.path.normpath(self.p['build_dir'])
 
-    def run_command(self, argv, cwd=None):
-        return self.module.run_command(argv, cwd=cwd, environ_update={'LC_ALL': 'C'})
-
-    def fail(self, exc, **extra):
-        self.module.fail_json(msg=str(exc), failed_gate=exc.gate, output=exc.output, **extra)
+    def fail_at_gate(self, exc, **extra):
+        self.fail(str(exc), failed_gate=exc.gate, output=exc.output, **extra)
 
     def inputs(self):
         """What the build depends on: the same inputs and an intact module mean nothing to do."""
@@ -226,11 +228,8 @@ class TbnetBuild:
 
     def open_entry(self):
         """The open build_dir entry for this directory, or None."""
-        lines, _problems = _ledger_core.read_ledger(self.p['ledger_dir'], self.p['ledger_host'])
-        for entry in _ledger_core.current_entries(lines).values():
-            if entry['kind'] == KIND and entry['state'] != 'undone' and entry['params']['path'] == self.p['build_dir']:
-                return entry
-        return None
+        found = self.open_entries(lambda e: e['kind'] == KIND and e['params']['path'] == self.p['build_dir'])
+        return found[0] if found else None
 
     def make_build_dir(self):
         """Record, then make (or empty, when it is ours from an earlier build) the private build directory."""
@@ -259,48 +258,52 @@ class TbnetBuild:
         return entry.id
 
     def run(self):
+        """One state: built (the module has no state option)."""
+        self.exit(**self.build())
+
+    def build(self):
         p = self.p
         if not p['patches'] and not p['patch_dir']:
-            self.module.fail_json(msg='give patches, or patch_dir with the tx_e2e-<layout>-<history>.patch files')
+            self.fail('give patches, or patch_dir with the tx_e2e-<layout>-<history>.patch files')
         if not p['patches'] and not os.path.isdir(p['patch_dir']):
-            self.module.fail_json(msg='Nothing was changed: the patch directory %s does not exist' % p['patch_dir'],
-                                  failed_gate='precondition', output='')
+            self.fail('Nothing was changed: the patch directory %s does not exist' % p['patch_dir'],
+                      failed_gate='precondition', output='')
         build = tbnet_build.Build(p, self.run_command)
         try:
             build.preconditions()
         except tbnet_build.BuildError as exc:
-            self.fail(tbnet_build.BuildError('Nothing was changed: %s' % exc, exc.gate, exc.output))
+            self.fail_at_gate(tbnet_build.BuildError('Nothing was changed: %s' % exc, exc.gate, exc.output))
         inputs = self.inputs()
         done = self.recorded(inputs)
         if done:
-            self.module.exit_json(changed=False, build=done, message='already built with the same inputs')
-        if self.module.check_mode:
-            self.module.exit_json(changed=True, build=None, message='would build in %s' % p['build_dir'])
+            return dict(changed=False, build=done, message='already built with the same inputs')
+        if self.check_mode:
+            return dict(changed=True, build=None, message='would build in %s' % p['build_dir'])
         try:
             entry_id = self.make_build_dir()
         except (tbnet_build.BuildError, _ledger_core.LedgerError, OSError) as exc:
-            self.module.fail_json(msg='Nothing was changed: %s' % exc, failed_gate='build_dir', output='')
+            self.fail('Nothing was changed: %s' % exc, failed_gate='build_dir', output='')
         try:
             result = build.run()
         except (tbnet_build.BuildError, OSError) as exc:
             if not isinstance(exc, tbnet_build.BuildError):
                 exc = tbnet_build.BuildError(str(exc), gate='build_dir')
-            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=[entry_id])
-            self.fail(tbnet_build.BuildError('%s (nothing was loaded; the build directory: %s)' % (
+            undone = self.undo([entry_id], _ledger_undo.UndoContext())
+            self.fail_at_gate(tbnet_build.BuildError('%s (nothing was loaded; the build directory: %s)' % (
                 exc, undone['details'][0]['message'] if undone['details'] else undone['message']),
                 exc.gate, exc.output))
         path = os.path.join(p['build_dir'], RECORD_FILE)
         with open(path, 'w') as handle:
             json.dump({'inputs': inputs, 'build': result}, handle, indent=1, sort_keys=True)
         os.chmod(path, 0o600)
-        self.module.exit_json(changed=True, build=result, entry_id=entry_id,
-                              message='built %s (%s, %s)' % (result['module']['module_path'],
-                                                             result['source']['layout'], result['source']['history']))
+        return dict(changed=True, build=result, entry_id=entry_id,
+                    message='built %s (%s, %s)' % (result['module']['module_path'], result['source']['layout'],
+                                                   result['source']['history']))
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             source=dict(type='path', required=True),
             patches=dict(type='list', elements='path', default=[]),
             patch_dir=dict(type='path'),
@@ -312,9 +315,6 @@ def build_module():
             signing_key=dict(type='path', no_log=False),
             signing_cert=dict(type='path'),
             require_signature=dict(type='bool', default=False),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
         ),
         required_together=[('signing_key', 'signing_cert')],
         supports_check_mode=True,

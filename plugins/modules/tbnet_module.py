@@ -253,7 +253,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import (
+    _ledger_core,
+    _ledger_proc,
+    _ledger_undo,
+    _module_base,
+)
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as driver
 from ansible_collections.inferlab.distributed.plugins.module_utils._tbnet import collect
 
@@ -271,26 +276,18 @@ def kernel_taint(procfs_root):
         return None
 
 
-class TbnetModule:
+class TbnetModule(_module_base.StateModule):
     def __init__(self, module):
-        self.module = module
-        self.params = module.params
+        super().__init__(module)
+        self.result_extras['emulated'] = self.params['emulated']
 
-    def fail(self, msg, **extra):
-        self.module.fail_json(msg=msg, emulated=self.params['emulated'], **extra)
-
-    def open_entries(self, watchdogs=False):
+    def candidate_entries(self, watchdogs=False):
         """The open candidate loads (and, with ``watchdogs``, the link watchdogs started for them)."""
-        try:
-            lines, _problems = _ledger_core.read_ledger(self.params['ledger_dir'], self.params['ledger_host'])
-        except _ledger_core.LedgerError as exc:
-            self.fail(str(exc))
-
         def wanted(entry):
             if entry['kind'] == KIND:
                 return True
             return watchdogs and entry['kind'] == 'process' and 'watch-link' in entry['params'].get('cmdline', [])
-        return [e for e in _ledger_core.current_entries(lines).values() if e['state'] != 'undone' and wanted(e)]
+        return self.open_entries(wanted)
 
     def peer_e2e(self):
         """Whether the peer on the direct link advertises E2E (tbnet_info's reading of the same sysfs)."""
@@ -301,7 +298,7 @@ class TbnetModule:
                 return bool(candidate['flags'].get('e2e'))
         return False
 
-    def candidate(self):
+    def state_candidate(self):
         p = self.params
         if not p['module_path']:
             self.fail('state=candidate needs module_path (the built module in its private build directory)')
@@ -325,10 +322,10 @@ class TbnetModule:
         if refusal:
             self.fail('Nothing was changed: %s' % refusal, before=before)
         if not driver.verify_candidate(before, srcversion, p['tx_e2e']):
-            self.module.exit_json(changed=False, before=before, module=before, emulated=p['emulated'],
-                                  kernel_taint={'before': taint_before, 'after': taint_before},
-                                  peer_override=p['peer_override'], message='the candidate is already loaded')
-        if self.open_entries():
+            return dict(changed=False, before=before, module=before,
+                        kernel_taint={'before': taint_before, 'after': taint_before},
+                        peer_override=p['peer_override'], message='the candidate is already loaded')
+        if self.candidate_entries():
             self.fail('an earlier candidate load is still open in the ledger: put the stock driver back first '
                       '(state=stock, or playbooks/restore.yml)', before=before)
         script = self.watchdog_script()
@@ -340,10 +337,10 @@ class TbnetModule:
                   'interface': p['interface'], 'interface_was_up': was_up, 'emulated': p['emulated'],
                   'sysfs_root': p['sysfs_root'], 'link': self.link()}
         diff = {'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']}}
-        if self.module.check_mode:
-            self.module.exit_json(changed=True, before=before, module=before, emulated=p['emulated'], diff=diff,
-                                  kernel_taint={'before': taint_before, 'after': taint_before},
-                                  peer_override=p['peer_override'], message='would load the candidate')
+        if self.check_mode:
+            return dict(changed=True, before=before, module=before, diff=diff,
+                        kernel_taint={'before': taint_before, 'after': taint_before},
+                        peer_override=p['peer_override'], message='would load the candidate')
         try:
             entry = _ledger_core.record(p['ledger_dir'], p['ledger_host'], KIND, params, run_id=p['run_id'])
         except _ledger_core.LedgerError as exc:
@@ -358,18 +355,16 @@ class TbnetModule:
         except (_ledger_core.LedgerError, driver.DriverError, OSError) as exc:
             # load_candidate put the stock driver back, or left that to this undo (a command past its timeout); the
             # watchdog's process entry first
-            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
-                                       ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']))
+            undone = self.undo(ids, _ledger_undo.UndoContext(procfs_root=p['procfs_root']))
             self.fail('%s (ledger: %s)' % (exc, undone['message']), before=before,
                       module=driver.module_state(p['sysfs_root']))
         link = self.link_verdict(watchdog) if watchdog else None
         after = driver.module_state(p['sysfs_root'])
         diff['after'] = {'srcversion': after['srcversion'], 'parameters': after['parameters']}
-        self.module.exit_json(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,
-                              watchdog=watchdog, link=link,
-                              kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
-                              peer_override=p['peer_override'] and p['tx_e2e'] and not peer_e2e,
-                              emulated=p['emulated'], message=message)
+        return dict(changed=True, entry_id=entry['id'], before=before, module=after, diff=diff,
+                    watchdog=watchdog, link=link,
+                    kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
+                    peer_override=p['peer_override'] and p['tx_e2e'] and not peer_e2e, message=message)
 
     def link(self):
         """The ``link`` param of the entry (how the tail brings the link back), checked before anything changes;
@@ -390,13 +385,12 @@ class TbnetModule:
         """Wait for the watchdog's verdict on the link (it runs the tail, then goes on watching) and return how the
         link came back; fail when it did not, after the watchdog has put the stock driver back."""
         p = self.params
-        proc = _ledger_proc.SPAWNED.get(watchdog['pid'])
         bound = p['watchdog_deadline_s'] + p['link_timeout_s'] + 30
         deadline = time.monotonic() + bound
         verdict = None
         while verdict is None and time.monotonic() < deadline:
             verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset'])
-            if verdict is None and proc is not None and proc.poll() is not None:
+            if verdict is None and _ledger_proc.spawned_returncode(watchdog['pid']) is not None:
                 verdict = driver.last_json_line(watchdog['log'], watchdog['log_offset']) or {}
             elif verdict is None:
                 time.sleep(0.1)
@@ -451,53 +445,49 @@ class TbnetModule:
         except (_ledger_core.LedgerError, OSError) as exc:
             # a watchdog that started after all is stopped first (its entry is newer), then the pending load closed
             ids = ([watch['id']] if watch else []) + [entry_id]
-            undone = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
-                                       ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']))
+            undone = self.undo(ids, _ledger_undo.UndoContext(procfs_root=p['procfs_root']))
             self.fail('Nothing was changed: the link watchdog did not start, so the candidate was not loaded: %s '
                       '(ledger: %s)' % (exc, undone['message']))
         return {'pid': pid, 'peer': p['link_peer'], 'deadline_s': p['watchdog_deadline_s'], 'log': log,
                 'log_offset': offset, 'entry_id': watch['id']}
 
-    def stock(self):
+    def state_stock(self):
         p = self.params
         before = driver.module_state(p['sysfs_root'])
         taint_before = kernel_taint(p['procfs_root'])
-        ids = [e['id'] for e in self.open_entries(watchdogs=True)]
+        ids = [e['id'] for e in self.candidate_entries(watchdogs=True)]
         outcome = {'undone': [], 'details': [], 'message': 'no candidate load is open in the ledger: nothing to undo'}
         if ids:
             try:
-                outcome = _ledger_undo.undo(p['ledger_dir'], p['ledger_host'], ids=ids,
-                                            ctx=_ledger_undo.UndoContext(procfs_root=p['procfs_root']),
-                                            check_mode=self.module.check_mode)
+                outcome = self.undo(ids, _ledger_undo.UndoContext(procfs_root=p['procfs_root']))
             except _ledger_core.LedgerError as exc:
                 self.fail(str(exc), before=before)
             if outcome['failed']:
                 self.fail(outcome['message'], before=before, module=driver.module_state(p['sysfs_root']))
         after = driver.module_state(p['sysfs_root'])
-        if driver.PARAMETER in after['parameters'] and not self.module.check_mode:
+        if driver.PARAMETER in after['parameters'] and not self.check_mode:
             self.fail('parameters/%s is present with no open candidate load in the ledger: a candidate loaded by hand? '
                       'Unload it (rmmod thunderbolt_net; modprobe thunderbolt_net)' % driver.PARAMETER, module=after)
         link = self.link()
         back = None
-        if link and not self.module.check_mode:
+        if link and not self.check_mode:
             try:
                 back = driver.bring_back_link(p['interface'], link, p['sysfs_root'])
             except driver.DriverError as exc:
                 self.fail('the distribution\'s driver is loaded, but %s' % exc, module=after, undone=outcome['undone'])
-        self.module.exit_json(changed=bool(ids) or bool(back and back['actions']), undone=outcome['undone'],
-                              details=outcome.get('details', []), link=back, before=before, module=after,
-                              kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
-                              emulated=p['emulated'], message=outcome['message'],
-                              diff={'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']},
-                                    'after': {'srcversion': after['srcversion'], 'parameters': after['parameters']}})
+        return dict(changed=bool(ids) or bool(back and back['actions']), undone=outcome['undone'],
+                    details=outcome.get('details', []), link=back, before=before, module=after,
+                    kernel_taint={'before': taint_before, 'after': kernel_taint(p['procfs_root'])},
+                    message=outcome['message'],
+                    diff={'before': {'srcversion': before['srcversion'], 'parameters': before['parameters']},
+                          'after': {'srcversion': after['srcversion'], 'parameters': after['parameters']}})
 
-    def run(self):
+    def prepare(self):
         for option in SECONDS_OPTIONS:
             value = self.params[option]
             if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
                 self.fail('Nothing was changed: %s must be a finite number of seconds, more than 0 and at most %d, '
                           'got %s' % (option, MAX_SECONDS, value))
-        getattr(self, self.params['state'])()
 
 
 def load_bound(load_timeout_s):
@@ -508,7 +498,7 @@ def load_bound(load_timeout_s):
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_module_base.ledger_argument_spec(
             state=dict(type='str', required=True, choices=['candidate', 'stock']),
             module_path=dict(type='path'),
             candidate_srcversion=dict(type='str'),
@@ -519,9 +509,6 @@ def build_module():
             emulated=dict(type='bool', default=False),
             sysfs_root=dict(type='path', default='/sys'),
             procfs_root=dict(type='path', default='/proc'),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
             link_peer=dict(type='str', default='', aliases=['watchdog_peer']),
             watchdog_deadline_s=dict(type='float', default=30.0),
             load_timeout_s=dict(type='float', default=60.0),
