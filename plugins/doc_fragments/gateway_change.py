@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """The options of the modules that change a gateway's config for a run (gateway_fallback, gateway_roles) through
+    """The options of the modules that change a gateway's config for a run (gateway_fallback, gateway_models) through
     plugins/module_utils/_gateway_change.py: the gateway, its front, the restart's timeouts and procfs (the ledger
     and the run: the ledger fragment)."""
 

@@ -7,7 +7,7 @@ recorded as ``pending`` before anything is written, the backups of the config an
 config in place, ``applied``; and the undo of a config's open entries, which is the ledger's own undo
 (plugins/module_utils/_gateway_swap.py ``undo_change``), the code a standalone restore runs too.
 
-The modules that change a gateway's config for a run (gateway_fallback, gateway_roles) build on these; applying the
+The modules that change a gateway's config for a run (gateway_fallback, gateway_models) build on these; applying the
 new config is their rolling restart (``_gateway_swap.rolling_restart``)."""
 
 from __future__ import absolute_import, division, print_function
@@ -25,7 +25,7 @@ KIND = 'gateway_config'
 
 
 def change_argument_spec():
-    """The options of the gateway_change doc fragment, as gateway_fallback and gateway_roles take them (each adds its
+    """The options of the gateway_change doc fragment, as gateway_fallback and gateway_models take them (each adds its
     own, and the ledger's as it requires them)."""
     return dict(
         kind=dict(type='str', choices=['litellm'], default='litellm'),

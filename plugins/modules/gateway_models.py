@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: gateway_roles
-short_description: Add model roles to a gateway's config for the length of a run, and take them away again
+module: gateway_models
+short_description: Add models to a gateway's config for the length of a run, and take them away again
 version_added: 0.1.0
 description:
   - V(added) runs on the gateway host. It records a C(gateway_config) entry in the host's change ledger as
@@ -23,6 +23,10 @@ description:
     another role, or other fallbacks, is restarted the same way; the config's sha256 is compared with the
     original's (RV(byte_identical)).
   - The only gateway kind today is V(litellm) (a LiteLLM proxy configured from a file).
+  - A gateway model is what clients name in a request (LiteLLM's C(model_name)), which this collection's docs call a
+    role (the public role, a solo role); it has nothing to do with Ansible roles.
+  - This module was called C(inferlab.distributed.gateway_roles) before 0.3.0; that name still works (it redirects
+    here) and is deprecated, to be removed in 1.0.0.
 author:
   - inferlab developers (@inferlab)
 extends_documentation_fragment:
@@ -74,7 +78,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Add a solo role for lab-b on the gateway host
-  inferlab.distributed.gateway_roles:
+  inferlab.distributed.gateway_models:
     state: added
     config_path: /etc/litellm/config.yaml
     content: >-
@@ -90,7 +94,7 @@ EXAMPLES = r"""
     run_id: "{{ inferlab_run_dir | basename }}"
 
 - name: Take them away (the original bytes back)
-  inferlab.distributed.gateway_roles:
+  inferlab.distributed.gateway_models:
     state: removed
     config_path: /etc/litellm/config.yaml
     ledger_dir: /var/lib/inferlab/ledger
@@ -147,7 +151,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _gatew
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
 
 
-class GatewayRoles(change.ConfigChangeModule):
+class GatewayModels(change.ConfigChangeModule):
     noun = 'the roles'
     verb_is = 'are'
     state_key = 'models'
@@ -223,7 +227,7 @@ def build_module():
 
 
 def main():
-    GatewayRoles(build_module()).run()
+    GatewayModels(build_module()).run()
 
 
 if __name__ == '__main__':

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of the gateway_roles module through main(), on the real loopback gateway of gateway_fakes (fake LiteLLM
+"""Tests of the gateway_models module through main(), on the real loopback gateway of gateway_fakes (fake LiteLLM
 instances that read their YAML config at start, a fake nginx front): ``added`` really restarts the instances one at
 a time and ``removed`` really puts the original bytes back and restarts whatever still serves the added role."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as gs
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
-from ansible_collections.inferlab.distributed.plugins.modules import gateway_roles
+from ansible_collections.inferlab.distributed.plugins.modules import gateway_models
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _litellm_config
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
     Gateway,
@@ -83,7 +83,7 @@ def test_added_then_removed(gateway):
     content = args["content"].encode()
     before = gateway.pids()
 
-    failed, result = run_module(gateway_roles.main, args)
+    failed, result = run_module(gateway_models.main, args)
 
     assert not failed, result.get("msg", result)
     assert result["changed"] is True
@@ -109,13 +109,13 @@ def test_added_then_removed(gateway):
     assert gateway.key not in json.dumps(result)
 
     # idempotent: the open entry and the instances listing the role
-    failed, again = run_module(gateway_roles.main, args)
+    failed, again = run_module(gateway_models.main, args)
     assert not failed, again
     assert again["changed"] is False and again["entry_id"] == result["entry_id"]
     assert again["message"] == f"the roles are already added (ledger entry {result['entry_id']})"
     assert len(ledger_lines(gateway)) == 2 and gateway.pids() == after
 
-    failed, removed = run_module(gateway_roles.main, removed_args(gateway))
+    failed, removed = run_module(gateway_models.main, removed_args(gateway))
 
     assert not failed, removed
     assert removed["changed"] is True and removed["undone"] == [result["entry_id"]]
@@ -124,7 +124,7 @@ def test_added_then_removed(gateway):
     assert removed["message"].endswith("restarted litellm-a, litellm-b with it")
     assert [line["state"] for line in ledger_lines(gateway)] == ["pending", "applied", "undone"]
 
-    failed, again = run_module(gateway_roles.main, removed_args(gateway))
+    failed, again = run_module(gateway_models.main, removed_args(gateway))
     assert not failed, again
     assert again["changed"] is False and again["undone"] == []
     assert again["message"] == f"no open gateway_config entry for {gateway.config_path}: nothing to undo"
@@ -133,7 +133,7 @@ def test_added_then_removed(gateway):
 def test_added_in_check_mode_writes_nothing(gateway):
     original = two_instance_gateway(gateway)
     before = gateway.pids()
-    failed, result = run_module(gateway_roles.main, dict(added_args(gateway, original), _ansible_check_mode=True))
+    failed, result = run_module(gateway_models.main, dict(added_args(gateway, original), _ansible_check_mode=True))
     assert not failed, result.get("msg", result)
     assert result["changed"] is True
     assert result["message"] == "would add the roles solo-lab-b and restart 2 instances"
@@ -145,7 +145,7 @@ def test_added_in_check_mode_writes_nothing(gateway):
 def test_added_refuses_a_role_the_gateway_serves_already(gateway):
     original = two_instance_gateway(gateway)
     before = gateway.pids()
-    failed, result = run_module(gateway_roles.main, added_args(gateway, original, roles=["large", "solo-lab-b"]))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original, roles=["large", "solo-lab-b"]))
     assert failed
     assert result["msg"] == ("Nothing was changed: the gateway already serves large (its roles: small, large); "
                              "those roles belong to the operator")
@@ -157,7 +157,7 @@ def test_added_refuses_two_instances_without_a_front(gateway):
     original = gateway.write_config()
     gateway.add_instance("litellm-a", start=False)
     gateway.add_instance("litellm-b", start=False)
-    failed, result = run_module(gateway_roles.main, added_args(gateway, original, front={}))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original, front={}))
     assert failed
     assert result["msg"].startswith("Nothing was changed: 2 gateway instances but no front")
     assert not gateway.ledger_dir.exists()
@@ -172,7 +172,7 @@ def test_added_refuses_instances_that_serve_different_configs(gateway):
     gs.start_instance(first)
     gs.wait_ready(first["url"], 10, poll_s=0.02)
     gateway.config_path.write_bytes(original)
-    failed, result = run_module(gateway_roles.main, added_args(gateway, original))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original))
     assert failed
     assert result["msg"].startswith("Nothing was changed: the instances do not serve the same config")
     assert not gateway.ledger_dir.exists()
@@ -180,7 +180,7 @@ def test_added_refuses_instances_that_serve_different_configs(gateway):
 
 def test_added_with_the_original_as_content(gateway):
     original = two_instance_gateway(gateway)
-    failed, result = run_module(gateway_roles.main, added_args(gateway, original, content=original.decode()))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original, content=original.decode()))
     assert failed
     assert result["msg"] == "the new config is the original config: nothing to add"
     assert not gateway.ledger_dir.exists()
@@ -188,14 +188,14 @@ def test_added_with_the_original_as_content(gateway):
 
 def test_added_needs_its_inputs(gateway):
     original = two_instance_gateway(gateway)
-    failed, result = run_module(gateway_roles.main, added_args(gateway, original, roles=[], public_model=None))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original, roles=[], public_model=None))
     assert failed
     assert result["msg"] == "state=added needs roles, public_model"
 
 
 def test_removed_with_an_empty_ledger(gateway):
     gateway.write_config()
-    failed, result = run_module(gateway_roles.main, removed_args(gateway))
+    failed, result = run_module(gateway_models.main, removed_args(gateway))
     assert failed
     assert result["msg"] == (f"the ledger of {HOST} in {gateway.ledger_dir} has no gateway_config entry for "
                              f"{gateway.config_path}: nothing to remove")
@@ -211,9 +211,9 @@ def test_diff_mode_shows_the_config_before_and_after_with_its_secrets_masked(gat
     gateway.config_path.write_text(text)
     args = dict(added_args(gateway, text.encode()), _ansible_diff=True)
 
-    failed, checked = run_module(gateway_roles.main, dict(args, _ansible_check_mode=True))
+    failed, checked = run_module(gateway_models.main, dict(args, _ansible_check_mode=True))
     assert not failed, checked.get("msg", checked)
-    failed, result = run_module(gateway_roles.main, args)
+    failed, result = run_module(gateway_models.main, args)
     assert not failed, result.get("msg", result)
     for diff in (checked["diff"], result["diff"]):
         assert diff["before_header"] == diff["after_header"] == str(gateway.config_path)
@@ -223,9 +223,9 @@ def test_diff_mode_shows_the_config_before_and_after_with_its_secrets_masked(gat
         assert "master_key: os.environ/LITELLM_MASTER_KEY" in diff["before"]
     assert secret not in json.dumps([checked, result]) and "pw-7c2e" not in json.dumps([checked, result])
 
-    failed, removed = run_module(gateway_roles.main, dict(removed_args(gateway), _ansible_diff=True))
+    failed, removed = run_module(gateway_models.main, dict(removed_args(gateway), _ansible_diff=True))
     assert not failed, removed
     assert "solo-lab-b" in removed["diff"]["before"] and "solo-lab-b" not in removed["diff"]["after"]
     assert secret not in json.dumps(removed)
-    failed, again = run_module(gateway_roles.main, dict(removed_args(gateway), _ansible_diff=True))
+    failed, again = run_module(gateway_models.main, dict(removed_args(gateway), _ansible_diff=True))
     assert not failed and "diff" not in again  # nothing undone, nothing to show
