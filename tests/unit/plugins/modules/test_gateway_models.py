@@ -59,7 +59,7 @@ def models(gateway):
 def added_args(gateway, original, **change):
     solo = [{"name": "solo-lab-b", "model": "small-model", "api_base": gateway.backends["small"].api_base}]
     args = dict(state="added", config_path=str(gateway.config_path),
-                content=_litellm_config.with_roles(original.decode(), solo), roles=["solo-lab-b"],
+                content=_litellm_config.with_roles(original.decode(), solo), models=["solo-lab-b"],
                 instances=gateway.instances, front=gateway.front, admin_key_file=str(gateway.key_file),
                 public_model="small", ready_timeout_s=30, drain_timeout_s=15, ledger_dir=str(gateway.ledger_dir),
                 ledger_host=HOST, run_id="run1")
@@ -142,10 +142,20 @@ def test_added_in_check_mode_writes_nothing(gateway):
     assert gateway.pids() == before and gateway.reloads() == []
 
 
+def test_added_takes_the_old_option_name_roles(gateway):
+    """``roles``, the option's name before the module was gateway_models, is an alias of ``models``."""
+    original = two_instance_gateway(gateway)
+    args = added_args(gateway, original)
+    args["roles"] = args.pop("models")
+    failed, result = run_module(gateway_models.main, dict(args, _ansible_check_mode=True))
+    assert not failed, result.get("msg", result)
+    assert result["message"] == "would add the roles solo-lab-b and restart 2 instances"
+
+
 def test_added_refuses_a_role_the_gateway_serves_already(gateway):
     original = two_instance_gateway(gateway)
     before = gateway.pids()
-    failed, result = run_module(gateway_models.main, added_args(gateway, original, roles=["large", "solo-lab-b"]))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original, models=["large", "solo-lab-b"]))
     assert failed
     assert result["msg"] == ("Nothing was changed: the gateway already serves large (its roles: small, large); "
                              "those roles belong to the operator")
@@ -188,9 +198,9 @@ def test_added_with_the_original_as_content(gateway):
 
 def test_added_needs_its_inputs(gateway):
     original = two_instance_gateway(gateway)
-    failed, result = run_module(gateway_models.main, added_args(gateway, original, roles=[], public_model=None))
+    failed, result = run_module(gateway_models.main, added_args(gateway, original, models=[], public_model=None))
     assert failed
-    assert result["msg"] == "state=added needs roles, public_model"
+    assert result["msg"] == "state=added needs models, public_model"
 
 
 def test_removed_with_an_empty_ledger(gateway):
