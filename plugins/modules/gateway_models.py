@@ -37,10 +37,6 @@ attributes:
   check_mode:
     support: full
     details: V(added) and V(removed) read the config, the ledger and the instances' models, and change nothing.
-  diff_mode:
-    support: full
-    details: The config before and after (V(added)) or before and after the undo (V(removed)), with the value of
-      every key that names a key, token, secret or password, and a URL's password, shown as C(<redacted>).
   platform:
     support: full
     platforms: posix
@@ -215,14 +211,10 @@ class GatewayModels(change.ConfigChangeModule):
 def build_module():
     return AnsibleModule(
         argument_spec=dict(
-            change.change_argument_spec(),
+            change.change_argument_spec(required_in_every_state=True),
             state=dict(type='str', required=True, choices=['added', 'removed']),
-            config_path=dict(type='path', required=True),
             models=dict(type='list', elements='str', default=[], aliases=['roles']),
             public_model=dict(type='str'),
-            ledger_dir=dict(type='path', required=True),
-            ledger_host=dict(type='str', required=True),
-            run_id=dict(type='str'),
         ),
         supports_check_mode=True,
     )
