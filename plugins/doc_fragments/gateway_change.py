@@ -7,11 +7,17 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """The options of the modules that change a gateway's config for a run (gateway_fallback, gateway_roles) through
+    """The options of the modules that change a gateway's config for a run (gateway_fallback, gateway_models) through
     plugins/module_utils/_gateway_change.py: the gateway, its front, the restart's timeouts and procfs (the ledger
-    and the run: the ledger fragment)."""
+    and the run: the ledger fragment); and their diff mode, which the shared code makes (each module says what its
+    check mode does)."""
 
     DOCUMENTATION = r"""
+attributes:
+  diff_mode:
+    support: full
+    details: The config before and after (V(added)) or before and after the undo (V(removed)), with the value of
+      every key that names a key, token, secret or password, and a URL's password, shown as C(<redacted>).
 options:
   kind:
     description:

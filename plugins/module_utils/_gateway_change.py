@@ -7,7 +7,7 @@ recorded as ``pending`` before anything is written, the backups of the config an
 config in place, ``applied``; and the undo of a config's open entries, which is the ledger's own undo
 (plugins/module_utils/_gateway_swap.py ``undo_change``), the code a standalone restore runs too.
 
-The modules that change a gateway's config for a run (gateway_fallback, gateway_roles) build on these; applying the
+The modules that change a gateway's config for a run (gateway_fallback, gateway_models) build on these; applying the
 new config is their rolling restart (``_gateway_swap.rolling_restart``)."""
 
 from __future__ import absolute_import, division, print_function
@@ -24,9 +24,11 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import _ledge
 KIND = 'gateway_config'
 
 
-def change_argument_spec():
-    """The options of the gateway_change doc fragment, as gateway_fallback and gateway_roles take them (each adds its
-    own, and the ledger's as it requires them)."""
+def change_argument_spec(required_in_every_state):
+    """The options of the gateway_change doc fragment, ``content``, ``config_path`` and the ledger's, as
+    gateway_fallback and gateway_models take them (each adds its own). ``required_in_every_state``: whether
+    ``config_path``, ``ledger_dir`` and ``ledger_host`` are required options (gateway_models), or only checked in
+    ``added`` and ``removed`` (gateway_fallback, whose ``checked`` needs none of them)."""
     return dict(
         kind=dict(type='str', choices=['litellm'], default='litellm'),
         content=dict(type='str', no_log=True),
@@ -36,6 +38,10 @@ def change_argument_spec():
         ready_timeout_s=dict(type='float', default=90.0),
         drain_timeout_s=dict(type='float', default=30.0),
         procfs_root=dict(type='path', default='/proc'),
+        config_path=dict(type='path', required=required_in_every_state),
+        ledger_dir=dict(type='path', required=required_in_every_state),
+        ledger_host=dict(type='str', required=required_in_every_state),
+        run_id=dict(type='str'),
     )
 
 

@@ -35,10 +35,6 @@ attributes:
     support: full
     details: V(checked) sends its requests (it reads only). V(added) and V(removed) read the config, the ledger and
       the instances' fallbacks, and change nothing.
-  diff_mode:
-    support: full
-    details: The config before and after (V(added)) or before and after the undo (V(removed)), with the value of
-      every key that names a key, token, secret or password, and a URL's password, shown as C(<redacted>).
   platform:
     support: full
     platforms: posix
@@ -309,7 +305,7 @@ class GatewayFallback(change.ConfigChangeModule):
 def build_module():
     return AnsibleModule(
         argument_spec=dict(
-            change.change_argument_spec(),
+            change.change_argument_spec(required_in_every_state=False),
             state=dict(type='str', required=True, choices=['checked', 'added', 'removed']),
             public_url=dict(type='str'),
             public_model=dict(type='str'),
@@ -318,10 +314,6 @@ def build_module():
             public_backends=dict(type='list', elements='str', default=[]),
             target_backends=dict(type='list', elements='str', default=[]),
             request_timeout_s=dict(type='float', default=30.0),
-            config_path=dict(type='path'),
-            ledger_dir=dict(type='path'),
-            ledger_host=dict(type='str'),
-            run_id=dict(type='str'),
         ),
         supports_check_mode=True,
     )

@@ -6,9 +6,7 @@ LiteLLM 1.108.7 instances that read their YAML config at start and forward each 
 server on 127.0.0.1, and a fake nginx master in front of them. ``added`` really restarts the instances one at a time
 and ``removed`` really puts the original bytes back; every process a test starts is killed by its pid at its end."""
 
-import hashlib
 import json
-import os
 import stat
 from pathlib import Path
 
@@ -16,33 +14,17 @@ import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.modules import gateway_fallback
-from ansible_collections.inferlab.distributed.plugins.plugin_utils import _litellm_config
-from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import (
-    Gateway,
-    Processes,
-    alive,
-    free_port,
+from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.gateway_fakes import alive, free_port
+from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.gateway_change_helpers import (
+    HOST,
+    added_and_checked,
+    fallback_added_args,
+    ledger_lines,
+    removed_args,
+    sha256,
+    two_instance_gateway,
 )
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import run_module
-
-HOST = "lab-gw"
-
-
-@pytest.fixture
-def gateway(tmp_path):
-    made = Gateway(tmp_path, Processes(tmp_path))
-    yield made
-    made.close()
-
-
-def sha256(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def ledger_lines(gateway):
-    path = Path(_ledger_core.ledger_path(str(gateway.ledger_dir), HOST))
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
 
 # --- checked ------------------------------------------------------------------------------------------------------
 
@@ -171,140 +153,39 @@ def test_checked_public_reply_from_another_role_backend(gateway):
 # --- added --------------------------------------------------------------------------------------------------------
 
 
-def two_instance_gateway(gateway):
-    """The lab's layout: two instances behind a front, the original config (no general fallback)."""
-    original = gateway.write_config()
-    gateway.add_instance("litellm-a")
-    gateway.add_instance("litellm-b")
-    gateway.add_front()
-    assert gateway.fallbacks() == {"litellm-a": [], "litellm-b": []}
-    return original
-
-
-def added_args(gateway, original, **change):
-    content = _litellm_config.with_fallback(original.decode(), "small", "large")
-    args = dict(state="added", config_path=str(gateway.config_path), content=content, instances=gateway.instances,
-                front=gateway.front, admin_key_file=str(gateway.key_file), public_model="small",
-                target_model="large", ready_timeout_s=30, drain_timeout_s=15, ledger_dir=str(gateway.ledger_dir),
-                ledger_host=HOST, run_id="run1")
-    args.update(change)
-    return args
-
-
-def removed_args(gateway):
-    return dict(state="removed", config_path=str(gateway.config_path), ledger_dir=str(gateway.ledger_dir),
-                ledger_host=HOST)
-
-
 def test_added(gateway):
-    original = two_instance_gateway(gateway)
-    upstream = Path(gateway.front["upstream_file"]).read_bytes()
-    args = added_args(gateway, original)
-    content = args["content"].encode()
-    before = gateway.pids()
-
-    failed, result = run_module(gateway_fallback.main, args)
-
-    assert not failed, result.get("msg", result)
-    assert result["changed"] is True
-    # the config is replaced by the content, its mode kept
-    assert gateway.config_path.read_bytes() == content
-    assert stat.S_IMODE(gateway.config_path.stat().st_mode) == 0o640
-    assert (result["original_sha256"], result["config_sha256"]) == (sha256(original), sha256(content))
-    # the ledger: pending (before the change), then applied, with the original's sha256 and the backups
-    lines = ledger_lines(gateway)
-    assert [(line["id"], line["state"], line["kind"], line["run_id"]) for line in lines] == [
-        (result["entry_id"], "pending", "gateway_config", "run1"), (result["entry_id"], "applied", "gateway_config",
-                                                                    "run1")]
-    params = lines[0]["params"]
-    assert lines[1]["params"] == params
-    assert params["original_sha256"] == sha256(original)
-    assert params["front_original_sha256"] == sha256(upstream)
-    assert params["backup_path"] == result["backup_path"]
-    backup_dir = gateway.ledger_dir.parent / "backup"
-    assert Path(params["backup_path"]).parent == backup_dir
-    assert Path(params["front_backup_path"]).parent == backup_dir
-    assert (params["config_path"], params["admin_key_file"], params["public_model"], params["original_fallbacks"]) \
-        == (str(gateway.config_path), str(gateway.key_file), "small", [])
-    assert [i["name"] for i in params["instances"]] == ["litellm-a", "litellm-b"]
-    assert params["front"] == gateway.front
-    # the backups: 0600, byte-identical to the originals
-    for backup, data in ((params["backup_path"], original), (params["front_backup_path"], upstream)):
-        assert Path(backup).read_bytes() == data
-        assert stat.S_IMODE(os.stat(backup).st_mode) == 0o600
-    # the upstream file is the original again, after one drain per instance
-    assert Path(gateway.front["upstream_file"]).read_bytes() == upstream
-    assert len(gateway.reloads()) == 4 and gateway.reloads()[-1] == upstream.decode()
-    # one step per instance, each restarted and reporting the fallback
-    assert [s["instance"] for s in result["steps"]] == ["litellm-a", "litellm-b"]
-    for step in result["steps"]:
-        assert (step["drained"], step["warmup_status"], step["fallbacks"]) == (True, 200, ["large"])
-    assert result["seconds"] == pytest.approx(sum(s["seconds"] for s in result["steps"]), abs=0.01)
+    original, args, result = added_and_checked(gateway, gateway_fallback.main, fallback_added_args)
+    # each instance restarted reporting the fallback
+    assert [step["fallbacks"] for step in result["steps"]] == [["large"], ["large"]]
     assert result["fallbacks"] == {"litellm-a": ["large"], "litellm-b": ["large"]}
     assert gateway.fallbacks() == result["fallbacks"]
-    after = gateway.pids()
-    assert all(after[name] != before[name] and alive(after[name]) for name in after)
     assert result["message"] == "added the fallback small -> large and restarted 2 instances one at a time"
-    assert gateway.key not in json.dumps(result)
+    after = gateway.pids()
 
     # a second `added` finds the entry and the instances carrying the fallback: nothing to do
     failed, again = run_module(gateway_fallback.main, args)
     assert not failed, again
     assert again["changed"] is False
     assert (again["entry_id"], again["backup_path"]) == (result["entry_id"], result["backup_path"])
-    assert (again["original_sha256"], again["config_sha256"]) == (sha256(original), sha256(content))
+    assert (again["original_sha256"], again["config_sha256"]) == (sha256(original), sha256(args["content"].encode()))
     assert again["fallbacks"] == {"litellm-a": ["large"], "litellm-b": ["large"]}
     assert again["message"] == f"the fallback is already added (ledger entry {result['entry_id']})"
     assert len(ledger_lines(gateway)) == 2
     assert gateway.pids() == after
 
 
-def test_added_in_check_mode_writes_nothing(gateway):
-    original = two_instance_gateway(gateway)
-    before = gateway.pids()
-    failed, result = run_module(gateway_fallback.main, dict(added_args(gateway, original), _ansible_check_mode=True))
-    assert not failed, result.get("msg", result)
-    assert result["changed"] is True
-    assert result["original_sha256"] == result["config_sha256"] == sha256(original)
-    assert result["message"] == "would add the fallback and restart 2 instances"
-    assert gateway.config_path.read_bytes() == original
-    assert not gateway.ledger_dir.exists() and not (gateway.ledger_dir.parent / "backup").exists()
-    assert gateway.pids() == before and gateway.reloads() == []
-    assert gateway.fallbacks() == {"litellm-a": [], "litellm-b": []}
-
-
-def test_added_refuses_two_instances_without_a_front(gateway):
-    original = gateway.write_config()
-    gateway.add_instance("litellm-a", start=False)
-    gateway.add_instance("litellm-b", start=False)
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original, front={}))
-    assert failed
-    assert result["msg"] == ("Nothing was changed: 2 gateway instances but no front: a rolling restart needs the front "
-                             "that drains them "
-                             "(inferlab_gateway_front)")
-    assert gateway.config_path.read_bytes() == original
-    assert not gateway.ledger_dir.exists()
-
-
 def test_added_fails_before_any_change_without_the_admin_key(gateway, tmp_path):
     original = two_instance_gateway(gateway)
     before = gateway.pids()
     missing = tmp_path / "no-such.key"
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original, admin_key_file=str(missing)))
+    args = fallback_added_args(gateway, original, admin_key_file=str(missing))
+    failed, result = run_module(gateway_fallback.main, args)
     assert failed
     assert result["msg"] == f"Nothing was changed: cannot read the API key file {missing}: No such file or directory"
     assert ledger_lines(gateway) == [] and not gateway.ledger_dir.exists()
     assert not (gateway.ledger_dir.parent / "backup").exists()
     assert gateway.config_path.read_bytes() == original
     assert gateway.pids() == before and gateway.reloads() == []
-
-
-def test_added_refuses_the_original_as_content(gateway):
-    original = two_instance_gateway(gateway)
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original, content=original.decode()))
-    assert failed
-    assert result["msg"] == "the new config is the original config: nothing to add"
-    assert not gateway.ledger_dir.exists()
 
 
 def test_added_that_fails_midway_then_removed(gateway):
@@ -317,7 +198,7 @@ def test_added_that_fails_midway_then_removed(gateway):
     for backend in gateway.backends.values():
         backend.stop()
     # the warm-up repeats a server error until the ready timeout: 5 s of them, not the other tests' 30
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original, ready_timeout_s=5))
+    failed, result = run_module(gateway_fallback.main, fallback_added_args(gateway, original, ready_timeout_s=5))
     assert failed
     assert result["msg"].startswith(f"the config with the fallback is written (ledger entry {result['entry_id']}), "
                                     "but applying it failed: instance litellm-a: the warm-up request for small "
@@ -348,7 +229,7 @@ def test_added_that_fails_midway_then_removed(gateway):
 def test_removed_after_added(gateway):
     original = two_instance_gateway(gateway)
     upstream = Path(gateway.front["upstream_file"]).read_bytes()
-    failed, added = run_module(gateway_fallback.main, added_args(gateway, original))
+    failed, added = run_module(gateway_fallback.main, fallback_added_args(gateway, original))
     assert not failed, added
     with_fallback = gateway.pids()
 
@@ -385,15 +266,6 @@ def test_removed_after_added(gateway):
     assert gateway.pids() == after
 
 
-def test_removed_with_an_empty_ledger(gateway):
-    gateway.write_config()
-    failed, result = run_module(gateway_fallback.main, removed_args(gateway))
-    assert failed
-    assert result["msg"] == (f"the ledger of {HOST} in {gateway.ledger_dir} has no gateway_config entry for "
-                             f"{gateway.config_path}: nothing to remove")
-    assert not gateway.ledger_dir.exists()
-
-
 def test_removed_leaves_the_other_config_entries_alone(gateway, tmp_path):
     """Only this config's entries count: an entry of another config path in the same ledger is not undone."""
     gateway.write_config()
@@ -414,7 +286,7 @@ def test_added_with_a_config_that_does_not_exist_fails_cleanly(gateway):
     original = gateway.write_config()
     gateway.add_instance("litellm-a", start=False)
     missing = gateway.dir / "no-such.yaml"
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original, config_path=str(missing)))
+    failed, result = run_module(gateway_fallback.main, fallback_added_args(gateway, original, config_path=str(missing)))
     assert failed and str(missing) in result["msg"] and result["msg"].startswith("Nothing was changed")
     assert not gateway.ledger_dir.exists()
 
@@ -423,7 +295,7 @@ def test_removed_with_a_config_that_is_gone_fails_cleanly(gateway):
     gateway.write_config()
     instance = gateway.add_instance("litellm-a", start=False)
     params = dict(kind="litellm", config_path=str(gateway.config_path),
-                  original_sha256=hashlib.sha256(gateway.config_path.read_bytes()).hexdigest(),
+                  original_sha256=sha256(gateway.config_path.read_bytes()),
                   backup_path=str(gateway.dir / "state" / "backup" / "litellm.yaml.1"), instances=[instance], front={},
                   admin_key_file=str(gateway.key_file), public_model="small")
     entry = _ledger_core.record(str(gateway.ledger_dir), HOST, "gateway_config", params)
@@ -439,7 +311,7 @@ def test_added_refuses_an_upstream_file_that_cannot_drain_an_instance_before_any
     gateway.add_instance("litellm-b", start=False)
     front = gateway.add_front()
     Path(front["upstream_file"]).write_text("server 127.0.0.1:1 max_fails=0;\n")  # neither instance is listed
-    failed, result = run_module(gateway_fallback.main, added_args(gateway, original))
+    failed, result = run_module(gateway_fallback.main, fallback_added_args(gateway, original))
     assert failed and result["msg"].startswith("Nothing was changed: instance litellm-a")
     assert not gateway.ledger_dir.exists()
     assert gateway.config_path.read_bytes() == original
