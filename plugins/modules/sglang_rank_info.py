@@ -221,7 +221,8 @@ class SglangRankInfo:
 
     def model(self):
         """The directory and its regular files, as ansible.builtin.find (recurse, file_type file, hidden false,
-        follow false) lists them: a name starting with a dot is left out, but the walk goes below it."""
+        follow false) lists them: a name starting with a dot is left out, but the walk goes below it; links are
+        not followed (os.walk lists a link to a directory among the directories, and does not enter it)."""
         path = self.params['model_path']
         limit = self.params['checksum_max_mb'] * MIB
         found = {'path': path, 'exists': os.path.lexists(path), 'directory': os.path.isdir(path), 'files': {},
@@ -233,8 +234,8 @@ class SglangRankInfo:
             found['unreadable'][err.filename] = err.strerror or str(err)
 
         files = {}
-        for root, dirs, names in os.walk(path, onerror=walk_error):
-            for name in names + dirs:
+        for root, _dirs, names in os.walk(path, onerror=walk_error):
+            for name in names:
                 full = os.path.normpath(os.path.join(root, name))
                 if name.startswith('.'):
                     continue
@@ -262,7 +263,8 @@ class SglangRankInfo:
             with open(path, 'rb') as handle:
                 text = handle.read().decode('utf-8')
         except OSError as err:
-            read['error'] = UNREADABLE.get(err.errno, 'File could not be read: %s (' + str(err.strerror) + ')') % path
+            template = UNREADABLE.get(err.errno)
+            read['error'] = template % path if template else 'File could not be read: %s (%s)' % (path, err.strerror)
             return read
         except UnicodeDecodeError:
             read['error'] = 'a file that is not a JSON object (not UTF-8 text)'

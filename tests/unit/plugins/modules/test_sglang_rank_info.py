@@ -29,7 +29,7 @@ def print_versions(versions=None):
 @pytest.fixture
 def model(tmp_path):
     """A model directory: config.json, a tokenizer, a weight file of exactly 1 MiB, a file in a subdirectory, a
-    hidden file, a file in a hidden directory and a link to a file."""
+    hidden file, a file in a hidden directory, a link to a file and a link to the subdirectory."""
     root = tmp_path / "model"
     (root / "sub").mkdir(parents=True)
     (root / "config.json").write_text(json.dumps(CONFIG))
@@ -40,6 +40,7 @@ def model(tmp_path):
     (root / ".cache").mkdir()
     (root / ".cache" / "config.json.metadata").write_text("etag")
     (root / "tokenizer_link.json").symlink_to(root / "tokenizer.json")
+    (root / "sub_link").symlink_to(root / "sub")
     return root
 
 
@@ -59,6 +60,7 @@ def test_a_model_directory_as_find_lists_it(model):
         "path": str(model), "exists": True, "directory": True, "unreadable": {},
         "files": {
             # a name that starts with a dot is left out, but not what is below a hidden directory; links are left out
+            # and not followed
             ".cache/config.json.metadata": {"size": 4, "sha256": sha256(model / ".cache" / "config.json.metadata")},
             "config.json": {"size": len(json.dumps(CONFIG)), "sha256": sha256(model / "config.json")},
             "model.safetensors": {"size": MIB, "sha256": None},  # not smaller than checksum_max_mb
