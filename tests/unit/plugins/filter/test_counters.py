@@ -19,6 +19,7 @@ from ansible_collections.inferlab.distributed.plugins.filter.counters import (
     prometheus_textfile,
 )
 from ansible_collections.inferlab.distributed.plugins.module_utils import _counters
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_deltas
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
 
@@ -221,6 +222,19 @@ def test_link_events_rejects_malformed_samples(samples, message):
     with pytest.raises(AnsibleFilterError) as exc:
         link_events(samples, 'thunderbolt0')
     assert str(exc.value).startswith(message)
+
+
+def test_the_logic_raises_a_value_error_that_the_filters_give_as_a_filter_error():
+    """plugin_utils/_counter_deltas.py holds the logic (the counter window's controller half calls it without Ansible's
+    errors); the filters say the same thing as AnsibleFilterError."""
+    for logic, wrapper, args in ((_counter_deltas.counter_delta, counter_delta, (sample(), 3)),
+                                 (_counter_deltas.link_events, link_events, (['{'], 'thunderbolt0'))):
+        with pytest.raises(_counter_deltas.CounterDataError) as plain_error:
+            logic(*args)
+        assert isinstance(plain_error.value, ValueError)
+        with pytest.raises(AnsibleFilterError) as filter_error:
+            wrapper(*args)
+        assert str(filter_error.value) == str(plain_error.value)
 
 
 def test_not_strict_a_cut_short_sample_is_an_event_and_the_others_still_compare():
