@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One edge of a counter window on a host: the snapshot, and the sampler started or stopped through the ledger.
 
-The counter_window module's work, here so that it can be tested without Ansible. The sampler is a temporary
-change: recorded (pending) before it starts, marked applied with its pid and start time, and stopped only through
-the ledger (an undo by PID), exactly as the restore would stop it after a dead run."""
+The counter_window module's work, here so that it can be tested without Ansible; the controller's half of the edge
+is plugin_utils/_counter_window_controller.py (the action plugin's). The sampler is a temporary change: recorded
+(pending) before it starts, marked applied with its pid and start time, and stopped only through the ledger (an undo
+by PID), exactly as the restore would stop it after a dead run."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The controller's half of a counter window edge (the counter_window action plugin's work), without Ansible.
 
-The host takes the snapshot and starts or stops the sampler (the counter_window module); the controller keeps the
-snapshot with its own UTC time, works out the skew between the hosts' snapshots, the deltas, the link's events and
-the notes, and writes the evidence into the run directory. This used to be about twenty tasks per window."""
+The host takes the snapshot and starts or stops the sampler (the counter_window module, its logic in
+module_utils/_counter_window_host.py); the controller keeps the snapshot with its own UTC time, works out the skew
+between the hosts' snapshots, the deltas, the link's events and the notes, and writes the evidence into the run
+directory. This used to be about twenty tasks per window."""
 
 from __future__ import absolute_import, division, print_function
 
