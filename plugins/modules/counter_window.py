@@ -216,13 +216,13 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
     _counter_window_host,
-    _counters,
     _ledger_core,
+    _net_counters,
     _nvml,
     _sysfs,
 )
 
-SNAPSHOT_ERRORS = (_counter_window_host.WindowError, _counters.MissingInterfaceError, _sysfs.SysfsError,
+SNAPSHOT_ERRORS = (_counter_window_host.WindowError, _net_counters.MissingInterfaceError, _sysfs.SysfsError,
                    _nvml.NvmlError)
 
 
@@ -251,7 +251,7 @@ def open_window(module):
                                                      sampler['entry_id'], procfs_root=params['procfs_root'])
             stopped = ' (%s)' % what
         extra = {'missing': err.missing, 'present': err.present} \
-            if isinstance(err, _counters.MissingInterfaceError) else {}
+            if isinstance(err, _net_counters.MissingInterfaceError) else {}
         module.fail_json(msg='%s failed at the opening snapshot: %s%s' % (where, err, stopped), **extra)
     if module.check_mode:
         edge['msg'] = ('Check mode: the background sampler of window %s is not started on %s and nothing is '

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._counters import CARRIER_COUNTERS
+from ansible_collections.inferlab.distributed.plugins.module_utils._net_counters import CARRIER_COUNTERS
 
 
 class CounterDataError(ValueError):
