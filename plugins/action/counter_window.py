@@ -18,7 +18,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_edge
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_window_controller
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._run_fragment import (
     FragmentError,
@@ -61,8 +61,9 @@ class ActionModule(ActionBase):
             elif edge == "finish":
                 result.update(self._finish(module_args, ctl, task_vars))
             else:
-                raise _counter_edge.EdgeError("action must be one of open, close, finish (found %r)" % (edge,))
-        except (_counter_edge.EdgeError, FragmentError, OSError) as exc:
+                raise _counter_window_controller.EdgeError(
+                    "action must be one of open, close, finish (found %r)" % (edge,))
+        except (_counter_window_controller.EdgeError, FragmentError, OSError) as exc:
             result.update(failed=True, msg=str(exc))
         return result
 
@@ -71,23 +72,25 @@ class ActionModule(ActionBase):
 
     def _open(self, module_args, ctl, task_vars):
         window, host = module_args.get("window"), module_args.get("host")
-        _counter_edge.check_opening(window, module_args.get("run_id"), ctl["run_dir"], module_args.get("interfaces"),
-                                    ctl["sample_interval_s"], ctl["sampler_max_s"])
+        _counter_window_controller.check_opening(window, module_args.get("run_id"), ctl["run_dir"],
+                                                 module_args.get("interfaces"), ctl["sample_interval_s"],
+                                                 ctl["sampler_max_s"])
         files = module_args.get("files") or []
         if len(files) != 2:
-            raise _counter_edge.EdgeError("files must name the sampler's output and its log (found %r)" % (files,))
+            raise _counter_window_controller.EdgeError(
+                "files must name the sampler's output and its log (found %r)" % (files,))
         edge = self._module(module_args, task_vars)
         if edge.get("failed"):
             return edge
-        at = _counter_edge.controller_time()
-        snapshot = _counter_edge.snapshot(plain(edge), window, host, "open", ctl["link_interface"], at)
-        opened = _counter_edge.opening(module_args["run_id"], snapshot, edge.get("sampler") or {}, files,
-                                       ctl["sample_interval_s"], ctl["sampler_max_s"])
+        at = _counter_window_controller.controller_time()
+        snapshot = _counter_window_controller.snapshot(plain(edge), window, host, "open", ctl["link_interface"], at)
+        opened = _counter_window_controller.opening(module_args["run_id"], snapshot, edge.get("sampler") or {}, files,
+                                                    ctl["sample_interval_s"], ctl["sampler_max_s"])
         try:
             write_fragment(ctl["run_dir"], "windows/%s/open" % window, host,
                            dict(opened, window=window, host=host, phase="open"))
         except (FragmentError, OSError) as exc:
-            raise _counter_edge.EdgeError(
+            raise _counter_window_controller.EdgeError(
                 "window %s was opened on %s but its opening could not be written on the controller (%s); close it "
                 "(its sampler is in the ledger and stops with the closing or the restore)"
                 % (window, host, exc)) from exc
@@ -98,7 +101,7 @@ class ActionModule(ActionBase):
 
     def _close(self, module_args, ctl, task_vars):
         window, host = module_args.get("window"), module_args.get("host")
-        _counter_edge.check_closing(window, module_args.get("run_id"), ctl["run_dir"])
+        _counter_window_controller.check_closing(window, module_args.get("run_id"), ctl["run_dir"])
         edge = self._module(dict(module_args, read_files=True), task_vars)
         texts = edge.pop("file_texts", None) or {}
         if edge.get("failed"):
@@ -107,8 +110,8 @@ class ActionModule(ActionBase):
         ids = edge.get("sampler_entries") or []
         out = {"changed": edge.get("changed", False), "window": window, "run_id": module_args["run_id"],
                "sampler_entries": ids, "window_result": None,
-               "close": _counter_edge.snapshot(edge, window, host, "close", ctl["link_interface"],
-                                               _counter_edge.controller_time())}
+               "close": _counter_window_controller.snapshot(edge, window, host, "close", ctl["link_interface"],
+                                                            _counter_window_controller.controller_time())}
         opened = ctl["opening"]
         if not isinstance(opened, dict) or "open" not in opened:
             out["msg"] = ("Window %s has no opening snapshot on %s (its opening failed or was not run here): no "
@@ -122,7 +125,7 @@ class ActionModule(ActionBase):
             if ids and texts.get(path) is not None:
                 write_run_file(run_file_path(ctl["run_dir"], samples_dir, host, suffix), texts[path])
                 kept[suffix] = texts[path]
-        out["window_result"] = _counter_edge.window_result(
+        out["window_result"] = _counter_window_controller.window_result(
             window, host, opened, out["close"], ids, "%s/%s" % (samples_dir, host), kept.get(".jsonl"),
             kept.get(".log"), ctl["link_interface"], module_args.get("interfaces") or [], bool(self._task.check_mode))
         return out
@@ -144,10 +147,10 @@ class ActionModule(ActionBase):
                 closings.append(closing["close"])
         mine = fact(host, "__counters_closing")
         if mine.get("window") != window:
-            raise _counter_edge.EdgeError("window %s was not closed on %s: run action=close on every host first"
-                                          % (window, host))
-        skew_open = _counter_edge.skew(openings)[0]
-        skew_close, close_hosts = _counter_edge.skew(closings)
+            raise _counter_window_controller.EdgeError(
+                "window %s was not closed on %s: run action=close on every host first" % (window, host))
+        skew_open = _counter_window_controller.skew(openings)[0]
+        skew_close, close_hosts = _counter_window_controller.skew(closings)
         measured = mine.get("window_result")
         if not measured:
             return {"changed": False, "window_result": None}

@@ -41,7 +41,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._counters import RX_ERROR_COUNTERS
+from ansible_collections.inferlab.distributed.plugins.module_utils._net_counters import RX_ERROR_COUNTERS
 
 
 def _sum(values):

@@ -43,12 +43,12 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._counters import RX_ERROR_COUNTERS
 from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict import (
     LinkVerdictError,
     asymmetry_verdict,
     flow_limit,
 )
+from ansible_collections.inferlab.distributed.plugins.module_utils._net_counters import RX_ERROR_COUNTERS
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._iperf3 import Iperf3ParseError, iperf3_summary
 
 # Counters of each host's window shown beside every test: TCP retransmissions and the receiver-error family.

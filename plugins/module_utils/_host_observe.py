@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _counters, _identity, _nic, _nvml, _tbnet
+from ansible_collections.inferlab.distributed.plugins.module_utils import _identity, _net_counters, _nic, _nvml, _tbnet
 
 PING_INTERVAL_S = '0.2'
 LINK_KINDS = ('thunderbolt', 'ethernet')
@@ -174,8 +174,8 @@ def observe(link_interface, peer_address, model_path, services, post, ping_count
                                       ready_timeout(s, service_ready_timeout_s), post, started,
                                       clock=clock, sleep=sleep) for s in services]
         tbnet = _tbnet.collect(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root)
-        counters, missing = _counters.collect([link_interface], sysfs_root=sysfs_root, procfs_root=procfs_root,
-                                              fail_on_missing=False)
+        counters, missing = _net_counters.collect([link_interface], sysfs_root=sysfs_root, procfs_root=procfs_root,
+                                                  fail_on_missing=False)
         counters['missing'] = missing
         observed = {
             'tbnet': tbnet,

@@ -215,20 +215,21 @@ import os  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (  # noqa: E402
-    _counter_window,
-    _counters,
+    _counter_window_host,
     _ledger_core,
+    _net_counters,
     _nvml,
     _sysfs,
 )
 
-SNAPSHOT_ERRORS = (_counter_window.WindowError, _counters.MissingInterfaceError, _sysfs.SysfsError, _nvml.NvmlError)
+SNAPSHOT_ERRORS = (_counter_window_host.WindowError, _net_counters.MissingInterfaceError, _sysfs.SysfsError,
+                   _nvml.NvmlError)
 
 
 def take_snapshot(params, fail_on_missing):
-    return _counter_window.snapshot(params['interfaces'], fail_on_missing=fail_on_missing,
-                                    sysfs_root=params['sysfs_root'], tbnet_sysfs_root=params['tbnet_sysfs_root'],
-                                    procfs_root=params['procfs_root'], nvml_snapshot=params['nvml_snapshot'])
+    return _counter_window_host.snapshot(params['interfaces'], fail_on_missing=fail_on_missing,
+                                         sysfs_root=params['sysfs_root'], tbnet_sysfs_root=params['tbnet_sysfs_root'],
+                                         procfs_root=params['procfs_root'], nvml_snapshot=params['nvml_snapshot'])
 
 
 def open_window(module):
@@ -237,20 +238,20 @@ def open_window(module):
     sampler = {'entry_id': None, 'pid': None}
     if not module.check_mode:
         try:
-            sampler = _counter_window.start_sampler(params['ledger_dir'], params['host'], params['run_id'],
-                                                    params['sampler_argv'], params['pidfile'], params['window'])
-        except (_counter_window.WindowError, _ledger_core.LedgerError) as err:
+            sampler = _counter_window_host.start_sampler(params['ledger_dir'], params['host'], params['run_id'],
+                                                         params['sampler_argv'], params['pidfile'], params['window'])
+        except (_counter_window_host.WindowError, _ledger_core.LedgerError) as err:
             module.fail_json(msg='%s failed starting its sampler: %s' % (where, err))
     try:
         edge = take_snapshot(params, fail_on_missing=True)
     except SNAPSHOT_ERRORS as err:
         stopped = ''
         if sampler['entry_id']:
-            what = _counter_window.stop_sampler(params['ledger_dir'], params['host'], params['run_id'],
-                                                sampler['entry_id'], procfs_root=params['procfs_root'])
+            what = _counter_window_host.stop_sampler(params['ledger_dir'], params['host'], params['run_id'],
+                                                     sampler['entry_id'], procfs_root=params['procfs_root'])
             stopped = ' (%s)' % what
         extra = {'missing': err.missing, 'present': err.present} \
-            if isinstance(err, _counters.MissingInterfaceError) else {}
+            if isinstance(err, _net_counters.MissingInterfaceError) else {}
         module.fail_json(msg='%s failed at the opening snapshot: %s%s' % (where, err, stopped), **extra)
     if module.check_mode:
         edge['msg'] = ('Check mode: the background sampler of window %s is not started on %s and nothing is '
@@ -269,8 +270,8 @@ def close_window(module):
     ids, result = [], None
     if not module.check_mode:
         try:
-            ids, result = _counter_window.stop_samplers(params['ledger_dir'], params['host'], params['run_id'],
-                                                        params['pidfile'], procfs_root=params['procfs_root'])
+            ids, result = _counter_window_host.stop_samplers(params['ledger_dir'], params['host'], params['run_id'],
+                                                             params['pidfile'], procfs_root=params['procfs_root'])
         except _ledger_core.LedgerError as err:
             module.fail_json(msg='Closing counter window %s on %s: its sampler could not be stopped through the '
                                  'ledger: %s%s' % (params['window'], params['host'], err,

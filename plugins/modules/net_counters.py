@@ -127,7 +127,7 @@ present:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._counters import (  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils._net_counters import (  # noqa: E402
     MissingInterfaceError,
     collect,
 )

@@ -338,7 +338,7 @@ def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[flo
     for _run in range(runs_wanted):
         with tempfile.TemporaryDirectory(prefix="inferlab-sampler-") as tmp:
             for source in (REPO / "roles/counters/files/inferlab_sampler.py",
-                           REPO / "plugins/module_utils/_counters.py", REPO / "plugins/module_utils/_sysfs.py"):
+                           REPO / "plugins/module_utils/_net_counters.py", REPO / "plugins/module_utils/_sysfs.py"):
                 shutil.copy(source, tmp)
             interfaces = sorted(os.listdir("/sys/class/net"))[:2]
             argv = [sys.executable, f"{tmp}/inferlab_sampler.py", "start", "--output", f"{tmp}/s.jsonl",

@@ -4,7 +4,7 @@
 
 """Tests of roles/counters/files/inferlab_sampler.py, the background sampler of a counter window.
 
-In process against fixture trees, and as the host runs it: copied alone with ``_counters.py`` and ``_sysfs.py``
+In process against fixture trees, and as the host runs it: copied alone with ``_net_counters.py`` and ``_sysfs.py``
 beside it, started detached, stopped by SIGTERM or by the ledger's undo.
 """
 
@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (
-    _counters,
     _ledger_core,
     _ledger_proc,
     _ledger_undo,
+    _net_counters,
 )
 from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
@@ -65,7 +65,7 @@ def host_bin(tmp_path):
     directory = tmp_path / 'state' / 'bin'
     directory.mkdir(parents=True)
     shutil.copy(SCRIPT, directory / 'inferlab_sampler.py')
-    for name in ('_counters.py', '_sysfs.py'):
+    for name in ('_net_counters.py', '_sysfs.py'):
         shutil.copy(MODULE_UTILS / name, directory / name)
     for name in ('windows', 'run', 'logs'):
         (tmp_path / 'state' / name).mkdir()
@@ -147,30 +147,30 @@ def test_loads_the_parser_beside_it_without_ansible(host_bin):
             'print(sorted(name for name in sys.modules if name == "ansible" or name.startswith("ansible.")))\n')
     out = subprocess.run([sys.executable, '-I', '-c', code], capture_output=True, text=True, timeout=60, check=True)
     path, loaded = out.stdout.splitlines()
-    assert path == str(host_bin / '_counters.py')
+    assert path == str(host_bin / '_net_counters.py')
     assert loaded == '[]'
 
 
 def test_falls_back_to_the_collection_in_a_checkout():
-    assert sampler_script.load_counters(str(SCRIPT.parent)) is _counters
+    assert sampler_script.load_counters(str(SCRIPT.parent)) is _net_counters
 
 
 # --- one sample
 
 
 def test_sample_shape(roots):
-    sampler = sampler_script.Sampler(_counters, ['thunderbolt0', 'thunderbolt0'], sysfs_root=str(roots[0]),
+    sampler = sampler_script.Sampler(_net_counters, ['thunderbolt0', 'thunderbolt0'], sysfs_root=str(roots[0]),
                                      procfs_root=str(roots[1]), clock=lambda: (81234.5, 1796032800.25))
     sample = sampler.sample()
     assert list(sample) == ['t_wall', 't_mono', 'interfaces', 'tcp', 'tcp_ext']
     assert (sample['t_wall'], sample['t_mono']) == (1796032800.25, 81234.5)
     stats = sample['interfaces']['thunderbolt0']
     assert list(sample['interfaces']) == ['thunderbolt0']
-    assert tuple(stats) == sampler_script.STATISTICS + _counters.CARRIER_COUNTERS
+    assert tuple(stats) == sampler_script.STATISTICS + _net_counters.CARRIER_COUNTERS
     assert (stats['carrier_changes'], stats['carrier_up_count'], stats['carrier_down_count']) == (4, 2, 2)
     assert (stats['rx_crc_errors'], stats['rx_missed_errors'], stats['rx_length_errors'], stats['rx_over_errors'],
             stats['rx_errors']) == (3, 1, 0, 2, 6)
-    tcp, tcp_ext = _counters.read_tcp(_counters.SysfsReader(str(roots[1])))
+    tcp, tcp_ext = _net_counters.read_tcp(_net_counters.SysfsReader(str(roots[1])))
     assert sample['tcp'] == {name: tcp[name] for name in ('RetransSegs', 'OutSegs', 'InSegs', 'InErrs')}
     assert sample['tcp_ext'] == {name: tcp_ext[name] for name in ('TCPLostRetransmit', 'TCPTimeouts')}
     assert sampler.errors == []
@@ -181,7 +181,7 @@ def test_gone_interface_and_unreadable_counters_are_null(roots):
     (sysfs / 'class' / 'net' / 'thunderbolt0' / 'statistics' / 'rx_crc_errors').write_text('lots\n')
     (sysfs / 'class' / 'net' / 'thunderbolt0' / 'statistics' / 'tx_dropped').unlink()
     (procfs / 'net' / 'snmp').unlink()
-    sampler = sampler_script.Sampler(_counters, ['thunderbolt0', 'thunderbolt1'], sysfs_root=str(sysfs),
+    sampler = sampler_script.Sampler(_net_counters, ['thunderbolt0', 'thunderbolt1'], sysfs_root=str(sysfs),
                                      procfs_root=str(procfs))
     sample = sampler.sample()
     assert sample['interfaces']['thunderbolt1'] is None

@@ -4,7 +4,7 @@
 """The background counter sampler of an inferlab counter window.
 
 The ``inferlab.distributed.counters`` role copies this file to ``<inferlab_state_dir>/bin/inferlab_sampler.py``,
-with ``_counters.py`` and ``_sysfs.py`` from the collection's ``plugins/module_utils/`` beside it (the same parser
+with ``_net_counters.py`` and ``_sysfs.py`` from the collection's ``plugins/module_utils/`` beside it (the same parser
 the ``net_counters`` module uses), and records it in the host's change ledger (kind ``sampler``) before starting it::
 
     python3 inferlab_sampler.py start --output FILE.jsonl --pidfile FILE.pid --log FILE.log
@@ -61,7 +61,7 @@ _PACKAGE = 'ansible_collections.inferlab.distributed.plugins.module_utils'
 
 
 def load_counters(directory=None):
-    """The collection's ``_counters`` module.
+    """The collection's ``_net_counters`` module.
 
     On a host it is the copy beside this script, loaded from its file under its own dotted name, with ``_sysfs``
     (which it imports by that name) loaded first the same way; nothing else of the collection, and no ``ansible``,
@@ -69,11 +69,11 @@ def load_counters(directory=None):
     ordinary import is used.
     """
     directory = directory or os.path.dirname(os.path.abspath(__file__))
-    paths = {name: os.path.join(directory, name + '.py') for name in ('_sysfs', '_counters')}
+    paths = {name: os.path.join(directory, name + '.py') for name in ('_sysfs', '_net_counters')}
     if not all(os.path.isfile(path) for path in paths.values()):
-        from ansible_collections.inferlab.distributed.plugins.module_utils import _counters  # pylint: disable=import-outside-toplevel
-        return _counters
-    for name in ('_sysfs', '_counters'):
+        from ansible_collections.inferlab.distributed.plugins.module_utils import _net_counters  # pylint: disable=import-outside-toplevel
+        return _net_counters
+    for name in ('_sysfs', '_net_counters'):
         dotted = _PACKAGE + '.' + name
         if dotted in sys.modules:
             continue
@@ -85,7 +85,7 @@ def load_counters(directory=None):
         except BaseException:
             del sys.modules[dotted]
             raise
-    return sys.modules[_PACKAGE + '._counters']
+    return sys.modules[_PACKAGE + '._net_counters']
 
 
 class Sampler:

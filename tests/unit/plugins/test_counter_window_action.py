@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
-from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_edge
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_window_controller
 from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
@@ -169,8 +169,8 @@ def test_check_mode_starts_no_sampler_and_says_so_in_the_deltas(lab):
 def test_the_skew_is_the_spread_of_the_hosts_wall_clocks():
     snapshots = [{"host": "a", "counters": {"time": {"wall": 10.25}}},
                  {"host": "b", "counters": {"time": {"wall": 10.0}}}]
-    assert _counter_edge.skew(snapshots) == (0.25, ["a", "b"])
-    assert _counter_edge.skew([]) == (None, [])
+    assert _counter_window_controller.skew(snapshots) == (0.25, ["a", "b"])
+    assert _counter_window_controller.skew([]) == (None, [])
 
 
 def test_a_result_with_unreadable_samples_names_them_and_a_retrain():
@@ -182,8 +182,9 @@ def test_a_result_with_unreadable_samples_names_them_and_a_retrain():
     after = {"at": "t1", "counters": dict(counters, time={"wall": 2.0, "monotonic": 6.0},
                                           tcp={"CurrEstab": 1, "InSegs": 4}),
              "link": dict(link, tx_lanes=1), "nvml": {}}
-    result = _counter_edge.window_result("w", "a", opened, after, ["e1"], "windows/w/samples/a", "not json\n",
-                                         '{"event": "stop", "reason": "max_seconds"}\n', "tb0", ["tb0"], False)
+    result = _counter_window_controller.window_result(
+        "w", "a", opened, after, ["e1"], "windows/w/samples/a", "not json\n",
+        '{"event": "stop", "reason": "max_seconds"}\n', "tb0", ["tb0"], False)
     assert result["tcp"] == {"InSegs": 3} and result["resets"] == []
     assert result["link_retrained"] is True
     assert result["link_events"][0]["kind"] == "unreadable_sample"
@@ -196,7 +197,8 @@ def test_a_result_with_unreadable_samples_names_them_and_a_retrain():
 
 
 def test_an_opening_without_bounds_names_every_variable():
-    with pytest.raises(_counter_edge.EdgeError, match=r"found 0\.0\) and counters_sampler_max_s \(found 1\.0\)"):
-        _counter_edge.check_opening("w", "r", "/run", ["lo"], 0.0, 1.0)
-    with pytest.raises(_counter_edge.EdgeError, match=r"counters_run_id, found ''"):
-        _counter_edge.check_closing("w", "", "/run")
+    with pytest.raises(_counter_window_controller.EdgeError,
+                       match=r"found 0\.0\) and counters_sampler_max_s \(found 1\.0\)"):
+        _counter_window_controller.check_opening("w", "r", "/run", ["lo"], 0.0, 1.0)
+    with pytest.raises(_counter_window_controller.EdgeError, match=r"counters_run_id, found ''"):
+        _counter_window_controller.check_closing("w", "", "/run")

@@ -18,7 +18,8 @@ from ansible_collections.inferlab.distributed.plugins.filter.counters import (
     link_events,
     prometheus_textfile,
 )
-from ansible_collections.inferlab.distributed.plugins.module_utils import _counters
+from ansible_collections.inferlab.distributed.plugins.module_utils import _net_counters
+from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_deltas
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
 
@@ -130,11 +131,11 @@ def test_two_real_samples(tmp_path):
     sysfs = sysfs_tree('tb_peer', tmp_path / 'sys')
     proc = tmp_path / 'proc'
     shutil.copytree(FIXTURES / 'proc', proc)
-    before, _missing = _counters.collect(['thunderbolt0'], str(sysfs), str(proc), clock=lambda: (10.0, 0.0))
+    before, _missing = _net_counters.collect(['thunderbolt0'], str(sysfs), str(proc), clock=lambda: (10.0, 0.0))
     stats = sysfs / 'class/net/thunderbolt0/statistics'
     (stats / 'rx_bytes').write_text(str(before['interfaces']['thunderbolt0']['statistics']['rx_bytes'] + 2500) + '\n')
     (stats / 'rx_crc_errors').write_text('0\n')  # the driver was reloaded: the counter restarted
-    after, _missing = _counters.collect(['thunderbolt0'], str(sysfs), str(proc), clock=lambda: (12.5, 2.5))
+    after, _missing = _net_counters.collect(['thunderbolt0'], str(sysfs), str(proc), clock=lambda: (12.5, 2.5))
     result = counter_delta(before, after)
     assert result['elapsed_s'] == 2.5
     assert result['interfaces']['thunderbolt0']['rx_bytes'] == 2500
@@ -148,17 +149,17 @@ def test_a_flap_between_two_real_samples_counts_as_carrier_changes(tmp_path):
     sysfs = sysfs_tree('tb_peer', tmp_path / 'sys')
     proc = tmp_path / 'proc'
     shutil.copytree(FIXTURES / 'proc', proc)
-    before, _missing = _counters.collect(['thunderbolt0', 'lo'], str(sysfs), str(proc), clock=lambda: (10.0, 0.0))
+    before, _missing = _net_counters.collect(['thunderbolt0', 'lo'], str(sysfs), str(proc), clock=lambda: (10.0, 0.0))
     assert before['interfaces']['thunderbolt0']['carrier'] == {'carrier_changes': 4, 'carrier_up_count': 2,
                                                                'carrier_down_count': 2}
     # the fixture's lo has no such files (a kernel older than 3.15 for carrier_changes): None, never an error
-    assert before['interfaces']['lo']['carrier'] == dict.fromkeys(_counters.CARRIER_COUNTERS)
+    assert before['interfaces']['lo']['carrier'] == dict.fromkeys(_net_counters.CARRIER_COUNTERS)
     link = sysfs / 'class/net/thunderbolt0'
     for name, value in (('carrier_changes', 6), ('carrier_up_count', 3), ('carrier_down_count', 3)):
         (link / name).write_text(f'{value}\n')
-    after, _missing = _counters.collect(['thunderbolt0', 'lo'], str(sysfs), str(proc), clock=lambda: (12.0, 2.0))
+    after, _missing = _net_counters.collect(['thunderbolt0', 'lo'], str(sysfs), str(proc), clock=lambda: (12.0, 2.0))
     result = counter_delta(before, after)
-    assert {k: result['interfaces']['thunderbolt0'][k] for k in _counters.CARRIER_COUNTERS} == {
+    assert {k: result['interfaces']['thunderbolt0'][k] for k in _net_counters.CARRIER_COUNTERS} == {
         'carrier_changes': 2, 'carrier_up_count': 1, 'carrier_down_count': 1}
     assert 'carrier_changes' not in result['interfaces']['lo'] and result['missing'] == []
 
@@ -166,8 +167,8 @@ def test_a_flap_between_two_real_samples_counts_as_carrier_changes(tmp_path):
 def test_a_malformed_carrier_counter_names_its_file(tmp_path):
     sysfs = sysfs_tree('tb_peer', tmp_path / 'sys')
     (sysfs / 'class/net/thunderbolt0/carrier_changes').write_text('lots\n')
-    with pytest.raises(_counters.SysfsError) as exc:
-        _counters.read_interface(_counters.SysfsReader(str(sysfs)), 'thunderbolt0')
+    with pytest.raises(_net_counters.SysfsError) as exc:
+        _net_counters.read_interface(_net_counters.SysfsReader(str(sysfs)), 'thunderbolt0')
     assert 'carrier_changes' in str(exc.value) and "'lots'" in str(exc.value)
 
 
@@ -221,6 +222,19 @@ def test_link_events_rejects_malformed_samples(samples, message):
     with pytest.raises(AnsibleFilterError) as exc:
         link_events(samples, 'thunderbolt0')
     assert str(exc.value).startswith(message)
+
+
+def test_the_logic_raises_a_value_error_that_the_filters_give_as_a_filter_error():
+    """plugin_utils/_counter_deltas.py holds the logic (the counter window's controller half calls it without Ansible's
+    errors); the filters say the same thing as AnsibleFilterError."""
+    for logic, wrapper, args in ((_counter_deltas.counter_delta, counter_delta, (sample(), 3)),
+                                 (_counter_deltas.link_events, link_events, (['{'], 'thunderbolt0'))):
+        with pytest.raises(_counter_deltas.CounterDataError) as plain_error:
+            logic(*args)
+        assert isinstance(plain_error.value, ValueError)
+        with pytest.raises(AnsibleFilterError) as filter_error:
+            wrapper(*args)
+        assert str(filter_error.value) == str(plain_error.value)
 
 
 def test_not_strict_a_cut_short_sample_is_an_event_and_the_others_still_compare():

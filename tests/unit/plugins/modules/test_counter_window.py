@@ -33,7 +33,7 @@ def state(tmp_path):
     root = tmp_path / "state"
     (root / "bin").mkdir(parents=True)
     shutil.copy(SAMPLER, root / "bin" / "inferlab_sampler.py")
-    for name in ("_counters.py", "_sysfs.py"):
+    for name in ("_net_counters.py", "_sysfs.py"):
         shutil.copy(MODULE_UTILS / name, root / "bin" / name)
     for name in ("windows", "run", "logs"):
         (root / name).mkdir()

@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The controller's half of a counter window edge (the counter_window action plugin's work), without Ansible.
 
-The host takes the snapshot and starts or stops the sampler (the counter_window module); the controller keeps the
-snapshot with its own UTC time, works out the skew between the hosts' snapshots, the deltas, the link's events and
-the notes, and writes the evidence into the run directory. This used to be about twenty tasks per window."""
+The host takes the snapshot and starts or stops the sampler (the counter_window module, its logic in
+module_utils/_counter_window_host.py); the controller keeps the snapshot with its own UTC time, works out the skew
+between the hosts' snapshots, the deltas, the link's events and the notes, and writes the evidence into the run
+directory. This used to be about twenty tasks per window."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,9 +17,7 @@ import json
 import re
 from datetime import datetime, timezone
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.inferlab.distributed.plugins.filter.counters import counter_delta, link_events
+from ansible_collections.inferlab.distributed.plugins.plugin_utils._counter_deltas import counter_delta, link_events
 
 # Fields of net/snmp's Tcp: line that are settings or gauges, not counters: a connection closing makes CurrEstab
 # go down, which counter_delta would report as a reset. They are left out of the deltas.
@@ -113,7 +112,7 @@ def window_result(window, host, opened, close_snapshot, sampler_entries, samples
         lines = samples_text.strip().splitlines() if samples_text is not None else []
         events = link_events(lines, link_interface, strict=False) if link_interface in interfaces else []
         stop = _stop_event(log_text) if log_text is not None else {}
-    except (AnsibleFilterError, ValueError) as exc:
+    except ValueError as exc:  # the deltas' CounterDataError, or a log line that is not JSON
         raise EdgeError("window %s on %s cannot be measured: %s" % (window, host, exc)) from exc
     before = [open_snapshot["link"].get(k) for k in LINK_KEYS]
     after = [close_snapshot["link"].get(k) for k in LINK_KEYS]

@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One edge of a counter window on a host: the snapshot, and the sampler started or stopped through the ledger.
 
-The counter_window module's work, here so that it can be tested without Ansible. The sampler is a temporary
-change: recorded (pending) before it starts, marked applied with its pid and start time, and stopped only through
-the ledger (an undo by PID), exactly as the restore would stop it after a dead run."""
+The counter_window module's work, here so that it can be tested without Ansible; the controller's half of the edge
+is plugin_utils/_counter_window_controller.py (the action plugin's). The sampler is a temporary change: recorded
+(pending) before it starts, marked applied with its pid and start time, and stopped only through the ledger (an undo
+by PID), exactly as the restore would stop it after a dead run."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,9 +17,9 @@ import json
 import subprocess
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (
-    _counters,
     _ledger_core,
     _ledger_undo,
+    _net_counters,
     _nvml,
     _tbnet,
 )
@@ -31,8 +32,8 @@ class WindowError(Exception):
 def snapshot(interfaces, fail_on_missing=True, sysfs_root='/sys', tbnet_sysfs_root='/sys', procfs_root='/proc',
              nvml_snapshot=None, import_pynvml=_nvml.import_pynvml):
     """The counters first (what the window measures), then the Thunderbolt link and the GPUs."""
-    counters, missing = _counters.collect(list(dict.fromkeys(interfaces)), sysfs_root=sysfs_root,
-                                          procfs_root=procfs_root, fail_on_missing=fail_on_missing)
+    counters, missing = _net_counters.collect(list(dict.fromkeys(interfaces)), sysfs_root=sysfs_root,
+                                              procfs_root=procfs_root, fail_on_missing=fail_on_missing)
     tbnet = _tbnet.collect(sysfs_root=tbnet_sysfs_root, procfs_root=procfs_root)
     nvml = _nvml.read(nvml_snapshot, procfs_root=procfs_root, import_pynvml=import_pynvml)
     return {'counters': counters, 'missing': missing, 'tbnet': tbnet, 'nvml': nvml}
