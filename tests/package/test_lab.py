@@ -343,6 +343,21 @@ def test_write_tree_check_mode_writes_nothing(tmp_path):
     assert not root.exists()
 
 
+def test_write_tree_installs_the_lab_server_package_from_the_package_itself(tmp_path):
+    root = tmp_path / "lab"
+    result = lab_files.write_tree(root, {"files": {"gpu.json": "{}"}, "server_package": "lib"})
+    server = root / "lib" / "inferlab" / "lab" / "server"
+    written = sorted(path.name for path in server.glob("*.py"))
+    assert written == sorted(path.name for path in lab_files.SERVER_PACKAGE.glob("*.py")) and "__main__.py" in written
+    for name in written:
+        assert (server / name).read_bytes() == (lab_files.SERVER_PACKAGE / name).read_bytes()
+    assert (root / "lib" / "inferlab" / "__init__.py").is_file() and (root / "gpu.json").read_text() == "{}"
+    assert "file lib/inferlab/lab/server/__main__.py" in result["changes"]
+    assert lab_files.write_tree(root, {"files": {"gpu.json": "{}"}, "server_package": "lib"})["changed"] is False
+    # the hosts' own Python runs it from there alone: nothing else of the package is written
+    assert sorted(path.name for path in (root / "lib" / "inferlab").iterdir()) == ["__init__.py", "lab"]
+
+
 @pytest.mark.parametrize("path", ["../escape", "/etc/passwd", "a/../../b", ""])
 def test_write_tree_refuses_paths_outside(tmp_path, path):
     with pytest.raises(lab_layout.LabError, match="relative path"):

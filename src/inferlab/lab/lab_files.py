@@ -11,16 +11,37 @@ from inferlab.lab.layout import HARDWARE_DAEMONS, LAB_JSON_FORMAT, LabError, gat
 from inferlab.lab.processes import read_pidfile
 
 
+# The lab inference server (standard library only), which the hosts' own Python runs from <lab_dir>/lib
+SERVER_PACKAGE = Path(__file__).resolve().parent / "server"
+
+
+def server_package_spec(under: str) -> dict:
+    """The lab inference server's package as ``write_tree`` files and dirs under ``under``: this installed package's
+    own files, so that the lab role never reads the package's source tree by path."""
+    package = SERVER_PACKAGE.parent.parent  # inferlab/
+    sources = [package / "__init__.py", package / "lab" / "__init__.py", *sorted(SERVER_PACKAGE.glob("*.py"))]
+    files = {f"{under}/{path.relative_to(package.parent)}": {"content": path.read_text(), "mode": "0644"}
+             for path in sources}
+    dirs = {under: "0755", f"{under}/inferlab": "0755", f"{under}/inferlab/lab": "0755",
+            f"{under}/inferlab/lab/server": "0755"}
+    return {"dirs": dirs, "files": files}
+
+
 def write_tree(root: Path, spec: dict, check: bool = False) -> dict:
     """Converge ``root`` to ``spec`` and say what changed (``changes``: ``"file REL"``, ``"dir REL"`` ...).
 
     ``spec``: ``{"mode": ROOT_MODE, "dirs": {REL: MODE}, "files": {REL: CONTENT | {"content": C, "mode": M}},
-    "links": {REL: TARGET}}``; modes are octal strings, files default to ``0644``. Files are rewritten only when
-    their content differs, links only when their target differs. Nothing else under ``root`` is touched: later roles
-    may add files there.
+    "links": {REL: TARGET}, "server_package": REL}``; modes are octal strings, files default to ``0644``;
+    ``server_package`` adds the lab inference server's package under REL (``server_package_spec``). Files are
+    rewritten only when their content differs, links only when their target differs. Nothing else under ``root`` is
+    touched: later roles may add files there.
     """
     root = Path(root)
     changes: list[str] = []
+    if spec.get("server_package"):
+        package = server_package_spec(spec["server_package"])
+        spec = dict(spec, dirs={**spec.get("dirs", {}), **package["dirs"]},
+                    files={**spec.get("files", {}), **package["files"]})
 
     def rel(path: str) -> Path:
         parts = Path(path).parts
