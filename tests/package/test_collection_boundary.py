@@ -14,7 +14,8 @@ COLLECTION_SUFFIXES = {".yml", ".yaml", ".j2", ".py", ".sh", ".cfg"}
 INTO_SOURCE = re.compile(r"\.\./src\b|\bsrc/inferlab\b|PYTHONPATH[^\n]*\bsrc\b")
 # a path into the collection's files from the package's code
 COLLECTION_DIRS = "module_utils|plugin_utils|modules|filter|action|lookup|doc_fragments"
-INTO_COLLECTION = re.compile(rf"""["']plugins["']\s*/\s*["']({COLLECTION_DIRS})["']|\bplugins/({COLLECTION_DIRS})/\w+\.py""")
+INTO_COLLECTION = re.compile(rf"""["']plugins["']\s*/\s*["']({COLLECTION_DIRS})["']"""
+                             rf"""|\bplugins/({COLLECTION_DIRS})/\w+\.py""")
 # The lab's link daemon applies a link profile with the collection's own tc logic (plugins/module_utils/_tc.py), so
 # that the lab's emulated link and a real host take one code path; the package loads that one file by path from a
 # checkout (the lab runs only there).

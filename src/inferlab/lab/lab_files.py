@@ -10,7 +10,6 @@ from pathlib import Path
 from inferlab.lab.layout import HARDWARE_DAEMONS, LAB_JSON_FORMAT, LabError, gateway_daemons
 from inferlab.lab.processes import read_pidfile
 
-
 # The lab inference server (standard library only), which the hosts' own Python runs from <lab_dir>/lib
 SERVER_PACKAGE = Path(__file__).resolve().parent / "server"
 
