@@ -562,14 +562,16 @@ def test_overrun_and_timeout_then_max_seconds(tmp_path, gateways):
 
 
 def test_answers_still_coming_at_the_stop_are_written_as_unanswered(tmp_path, gateways):
-    """A body trickling in (each read within the timeout) outlives the stop; the stop does not wait forever. The
-    first tick is due at the start, so it is sent however late the loop begins (a CI machine once began it after a
-    0.08 s deadline and sent nothing); the interval is wide enough that the loop is not a whole interval late."""
+    """A body trickling in (each read within the timeout) outlives the stop; the stop does not wait forever (one
+    more timeout). The first tick is due at the start, so it is sent however late the loop begins (a CI machine once
+    began it after a 0.08 s deadline and sent nothing); the interval is wide enough that the loop is not a whole
+    interval late. The timeout is wide too: with 0.3 s, a CI machine's answer headers came so late that the body's
+    reads had 1 ms left, and the request timed out on its own before the stop."""
     gateway = gateways(mode="trickle")
     output = tmp_path / "continuity.jsonl"
     began = time.monotonic()
     out = run_cli("run", "--url", gateway.url, "--model", "large", "--output", output, "--interval", "0.25",
-                  "--timeout", "0.3", "--max-seconds", "0.3")
+                  "--timeout", "2", "--max-seconds", "0.3")
     assert out.returncode == 0, out.stderr
     assert time.monotonic() - began < 10  # two Python starts and the stop, on a busy machine
     records = read_records(output)
