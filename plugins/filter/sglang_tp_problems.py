@@ -242,7 +242,7 @@ def host_problems(plan, host):
         problems.append(
             'Stop if a port is busy on %s (rank 0): expected ports %s (HTTP) and %s (rendezvous) free, found '
             'listeners: %s; set sglang_tp_port or sglang_tp_dist_init_port'
-            % (_text(rank0['name']), _text(host['port']), _text(host['dist_init_addr']).split(':')[-1],
+            % (_text(rank0['name']), _text(host['port']), _text(host['dist_init_addr']).rsplit(':', maxsplit=1)[-1],
                ' | '.join(_text(line) for line in lines)))
     versions = read['versions']
     if versions is None or not isinstance(_mapping(versions, 'host.read.versions', ('parsed',))['parsed'], dict):

@@ -43,7 +43,9 @@ class StateModule:
         try:
             self.prepare()
             result = getattr(self, f'{self.state_option}_{self.params[self.state_option]}')()
-        except self.expected_errors as err:
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            if not isinstance(err, self.expected_errors):
+                raise
             self.fail_on(err)
         self.exit(**result)
 

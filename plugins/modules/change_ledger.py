@@ -431,11 +431,10 @@ class ChangeLedger(_module_base.StateModule):
         result = self.undo(ids, _ledger_undo.UndoContext(procfs_root=self.params['procfs_root']),
                            run_id=self.params['run_id'])
         out = dict(changed=result['changed'], undone=result['undone'], failures=result['failed'],
-                   skipped=result['skipped'], details=result['details'], problems=result['problems'],
-                   msg=result['message'])
+                   skipped=result['skipped'], details=result['details'], problems=result['problems'])
         if result['failed']:
-            self.fail(out.pop('msg'), ledger=self._ledger_path(), **out)
-        return out
+            self.fail(result['message'], ledger=self._ledger_path(), **out)
+        return dict(out, msg=result['message'])
 
     def action_leftovers(self):
         found = _ledger_undo.leftovers(self.ledger_dir, self.host, self.params['procfs_root'])

@@ -117,7 +117,7 @@ def test_bad_input_is_refused_on_every_host_naming_what_to_set(tmp_path):
         port = free_port()
         holder.bind(("127.0.0.1", port))
         holder.listen()
-        proc, outcome, _ = run(tmp_path, sglang_tp_port=port, sglang_tp_speculative=speculative,
+        proc, outcome, _variables = run(tmp_path, sglang_tp_port=port, sglang_tp_speculative=speculative,
                                sglang_tp_quantization="nvfp4", inferlab_link_interface="tb9")
     assert proc.returncode == 0, proc.stdout[-3000:]  # rescued
     for name, rank in (("lab-a", 0), ("lab-b", 1)):
@@ -136,7 +136,7 @@ def test_bad_input_is_refused_on_every_host_naming_what_to_set(tmp_path):
 
 def test_nextn_on_an_sglang_without_the_merged_autotune_caches_is_refused(tmp_path):
     old = dict(VERSIONS, sglang="0.5.20")
-    proc, outcome, _ = run(tmp_path, versions={"lab-a": VERSIONS, "lab-b": old})
+    proc, outcome, _variables = run(tmp_path, versions={"lab-a": VERSIONS, "lab-b": old})
     assert proc.returncode == 0, proc.stdout[-3000:]
     for name in ("lab-a", "lab-b"):
         said = messages(outcome[name])
@@ -152,7 +152,7 @@ def test_nextn_on_an_sglang_without_the_merged_autotune_caches_is_refused(tmp_pa
 
 
 def test_a_host_that_failed_its_checks_in_a_callers_rescue_stops_the_other(tmp_path):
-    proc, outcome, _ = run(tmp_path, hosts={"lab-a": {"inferlab_model_path": "/nonexistent/model"}})
+    proc, outcome, _variables = run(tmp_path, hosts={"lab-a": {"inferlab_model_path": "/nonexistent/model"}})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert outcome["lab-a"]["messages"][0] == (
         "Stop if the model is missing on lab-a: expected a directory at /nonexistent/model, found nothing; set "
@@ -168,7 +168,7 @@ def test_a_site_dry_run_notes_every_problem_once_and_goes_on(tmp_path):
         port = free_port()
         holder.bind(("127.0.0.1", port))
         holder.listen()
-        proc, outcome, _ = run(tmp_path, sglang_tp_port=port, inferlab_preflight_collect=True,
+        proc, outcome, _variables = run(tmp_path, sglang_tp_port=port, inferlab_preflight_collect=True,
                                hosts={"lab-a": {"inferlab_model_path": "/nonexistent/model"}})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert outcome["lab-a"]["passed"] and outcome["lab-b"]["passed"]  # noted, and the play went on

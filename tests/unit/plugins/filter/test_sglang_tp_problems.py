@@ -259,7 +259,7 @@ def test_every_host_problem_at_once_in_the_checks_order():
             "link": {"interface": "tb9", "present": False, "error": "no"},
             "versions": {"rc": 1, "parsed": None, "error": "failed"}},
         rank0={"name": "lab-a", "listeners": {"ports": [1], "lines": ["LISTEN"]}}))
-    assert [problem.split(":")[0] for problem in problems] == [
+    assert [problem.split(":", maxsplit=1)[0] for problem in problems] == [
         "Stop if the ranks' container has no image", "Stop before launch on lab-a (rank 0)",
         "Stop if the model is missing on lab-a", "Stop if the model directory is not a model on lab-a",
         "Stop if the context length is unknown", "Stop if NCCL's interface is missing on lab-a",
