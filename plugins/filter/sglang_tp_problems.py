@@ -294,7 +294,7 @@ def ring_problems(plan, ring):
         problems.append(
             'Stop before launch: mode nextn needs SGLang %s or later, found %s. Before it, the draft worker\'s '
             'FlashInfer autotune drops the target\'s tuned tactics (upstream commit fc5a979f merges the caches across '
-            'speculative workers), which broke NEXTN in the first field report. Install SGLang %s or later, leave '
+            'speculative workers), which breaks NEXTN. Install SGLang %s or later, leave '
             'nextn out of sglang_tp_modes, or set sglang_tp_nextn_min_sglang_version to "" for a build that carries '
             'the fix' % (minimum, ', '.join(too_old), minimum))
     mismatches = _acceptance.rank_mismatches(identities, plan['min_sglang_version'])

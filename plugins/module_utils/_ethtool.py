@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A NIC's ethtool settings as groups: its offloads (``-k``/``-K``), interrupt coalescing (``-c``/``-C``) and ring
-sizes (``-g``/``-G``), read, compared and set, the transport tunables both field reports changed one at a time.
+sizes (``-g``/``-G``), read, compared and set: transport tunables that a link investigation changes one at a time.
 
 Every setting is keyed by the name its set command takes (``generic-segmentation-offload``, ``rx-usecs``,
 ``adaptive-rx``, ``rx``) and valued as text: ``on``/``off`` or a decimal integer. A setting the driver does not

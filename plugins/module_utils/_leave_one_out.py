@@ -5,7 +5,7 @@
 """Leave-one-out on a serving cluster: which whole runs to make (the whole ring, then the ring with each member left
 out, every configuration once per round, rounds repeated), and which member the cluster's tok/s follows.
 
-The field report's finding was "every configuration that hit the cliff included the host": a claim about every run,
+The finding sought is "every configuration that hit the cliff included the host": a claim about every run,
 not a mean. So a member is named only when every run without it was faster than every run of every configuration
 that included it (no overlap at all), over at least MIN_ROUNDS rounds, and its absence lifted the median by the
 threshold. Three rounds because complete separation is also what chance gives now and then: with r runs on each side

@@ -4,10 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Judge link measurements: direction asymmetry, the flow sweep, ping statistics, and the A/B condition table.
 
-Every verdict says what was observed, never why: elimination yields a theory, not a diagnosis
-(reference report 001). Ratios are rounded to two decimals and the rounded ratio is what is compared with the
-threshold, so the text a person reads never contradicts the verdict; a ratio exactly at the threshold counts as
-the finding (asymmetric, per-flow limit).
+Every verdict says what was observed, never why: elimination yields a theory, not a diagnosis. Ratios are rounded
+to two decimals and the rounded ratio is what is compared with the threshold, so the text a person reads never
+contradicts the verdict; a ratio exactly at the threshold counts as the finding (asymmetric, per-flow limit).
 
 Standard library only, Python 3.8+ syntax: this file may run on managed hosts.
 """

@@ -5,8 +5,8 @@
 """Judge the day-one matrix of every ordered pair: which host's transmit (or receive) path is weak against every
 peer, and which single pair is weak.
 
-Each test is judged against the same receiver's (or the same sender's) other tests, as the field report judged its
-suspect against a control host that sent to the same server:
+Each test is judged against the same receiver's (or the same sender's) other tests, as a suspect is judged
+against a control host that sends to the same server:
 
 - a test S -> R is weak on S's side when the other senders reach R faster: the median of ``K -> R`` over every
   other K, divided by ``S -> R``, is at or above the threshold; weak on R's side when S reaches the other receivers

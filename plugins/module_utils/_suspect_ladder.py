@@ -5,7 +5,7 @@
 """The elimination ladder for a suspect host's transmit path: which single-flow iperf3 runs to make, and what each
 step shows and does not show.
 
-The field report's order (reference report 001): the same server receives from the suspect with 1, 2 and 4 flows
+The ladder's order: the same server receives from the suspect with 1, 2 and 4 flows
 (per flow or per host), with the default window and a large one, with the application's message size with Nagle
 on and off, with message sizes from 4 KiB to 1 MiB; a control host sends to the same server (the suspect's sender
 or the server's receiver), the server sends back to the suspect (its receive path), and the suspect talks to itself
@@ -32,7 +32,7 @@ from ansible_collections.inferlab.distributed.plugins.module_utils._link_verdict
 RUN_PATHS = ("suspect", "receive", "control", "loopback")
 STEPS = ("flows", "window", "nagle", "message_sizes", "control", "loopback")
 # A large window that closes less than this share of the gap between one flow and the best of parallel flows
-# "helps partly" (the report's 8 MB window: 3.58 to 6.6 Gb/s where parallel flows reached 8.7, 59 % of the gap).
+# "helps partly" (observed: an 8 MB window took 3.58 to 6.6 Gb/s where parallel flows reached 8.7, 59 % of the gap).
 WINDOW_FULL_SHARE = 0.9
 
 
@@ -229,7 +229,7 @@ def _theory(steps, hosts):
     if not found:
         return "nothing characterized: the steps measured no clear effect (see each step)"
     return ("a theory, not a cause: %s; what inside %s causes it was not determined, and leaving it out of the ring "
-            "is how the field report resolved it" % ("; ".join(found), suspect))
+            "works around it" % ("; ".join(found), suspect))
 
 
 def ladder_verdict(results, hosts, settings, threshold):

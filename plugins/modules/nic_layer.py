@@ -12,7 +12,7 @@ short_description: Set a NIC's offloads, coalescing or ring sizes for a run, rec
 version_added: 0.1.0
 description:
   - Sets a NIC's ethtool settings, a group at a time (O(features) with C(ethtool -K), O(coalesce) with C(ethtool -C),
-    O(rings) with C(ethtool -G)), the transport tunables both field reports changed one at a time. ethtool's
+    O(rings) with C(ethtool -G)), transport tunables that a link investigation changes one at a time. ethtool's
     changes last until the next boot or driver reload; nothing is written where a boot reads it again.
   - Before a group is set, every setting of it is read (C(ethtool -k), C(-c) or C(-g)) and checked against what the
     driver has; a name it does not have, an offload that is fixed, a setting it reports as n/a, a ring above its

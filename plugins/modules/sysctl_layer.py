@@ -11,8 +11,8 @@ module: sysctl_layer
 short_description: Set transport sysctls for a run, each recorded in the host's change ledger first
 version_added: 0.1.0
 description:
-  - Sets each sysctl of O(settings) (socket buffers and TCP options, the transport tunables both field reports
-    changed one at a time) by writing its file under O(proc_sys_root) at run time, never in a file that a boot
+  - Sets each sysctl of O(settings) (socket buffers and TCP options, transport tunables that a link investigation
+    changes one at a time) by writing its file under O(proc_sys_root) at run time, never in a file that a boot
     reads again (no C(/etc/sysctl.d)), so a reboot undoes it too.
   - Before each write it reads the value, records a V(sysctl) entry in the host's change ledger with that value
     (C(previous)) and the one it writes, then writes, reads back and marks the entry applied. The ledger's undo (a

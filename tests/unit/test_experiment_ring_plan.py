@@ -100,8 +100,8 @@ def test_the_candidate_served_without_the_network_only_ab_is_refused_unless_a_re
     proc = run_plan(tmp_path, CANDIDATE_WITHOUT_AB, None)
     assert proc.returncode == 2, proc.stdout[-3000:]
     assert ("The plan serves the candidate driver (tp2_nextn_candidate) without the network-only A/B before it; "
-            "nothing was changed. The first field report proved the driver's effect on the link before it measured "
-            "model speed on it. Add link_ab to experiment_stages, or set experiment_link_ab_opt_out") in said(proc)
+            "nothing was changed. The driver's effect on the link alone is proven before model speed is measured "
+            "on it. Add link_ab to experiment_stages, or set experiment_link_ab_opt_out") in said(proc)
     assert "went on" not in proc.stdout
 
 

@@ -35,7 +35,7 @@ What it does, in order:
   `stages.fresh_start.<host>` = `{"from": "lab_up" | "restore", "verified": true, "time": ...}` for every host
   listed. The staged experiment writes it at its verify stage (roles/experiment, fresh_start.yml). A first run on
   a host inferlab never changed (`"from": "untouched"`) does not count: nothing was restarted for it, so it
-  re-verifies nothing (the field reports' rule: a fix is not a fix until it re-verifies cold). Nor does a B that is
+  re-verifies nothing (a fix is not a fix until it re-verifies cold). Nor does a B that is
   not later than A: every run of B must have started after every run of A ended (`run.started`, `run.finished`), so
   that its fresh start came after the original; two modes of one run never re-verify each other.
 

@@ -1,7 +1,7 @@
 """A run's configuration fingerprint: what its record says ran, one component at a time, so that `inferlab compare`
 can name every difference between two runs and withhold a verdict across more than the one layer they declare.
 
-The first field report changed one layer at a time, and knew it did; a record's declared layers (`compare`'s
+Changing one layer at a time needs knowing that only one changed; a record's declared layers (`compare`'s
 `declared_layers`) only say what the operator meant to change. The fingerprint is what was there: per ring host (its
 verification, `verification.<host>`) the kernel, the firmware (DMI, the Thunderbolt host router's NVM, an Ethernet
 NIC's firmware), the link's driver and its parameters, the GPU driver and the link's settings (MTU, offloads); per

@@ -3,7 +3,7 @@
 whether its verdict held, beside how far A itself drifted between the original runs and the new ones.
 
 A verdict is re-verified only by a separate run, later than the original, of the same plan, that started from a
-fresh start (the field reports' rule: a fix is not a fix until it re-verifies cold). So each run is run again: the
+fresh start (a fix is not a fix until it re-verifies cold). So each run is run again: the
 same playbook, inventory and extra vars (read from the run directory's private ``env/extravars``, so that a secret
 the record redacts is passed again), in a new run directory, after the original ended. A's runs are run again too,
 each before B's of the same rank: comparing the original A with new B runs alone would compare two blocks of time,

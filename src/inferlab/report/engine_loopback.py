@@ -1,6 +1,6 @@
 """The report's engine talking to itself (roles/llamacpp_rpc with llamacpp_rpc_loopback_member): one host's
-llama-server with its layers on its own ggml-rpc-server over loopback, no NIC in the path, the field report's "the
-application talking to itself on the suspect". Observed figures of that one host, never a cause.
+llama-server with its layers on its own ggml-rpc-server over loopback, no NIC in the path: the
+application talking to itself on the suspect. Observed figures of that one host, never a cause.
 
 A record holds it under `stages.<stage>.<mode>` (stage `engine_loopback` in playbooks/isolate_suspect.yml), found by
 its layer `rpc: loopback`; anything else there is left out.

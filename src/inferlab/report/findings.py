@@ -384,7 +384,7 @@ def _limits(
             limits.append(
                 f"The links were emulated{why}: veths on the lab's switch, whose tc shaping (each port's rate, the "
                 "suspect's per-flow cap) stood in for the hosts' NICs. No figure here is a NIC's result; the "
-                "lab reproduces the field report's shape, not its hardware."
+                "lab reproduces the failure's shape, not its hardware."
             )
         else:
             limits.append(

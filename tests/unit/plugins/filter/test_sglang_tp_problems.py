@@ -327,7 +327,7 @@ def test_nextn_on_an_sglang_without_the_merged_autotune_caches():
     assert problems == [
         "Stop before launch: mode nextn needs SGLang 0.5.21 or later, found lab-a runs SGLang 0.5.20, lab-b runs "
         "SGLang 0.5.20. Before it, the draft worker's FlashInfer autotune drops the target's tuned tactics (upstream "
-        "commit fc5a979f merges the caches across speculative workers), which broke NEXTN in the first field report. "
+        "commit fc5a979f merges the caches across speculative workers), which breaks NEXTN. "
         "Install SGLang 0.5.21 or later, leave nextn out of sglang_tp_modes, or set "
         "sglang_tp_nextn_min_sglang_version to \"\" for a build that carries the fix"]
 

@@ -8,7 +8,7 @@ PLANS = [
     (["a", "b"], {}, ["a", "b"], [], [], None, False),
     (["a", "b"], {"a": "ring", "b": "ring"}, ["a", "b"], [], [], None, False),
     (["a", "b"], {"a": None, "b": "ring"}, ["a", "b"], [], [], None, False),
-    # the field report's case: B quarantined leaves A alone, and a ring of one serves solo
+    # the quarantine's case: B quarantined leaves A alone, and a ring of one serves solo
     (["a", "b"], {"b": "solo"}, [], ["a", "b"], ["b"], "a", True),
     (["a", "b"], {"a": "solo", "b": "solo"}, [], ["a", "b"], ["a", "b"], None, True),
     (["a", "b", "c"], {"b": "solo"}, ["a", "c"], ["b"], ["b"], None, True),

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Leave-one-out: the plan of whole runs (rounds interleave every configuration; the head never left out) and the
 member the cluster's tok/s follows, named only when every run without it beat every run with it over two rounds
-(the field report's "every configuration that hit the cliff included the host"); one round, overlapping runs and
+("every configuration that hit the cliff included the host"); one round, overlapping runs and
 small lifts are said, never claimed; malformed input refused."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_a_plan_that_cannot_run_is_refused(ring, left_out, rounds, message):
 
 
 def test_the_member_every_slow_run_included_is_named_with_its_figures():
-    # the report's shape: the cluster crawls whenever lab-c serves, runs flat without it
+    # the cliff's shape: the cluster crawls whenever lab-c serves, runs flat without it
     result = _leave_one_out.leave_one_out_verdict(runs({
         None: [20.1, 21.0, 19.5], "lab-b": [20.4, 19.9, 21.2], "lab-c": [40.2, 41.0, 39.6], "lab-d": [20.8, 20.0, 19.7],
     }), FIGURE, 1.1)

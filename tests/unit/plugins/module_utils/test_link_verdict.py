@@ -210,7 +210,7 @@ def test_control_ignored_when_symmetric():
 @pytest.mark.parametrize(
     ("by_flows", "threshold", "kind", "ratio", "best_flows"),
     [
-        ({1: 3.58 * G, 2: 8.4 * G, 4: 8.7 * G}, 1.5, "per-flow limit", 2.43, 4),   # reference report 001
+        ({1: 3.58 * G, 2: 8.4 * G, 4: 8.7 * G}, 1.5, "per-flow limit", 2.43, 4),   # an observed per-flow limit
         ({"1": 3.58 * G, "2": 8.4 * G, "4": 8.7 * G}, 1.5, "per-flow limit", 2.43, 4),  # keys as strings
         ({1: 3.58 * G, 2: 3.6 * G, 4: 3.7 * G}, 1.5, "per-host limit", 1.03, 4),
         ({1: 10.0, 2: 15.0}, 1.5, "per-flow limit", 1.5, 2),                        # exactly at the threshold

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The day-one matrix judged per host: a transmit path weak against every peer (the field report's suspect: about
+"""The day-one matrix judged per host: a transmit path weak against every peer (an observed suspect: about
 3.6 Gb/s out where the others send 8-9.3 to the same receivers, while it receives at full rate) against one weak
 pair (a cable or a port), a receive path, a clean cluster, and two hosts (no host verdict)."""
 

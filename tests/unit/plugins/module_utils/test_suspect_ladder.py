@@ -1,7 +1,7 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The elimination ladder judged step by step: the field report's suspect (one flow 3.58 Gb/s, two or four flows
+"""The elimination ladder judged step by step: an observed suspect (one flow 3.58 Gb/s, two or four flows
 8.4-8.7, an 8 MB window 6.6, Nagle off 2.7, a control host 8.1 against the same server, receive 9.3), a clean host,
 the lab's emulation (a per-flow cap, the window without effect), runs that moved nothing, and malformed input."""
 
@@ -66,7 +66,7 @@ def test_the_reports_suspect_is_characterized_step_by_step():
     assert result["theory"] == (
         "a theory, not a cause: the limit is per flow; it is on lab-c's sending side; a large window helps partly; "
         "the host's own TCP over loopback is fast; what inside lab-c causes it was not determined, and leaving it out "
-        "of the ring is how the field report resolved it")
+        "of the ring works around it")
 
 
 def test_a_clean_host_shows_no_effect_and_no_theory():
