@@ -15,7 +15,7 @@ version_added: 0.1.0
 author: inferlab developers (@inferlab)
 description:
   - Reads each ring host's C(inferlab_topology) (V(ring), the default, or V(solo)) and says who serves how.
-  - A host set to V(solo) is quarantined: pulled out of the ring on purpose while a suspicion about its transmit
+  - A host set to V(solo) is quarantined, pulled out of the ring on purpose while a suspicion about its transmit
     path is tested.
   - A ring needs two hosts; a single host left in the ring serves solo too (a ring of one).
   - Fails naming the host and the variable when a value is neither V(ring) nor V(solo).

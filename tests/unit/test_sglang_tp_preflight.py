@@ -118,7 +118,7 @@ def test_bad_input_is_refused_on_every_host_naming_what_to_set(tmp_path):
         holder.bind(("127.0.0.1", port))
         holder.listen()
         proc, outcome, _variables = run(tmp_path, sglang_tp_port=port, sglang_tp_speculative=speculative,
-                               sglang_tp_quantization="nvfp4", inferlab_link_interface="tb9")
+                                        sglang_tp_quantization="nvfp4", inferlab_link_interface="tb9")
     assert proc.returncode == 0, proc.stdout[-3000:]  # rescued
     for name, rank in (("lab-a", 0), ("lab-b", 1)):
         said = messages(outcome[name])
@@ -169,7 +169,7 @@ def test_a_site_dry_run_notes_every_problem_once_and_goes_on(tmp_path):
         holder.bind(("127.0.0.1", port))
         holder.listen()
         proc, outcome, _variables = run(tmp_path, sglang_tp_port=port, inferlab_preflight_collect=True,
-                               hosts={"lab-a": {"inferlab_model_path": "/nonexistent/model"}})
+                                        hosts={"lab-a": {"inferlab_model_path": "/nonexistent/model"}})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert outcome["lab-a"]["passed"] and outcome["lab-b"]["passed"]  # noted, and the play went on
     lines = (tmp_path / "run" / "preflight" / "problems.jsonl").read_text().splitlines()
