@@ -19,7 +19,7 @@ import os
 import re
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _gateway_swap as swap
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_undo
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_base, _ledger_core, _ledger_undo
 
 KIND = 'gateway_config'
 
@@ -99,8 +99,8 @@ def apply(ledger_dir, host, run_id, params, content):
         for source, backup in pairs:
             os.makedirs(os.path.dirname(backup), mode=0o700, exist_ok=True)
             with open(source, 'rb') as handle:
-                swap.write_atomic(backup, handle.read(), mode=0o600)
-        swap.write_atomic(params['config_path'], content)
+                _ledger_base.write_atomic(backup, handle.read(), mode=0o600)
+        _ledger_base.write_atomic(params['config_path'], content)
     return entry.line
 
 

@@ -37,7 +37,6 @@ import json
 import os
 import re
 import signal
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -407,41 +406,6 @@ def _servers_up(text):
             if not {'down', 'backup'} & set(params.split())]
 
 
-def write_atomic(path, data, mode=None):
-    """Write ``data`` (bytes) to ``path`` atomically: a temporary file in the same directory, fsynced, renamed over
-    it. ``mode`` None keeps the existing file's mode (and, when allowed, its owner); a new file gets 0644."""
-    directory = os.path.dirname(path) or '.'
-    try:
-        current = os.stat(path)
-    except FileNotFoundError:
-        current = None
-    if mode is None:
-        mode = (current.st_mode & 0o7777) if current else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)
-    try:
-        view = memoryview(bytes(data))
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fchmod(fd, mode)
-        if current is not None and (current.st_uid, current.st_gid) != (os.geteuid(), os.getegid()):
-            try:
-                os.fchown(fd, current.st_uid, current.st_gid)
-            except PermissionError:
-                pass
-        os.fsync(fd)
-        os.close(fd)
-        fd = None
-        os.replace(tmp, path)
-    except BaseException:
-        if fd is not None:
-            os.close(fd)
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    _ledger_base.fsync_dir(directory)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # /proc
 
@@ -786,7 +750,7 @@ def rolling_restart(instances, front, key, public_model, expect_fallback, ready_
 
 def _write_upstream(front, data):
     try:
-        write_atomic(front['upstream_file'], data)
+        _ledger_base.write_atomic(front['upstream_file'], data)
     except OSError as exc:
         raise GatewayError(f'cannot write the upstream file {front["upstream_file"]}: {exc}') from None
 
@@ -869,7 +833,7 @@ def _put_back(path, backup, original_sha256, what):
     if hashlib.sha256(data).hexdigest() != original_sha256:
         raise GatewayError(f'the backup {backup} of {what} {path} does not match the recorded sha256 '
                            f'{original_sha256}: put the original back by hand')
-    write_atomic(path, data)
+    _ledger_base.write_atomic(path, data)
     return True, f'{what} {path} restored from {backup}'
 
 

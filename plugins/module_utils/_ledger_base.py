@@ -16,6 +16,7 @@ import hashlib
 import math
 import os
 import shutil
+import tempfile
 
 try:
     from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc as proc
@@ -162,6 +163,41 @@ def fsync_dir(path):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomic(path, data, mode=None):
+    """Write ``data`` (bytes) to ``path`` atomically: a temporary file in the same directory, fsynced, renamed over
+    it. ``mode`` None keeps the existing file's mode (and, when allowed, its owner); a new file gets 0644."""
+    directory = os.path.dirname(path) or '.'
+    try:
+        current = os.stat(path)
+    except FileNotFoundError:
+        current = None
+    if mode is None:
+        mode = (current.st_mode & 0o7777) if current else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)
+    try:
+        view = memoryview(bytes(data))
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fchmod(fd, mode)
+        if current is not None and (current.st_uid, current.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.fchown(fd, current.st_uid, current.st_gid)
+            except PermissionError:
+                pass
+        os.fsync(fd)
+        os.close(fd)
+        fd = None
+        os.replace(tmp, path)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(directory)
 
 
 def sha256_file(path):

@@ -20,9 +20,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tempfile
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
+from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_base, _ledger_core
 from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import SysfsError, read_file
 
 SNAPSHOT_FORMAT = 'inferlab.nvml_snapshot/1'
@@ -309,16 +308,8 @@ def write_snapshot(path, document):
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise SnapshotError(f"cannot record NVML snapshot to {path}: directory {directory} does not exist")
+    text = json.dumps(document, indent=2, sort_keys=False) + '\n'
     try:
-        fd, tmp = tempfile.mkstemp(prefix='.nvml_snapshot.', dir=directory)
-        try:
-            with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-                json.dump(document, handle, indent=2, sort_keys=False)
-                handle.write('\n')
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        _ledger_base.write_atomic(path, text.encode('utf-8'), mode=0o644)
     except OSError as err:
         raise SnapshotError(f"cannot record NVML snapshot to {path}: {err.strerror or err}") from err

@@ -30,7 +30,7 @@ import re
 import time
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import (
-    _gateway_swap,
+    _ledger_base,
     _ledger_core,
     _ledger_proc,
     _ledger_running,
@@ -123,12 +123,12 @@ def env_file_path(ledger_dir, manager, name=None, unit=None):
 
 
 def write_env_file(path, text):
-    """Write ``text`` to ``path`` mode 0600 in a 0700 directory, whole or not at all (``_gateway_swap.write_atomic``:
+    """Write ``text`` to ``path`` mode 0600 in a 0700 directory, whole or not at all (``_ledger_base.write_atomic``:
     a temporary file beside it, fsynced, renamed over it)."""
     directory = os.path.dirname(_check_absolute(path, 'env_file'))
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.chmod(directory, 0o700)
-    _gateway_swap.write_atomic(path, text.encode('utf-8'), mode=0o600)
+    _ledger_base.write_atomic(path, text.encode('utf-8'), mode=0o600)
 
 
 def _check_absolute(path, what):

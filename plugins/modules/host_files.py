@@ -92,9 +92,10 @@ created:
 
 import os  # noqa: E402
 import stat  # noqa: E402
-import tempfile  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.inferlab.distributed.plugins.module_utils._ledger_base import write_atomic  # noqa: E402
 
 
 def octal_mode(module, mode, what):
@@ -120,20 +121,6 @@ def file_matches(path, data, mode):
         return False
     with open(path, 'rb') as handle:
         return handle.read() == data
-
-
-def write_file(path, data, mode):
-    """Write ``data`` beside ``path`` and rename it there, so that a reader never sees half a file."""
-    descriptor, temporary = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=os.path.dirname(path))
-    try:
-        with os.fdopen(descriptor, 'wb') as handle:
-            handle.write(data)
-        os.chmod(temporary, mode)
-        os.rename(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def main():
@@ -170,7 +157,7 @@ def main():
                     os.chmod(path, mode)
             for path, data, mode in files:
                 if path in written:
-                    write_file(path, data, mode)
+                    write_atomic(path, data, mode)
         except OSError as error:
             module.fail_json(msg='could not install %s: %s' % (error.filename or 'the files', error.strerror))
     module.exit_json(changed=bool(created or written), created=created, written=written)

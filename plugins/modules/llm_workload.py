@@ -399,10 +399,10 @@ batch:
 """
 
 import json  # noqa: E402
-import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.inferlab.distributed.plugins.module_utils._ledger_base import write_atomic  # noqa: E402
 from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import (  # noqa: E402
     APIS,
     DEFAULT_CAPTURE_HEADERS,
@@ -464,12 +464,8 @@ class LlmWorkload:
         return key
 
     def write_record(self, path, batch):
-        temporary = '%s.tmp.%d' % (path, os.getpid())
         try:
-            with open(temporary, 'w') as handle:
-                json.dump(batch, handle, indent=1)
-                handle.write('\n')
-            os.replace(temporary, path)
+            write_atomic(path, (json.dumps(batch, indent=1) + '\n').encode('utf-8'))
         except OSError as err:
             self.module.fail_json(msg="could not write record_path %s: %s" % (path, err), batch=batch,
                                   cache_flushed=batch['cache_flushed'])

@@ -458,24 +458,6 @@ def test_read_key(tmp_path):
         gs.read_key(str(tmp_path))
 
 
-# --- write_atomic -------------------------------------------------------------------------------------------------
-
-
-def test_write_atomic_keeps_the_mode(tmp_path):
-    path = tmp_path / "upstream.conf"
-    path.write_bytes(b"old")
-    os.chmod(path, 0o640)
-    gs.write_atomic(str(path), b"new \xff bytes")
-    assert path.read_bytes() == b"new \xff bytes"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    gs.write_atomic(str(path), b"again", mode=0o600)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    fresh = tmp_path / "fresh.conf"
-    gs.write_atomic(str(fresh), b"x")
-    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.conf", "upstream.conf"]
-
-
 # --- /proc: fixture trees -----------------------------------------------------------------------------------------
 
 
@@ -977,13 +959,13 @@ def test_standalone_undo_of_an_interrupted_swap(gateway, version):
     params = gateway_change(gateway)
     entry = _ledger_core.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
     Path(params["backup_path"]).parent.mkdir(parents=True)
-    gs.write_atomic(params["backup_path"], original, mode=0o600)
-    gs.write_atomic(params["front_backup_path"], upstream, mode=0o600)
-    gs.write_atomic(str(gateway.config_path), gateway.config_text(fallback=True).encode())
+    gs._ledger_base.write_atomic(params["backup_path"], original, mode=0o600)
+    gs._ledger_base.write_atomic(params["front_backup_path"], upstream, mode=0o600)
+    gs._ledger_base.write_atomic(str(gateway.config_path), gateway.config_text(fallback=True).encode())
     _ledger_core.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
     # the rolling restart, as far as litellm-a's restart
     down = gs.mark_down(upstream.decode(), gs.check_instance(first)["upstream_server"])
-    gs.write_atomic(front["upstream_file"], down.encode())
+    gs._ledger_base.write_atomic(front["upstream_file"], down.encode())
     gs.reload_front(front, 5)
     gs.stop_instance(first, 5)
     gs.start_instance(first)
@@ -1063,12 +1045,12 @@ def test_undo_of_added_roles_restarts_the_instances_that_serve_them(gateway):
     params = dict(gateway_change(gateway), original_models=["small", "large"])
     entry = _ledger_core.record(ledger_dir, LEDGER_HOST, "gateway_config", params, run_id="run1")
     Path(params["backup_path"]).parent.mkdir(parents=True)
-    gs.write_atomic(params["backup_path"], original, mode=0o600)
-    gs.write_atomic(params["front_backup_path"], upstream, mode=0o600)
+    gs._ledger_base.write_atomic(params["backup_path"], original, mode=0o600)
+    gs._ledger_base.write_atomic(params["front_backup_path"], upstream, mode=0o600)
     solo = ("  - model_name: solo-lab-b\n    litellm_params:\n      model: openai/small-model\n"
             f"      api_base: {gateway.backends['small'].api_base}\n      api_key: none\n")
     changed = original.decode().replace("litellm_settings:", solo + "litellm_settings:", 1)
-    gs.write_atomic(str(gateway.config_path), changed.encode())
+    gs._ledger_base.write_atomic(str(gateway.config_path), changed.encode())
     _ledger_core.mark(ledger_dir, LEDGER_HOST, entry["id"], "applied", run_id="run1")
     gs.rolling_restart(gateway.instances, front, gateway.key, "small", [], ready_timeout_s=60, drain_timeout_s=30)
     assert {i["name"]: gs.listed_models(i["url"], gateway.key) for i in gateway.instances} == {
