@@ -1,6 +1,7 @@
 """The collection and the package meet only through the package's commands: no role, playbook, template or plugin
 reaches into the package's source tree by path (PYTHONPATH, role_path/../../src, a glob of src/), and the package
-reads no collection file by path but the one named in KNOWN_PACKAGE_TO_COLLECTION, with its reason."""
+reads no collection file by path (KNOWN_PACKAGE_TO_COLLECTION is empty: what the package needs of the collection, the
+collection installs, as the lab role installs _tc.py into the lab's tree)."""
 
 import re
 from pathlib import Path
@@ -16,10 +17,10 @@ INTO_SOURCE = re.compile(r"\.\./src\b|\bsrc/inferlab\b|PYTHONPATH[^\n]*\bsrc\b")
 COLLECTION_DIRS = "module_utils|plugin_utils|modules|filter|action|lookup|doc_fragments"
 INTO_COLLECTION = re.compile(rf"""["']plugins["']\s*/\s*["']({COLLECTION_DIRS})["']"""
                              rf"""|\bplugins/({COLLECTION_DIRS})/\w+\.py""")
-# The lab's link daemon applies a link profile with the collection's own tc logic (plugins/module_utils/_tc.py), so
-# that the lab's emulated link and a real host take one code path; the package loads that one file by path from a
-# checkout (the lab runs only there).
-KNOWN_PACKAGE_TO_COLLECTION = {"src/inferlab/lab/collection_tc.py"}
+# The package's files that may read a collection file by path, each with its reason: none. (The lab's link daemon and
+# status once loaded plugins/module_utils/_tc.py from the checkout, src/inferlab/lab/collection_tc.py; they now load
+# the copy the lab role installs, lab.json's tc_module.)
+KNOWN_PACKAGE_TO_COLLECTION: set[str] = set()
 
 
 def code_lines(path: Path):
@@ -50,10 +51,27 @@ def test_no_collection_file_reaches_into_the_package_source():
     assert found == [], "the collection reaches the package's source by path:\n" + "\n".join(found)
 
 
-def test_the_package_reads_no_collection_file_by_path_but_the_known_one():
-    found = {str(path.relative_to(ROOT)) for path in sorted((ROOT / "src" / "inferlab").rglob("*.py"))
-             if any(INTO_COLLECTION.search(line) for _number, line in code_lines(path))}
-    assert found == KNOWN_PACKAGE_TO_COLLECTION
+def reaching_into_collection(root: Path) -> set[str]:
+    """The package's files under ``root``/src/inferlab whose code names a collection file by path."""
+    return {str(path.relative_to(root)) for path in sorted((root / "src" / "inferlab").rglob("*.py"))
+            if any(INTO_COLLECTION.search(line) for _number, line in code_lines(path))}
+
+
+def test_the_package_reads_no_collection_file_by_path():
+    assert reaching_into_collection(ROOT) == KNOWN_PACKAGE_TO_COLLECTION == set()
+
+
+def test_a_path_into_the_collection_is_found_again(tmp_path):
+    """The check itself: the loader this package once had is found, one that only names the file in prose is not."""
+    lab = tmp_path / "src" / "inferlab" / "lab"
+    lab.mkdir(parents=True)
+    (lab / "collection_tc.py").write_text(
+        '"""Loads plugins/module_utils/_tc.py by file path."""\n'
+        "from inferlab.paths import REPO_ROOT\n"
+        'TC_MODULE_UTILS = REPO_ROOT / "plugins" / "module_utils" / "_tc.py"\n')
+    (lab / "tc_module.py").write_text('"""The lab\'s copy of plugins/module_utils/_tc.py."""\n'
+                                      "def lab_tc(record):\n    return load_tc(record['tc_module'])\n")
+    assert reaching_into_collection(tmp_path) == {"src/inferlab/lab/collection_tc.py"}
 
 
 @pytest.mark.parametrize("line, reaches", [
@@ -68,5 +86,5 @@ def test_the_source_pattern(line, reaches):
 def test_the_collection_pattern():
     assert INTO_COLLECTION.search('TC = REPO_ROOT / "plugins" / "module_utils" / "_tc.py"')
     assert INTO_COLLECTION.search("load('plugins/filter/counters.py')")
-    assert not INTO_COLLECTION.search("from inferlab.lab import collection_tc")
+    assert not INTO_COLLECTION.search('return load_tc(record["tc_module"])')  # the lab's own copy
     assert not INTO_COLLECTION.search('return Path(spec.origin).parent / "plugins" / "strategy"')  # Mitogen's

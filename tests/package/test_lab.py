@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tc_logic import COLLECTION_TC, collection_tc
 from unit_fixtures import FIXTURE_ROOT
 
 from inferlab.lab import addressing as lab_addressing
@@ -21,7 +23,7 @@ from inferlab.lab import layout as lab_layout
 from inferlab.lab import preflight as lab_preflight
 from inferlab.lab import processes as lab_processes
 from inferlab.lab import status as lab_status
-from inferlab.lab.collection_tc import load_tc
+from inferlab.lab import tc_module as lab_tc_module
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -369,6 +371,10 @@ def test_write_tree_refuses_paths_outside(tmp_path, path):
 
 
 def make_spec(lab_dir: Path) -> dict:
+    """A pair's spec, with the lab's copy of the collection's tc logic installed as the role installs it."""
+    tc_module = lab_dir / "lib" / "inferlab_tc.py"
+    tc_module.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(COLLECTION_TC, tc_module)
     hosts = []
     for index, hid in enumerate("ab"):
         host_dir = lab_dir / "hosts" / hid
@@ -406,7 +412,7 @@ def make_spec(lab_dir: Path) -> dict:
         "front": {"url": "http://169.254.77.1:4000", "readiness_url": "http://169.254.77.1:4000/health/readiness",
                   "pidfile": str(gw / "run/nginx.pid")},
     }
-    return {"name": "ilab", "octet": 77, "lab_dir": str(lab_dir),
+    return {"name": "ilab", "octet": 77, "lab_dir": str(lab_dir), "tc_module": str(tc_module),
             "ssh": {"private_key": str(lab_dir / "ssh/id_ed25519"), "known_hosts": str(lab_dir / "ssh/known_hosts")},
             "hosts": hosts, "router": router, "gateway": gateway}
 
@@ -541,6 +547,7 @@ def test_a_clusters_switch_is_the_labs_own_and_its_absence_a_problem(tmp_path, m
         (tmp_path / "netns" / name).write_text("")
     lab_dir = tmp_path / "ilab"
     spec = {**make_spec(lab_dir), "shape": "cluster", "link": {}, "switch": {"netns": "ilab-sw", "bridge": "br0"}}
+    del spec["tc_module"]  # a fabric's ports carry no link profile: its status needs no tc module
     for host, flow in zip(spec["hosts"], (None, 35.8), strict=True):
         host["link"].pop("profile", None)
         host["link"]["fabric"] = {"port_mbit": 93.0, "flow_mbit": flow}
@@ -734,7 +741,7 @@ def test_lab_dir_from_an_inventory_without_a_lab(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# the link profile in status: read from tc now, classified by the collection's _tc.py
+# the link profile in status: read from tc now, classified by the lab's copy of the collection's _tc.py
 
 TC_FIXTURES = FIXTURE_ROOT / "tc"
 
@@ -746,23 +753,64 @@ class TcProbe(FakeProbe):
         super().__init__(spec, **kwargs)
         self.fixtures, self.asked = fixtures, []
 
-    def link_profile(self, netns, ifname):
-        self.asked.append((netns, ifname))
+    def link_profile(self, netns, ifname, tc):
+        self.asked.append((netns, ifname, Path(tc.__file__).name))
         name = self.fixtures.get(netns)
-        return None if name is None else load_tc().classify_output((TC_FIXTURES / f"{name}.json").read_text())
+        return None if name is None else tc.classify_output((TC_FIXTURES / f"{name}.json").read_text())
 
 
-def test_load_tc_is_the_collections_file():
-    tc = load_tc()
-    assert Path(tc.__file__) == REPO_ROOT / "plugins" / "module_utils" / "_tc.py"
-    assert tc.PROFILES == ("clean", "tx_cliff", "lossy")
+def test_load_tc_loads_a_file_once_and_fails_clearly_without_it(tmp_path):
+    copy = tmp_path / "inferlab_tc.py"
+    shutil.copyfile(COLLECTION_TC, copy)
+    tc = lab_tc_module.load_tc(copy)
+    assert Path(tc.__file__) == copy and tc.PROFILES == ("clean", "tx_cliff", "lossy")
+    assert lab_tc_module.load_tc(str(copy)) is tc  # one module per file, however named
+    with pytest.raises(lab_layout.LabError, match=r"tc module .*/gone\.py is missing .*"
+                                                  r"rebuild the lab \(`inferlab lab down && inferlab lab up`\)"):
+        lab_tc_module.load_tc(tmp_path / "gone.py")
+    (tmp_path / "broken.py").write_text("def (\n")
+    with pytest.raises(lab_tc_module.TcModuleError, match="broken.py cannot be loaded"):
+        lab_tc_module.load_tc(tmp_path / "broken.py")
+
+
+def test_status_reads_the_profiles_with_the_labs_own_copy(built_lab):
+    lab_dir, spec = built_lab
+    record = json.loads((lab_dir / "lab.json").read_text())
+    assert record["tc_module"] == str(lab_dir / "lib" / "inferlab_tc.py")
+    assert Path(lab_status.lab_tc(record, "lab.json").__file__) == lab_dir / "lib" / "inferlab_tc.py"
+    probe = TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "clean_veth"})
+    assert lab_status.status(lab_dir, probe=probe)["state"] == "up"
+    assert [name for *_, name in probe.asked] == ["inferlab_tc.py", "inferlab_tc.py"]
+
+
+@pytest.mark.parametrize("drop", ["record", "file"])
+def test_status_of_a_lab_without_its_tc_module_says_to_rebuild_it(built_lab, drop):
+    """A lab built before the lab installed its tc module (lab.json names none), or whose copy is gone: status
+    reports it as a problem, never an error (`lab up` and `lab down` read status first), and a rebuild heals it."""
+    lab_dir, spec = built_lab
+    if drop == "record":
+        record = json.loads((lab_dir / "lab.json").read_text())
+        del record["tc_module"]
+        (lab_dir / "lab.json").write_text(json.dumps(record))
+        found = f"{lab_dir / 'lab.json'} names no tc_module"
+    else:
+        (lab_dir / "lib" / "inferlab_tc.py").unlink()
+        found = f"{lab_dir / 'lib' / 'inferlab_tc.py'} is missing"
+    probe = TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "clean_veth"})
+    st = lab_status.status(lab_dir, probe=probe)
+    assert probe.asked == []  # no tc module: the recorded profile stands, unjudged
+    assert [h["link_profile"] for h in st["hosts"]] == ["clean", "clean"]
+    assert st["state"] == "degraded" and st["restart"] is None
+    assert len(st["problems"]) == 1 and found in st["problems"][0], st["problems"]
+    assert st["problems"][0].endswith("rebuild the lab (`inferlab lab down && inferlab lab up`)")
+    assert "problem: " + st["problems"][0] in lab_status.render_status_text(st)
 
 
 def test_status_reports_the_profile_tc_shows(built_lab):
     lab_dir, spec = built_lab
     probe = TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "tx_cliff"})
     st = lab_status.status(lab_dir, probe=probe)
-    assert probe.asked == [("ilab-a", "thunderbolt0"), ("ilab-b", "thunderbolt0")]
+    assert probe.asked == [("ilab-a", "thunderbolt0", "inferlab_tc.py"), ("ilab-b", "thunderbolt0", "inferlab_tc.py")]
     a, b = st["hosts"]
     assert (a["link_profile"], a["link_profile_parameters"]) == ("clean", {})
     assert b["link_profile"] == "tx_cliff"
@@ -815,16 +863,16 @@ def test_system_probe_reads_tc_in_the_namespace(monkeypatch, tmp_path):
 
     monkeypatch.setattr(lab_status, "run", fake_run)
     monkeypatch.setattr(lab_status, "which", lambda tool: f"/usr/sbin/{tool}")
-    probe = lab_status.SystemProbe()
-    found = probe.link_profile("ilab-b", "thunderbolt0")
+    probe, tc = lab_status.SystemProbe(), collection_tc()
+    found = probe.link_profile("ilab-b", "thunderbolt0", tc)
     assert calls == [["ip", "netns", "exec", "ilab-b", "/usr/sbin/tc", "-j", "qdisc", "show", "dev", "thunderbolt0"]]
     assert found["profile"] == "lossy" and found["parameters"]["pfifo_limit"] == 10
-    assert probe.link_profile("ilab-x", "thunderbolt0") is None  # no such namespace: not asked
+    assert probe.link_profile("ilab-x", "thunderbolt0", tc) is None  # no such namespace: not asked
     (tmp_path / "ilab-c").touch()
-    assert probe.link_profile("ilab-c", "thunderbolt0")["profile"] == "unknown"
+    assert probe.link_profile("ilab-c", "thunderbolt0", tc)["profile"] == "unknown"
     monkeypatch.setattr(lab_status, "run",
                         lambda argv, check=True: subprocess.CompletedProcess(argv, 1, "", "no device"))
-    assert probe.link_profile("ilab-b", "thunderbolt0") is None
+    assert probe.link_profile("ilab-b", "thunderbolt0", tc) is None
 
 
 def test_gpu_holders_reads_who_holds_each_gpu_from_the_rendered_snapshot(tmp_path):

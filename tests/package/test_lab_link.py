@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 import pytest
+from tc_logic import COLLECTION_TC, collection_tc
 
 from inferlab.lab import link_daemon as lab_link
 
@@ -78,9 +79,27 @@ def test_read_config_refuses_a_file_that_is_not_json(tmp_path):
 def test_read_config_refuses_driver_profiles_it_cannot_apply(tmp_path, profiles, message):
     path = tmp_path / "link.json"
     path.write_text(json.dumps({"hosts": [HOST, HOST], "login_delay_s": 3, "poll_s": 0.2,
-                                "driver_profiles": profiles}))
+                                "driver_profiles": profiles, "tc_module": str(COLLECTION_TC)}))
     with pytest.raises(lab_link.LinkConfigError, match=re.escape(message)):
         lab_link.read_config(path)
+
+
+@pytest.mark.parametrize("tc_module, message", [
+    (None, "driver_profiles need tc_module, the lab's copy of the collection's tc logic, found None"),
+    ("/nonexistent/inferlab_tc.py", "tc module /nonexistent/inferlab_tc.py is missing"),
+])
+def test_read_config_needs_the_labs_tc_module_for_driver_profiles(tmp_path, tc_module, message):
+    """The daemon applies the profiles with the lab's copy of the collection's tc logic (link.json's tc_module),
+    never with the collection's own file; a config without a loadable one stops it before its pidfile."""
+    config = {"hosts": [HOST, HOST], "login_delay_s": 3, "poll_s": 0.2, "driver_profiles": {"stock": "lossy"}}
+    path = tmp_path / "link.json"
+    path.write_text(json.dumps({**config, "tc_module": tc_module}))
+    with pytest.raises(lab_link.LinkConfigError, match=re.escape(message)):
+        lab_link.read_config(path)
+    assert lab_link.main(["--config", str(path), "--pidfile", str(tmp_path / "link.pid")]) == 2
+    assert not (tmp_path / "link.pid").exists()
+    path.write_text(json.dumps({**config, "driver_profiles": {}}))
+    assert lab_link.read_config(path)["driver_profiles"] == {}  # no profile to apply: no tc logic needed
 
 
 def test_each_driver_has_its_profile_and_an_unloaded_one_none():
@@ -100,8 +119,9 @@ def test_the_driver_profiles_go_on_a_new_bare_pair_and_follow_the_driver(monkeyp
     tag = f"{os.getpid() % 100000}{os.urandom(1).hex()}"
     a = {"netns": f"ilk{tag}a", "interface": "thunderbolt0", "mtu": 1500, "sysfs_root": "/nonexistent"}
     b = {**a, "netns": f"ilk{tag}b"}
-    config = {"hosts": [a, b], "driver_profiles": {"stock": "lossy", "candidate": "clean"}}
-    tc = lab_link.load_tc()
+    config = {"hosts": [a, b], "driver_profiles": {"stock": "lossy", "candidate": "clean"},
+              "tc_module": str(COLLECTION_TC)}
+    tc = collection_tc()
     try:
         for host in (a, b):
             subprocess.run(["ip", "netns", "add", host["netns"]], check=True)
@@ -114,7 +134,7 @@ def test_the_driver_profiles_go_on_a_new_bare_pair_and_follow_the_driver(monkeyp
 
         lab_link.apply_driver_profiles(config, ["stock", "candidate"])
         assert (shown(a), shown(b)) == ("lossy", "clean")
-        assert lab_link.apply_profile(a, "lossy") == ""  # already there: nothing to run
+        assert lab_link.apply_profile(a, "lossy", tc) == ""  # already there: nothing to run
         lab_link.apply_driver_profiles(config, ["candidate", "stock"])
         assert (shown(a), shown(b)) == ("clean", "lossy")
     finally:

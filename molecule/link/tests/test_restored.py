@@ -13,15 +13,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests")
 from labinfo import LAB_DIR, RING, host_ledger, lab_host, own_processes  # noqa: E402
 
 from inferlab.lab import status as lab_status  # noqa: E402
-from inferlab.lab.collection_tc import load_tc  # noqa: E402
+from inferlab.lab.tc_module import load_tc  # noqa: E402
 
 testinfra_hosts = RING
 
 
 def test_the_link_has_the_labs_profile_back(host):
-    driver_profiles = json.loads((LAB_DIR / "link.json").read_text()).get("driver_profiles")
-    expected = lab_status.expected_link_profile(lab_host(host), driver_profiles)
-    found = load_tc().classify_output(host.check_output("tc -j qdisc show dev thunderbolt0"))
+    link = json.loads((LAB_DIR / "link.json").read_text())
+    expected = lab_status.expected_link_profile(lab_host(host), link.get("driver_profiles"))
+    # read with the lab's own copy of the collection's tc logic, the one its link daemon applied the profile with
+    found = load_tc(link["tc_module"]).classify_output(host.check_output("tc -j qdisc show dev thunderbolt0"))
     assert expected and found["profile"] == expected, found
 
 

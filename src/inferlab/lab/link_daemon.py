@@ -12,19 +12,20 @@ a real site. ``candidate_login: never`` stands for a candidate whose link never 
 returns TX credits): no login succeeds while either host shows a candidate (``parameters/tx_e2e`` present).
 
 The driver's effect on the link is the hardware's too: each end gets the link profile (a tc qdisc on the host's own
-end, plugins/module_utils/_tc.py) of the driver its host has loaded, ``driver_profiles`` (the lab's default:
-``lossy`` for the stock driver, whose TX path drops TP2's bursts, and ``clean`` for the candidate). It is applied
-when the daemon starts (the link as it trained at power-on) and whenever the daemon creates the pair after a reload,
-never in between: a profile the hosts set themselves (a link test's A/B, the link_profile role) stays until the next
-reload, as on real hardware.
+end, applied with the collection's tc logic, which the lab installs as ``tc_module``) of the driver its host has
+loaded, ``driver_profiles`` (the lab's default: ``lossy`` for the stock driver, whose TX path drops TP2's bursts, and
+``clean`` for the candidate). It is applied when the daemon starts (the link as it trained at power-on) and whenever
+the daemon creates the pair after a reload, never in between: a profile the hosts set themselves (a link test's A/B,
+the link_profile role) stays until the next reload, as on real hardware.
 
     python -m inferlab.lab.link_daemon --config FILE --pidfile FILE
 
 The config (JSON, re-read every poll, so the lab can change the login behaviour of a running lab; the daemon's
 shape is src/inferlab/lab/daemon.py's):
 ``{"hosts": [{"netns", "interface", "mtu", "sysfs_root"}, {...}], "login_delay_s", "candidate_login": "ok"|"never",
-"poll_s", "driver_profiles": {"stock": PROFILE, "candidate": PROFILE}}`` (without ``driver_profiles`` no profile is
-applied). Each event goes to stdout as one line with a UTC timestamp.
+"poll_s", "driver_profiles": {"stock": PROFILE, "candidate": PROFILE}, "tc_module": FILE}`` (without
+``driver_profiles`` no profile is applied; with them, ``tc_module`` is the lab's copy of the collection's
+plugins/module_utils/_tc.py). Each event goes to stdout as one line with a UTC timestamp.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 
 from inferlab.lab import daemon as lab_daemon
 from inferlab.lab.daemon import log
+from inferlab.lab.tc_module import TcModuleError, load_tc
 
 LOGINS = ("ok", "never")
 DRIVERS = ("stock", "candidate")
@@ -61,7 +63,7 @@ def read_config(path: Path) -> dict:
     if config.get("candidate_login", "ok") not in LOGINS:
         raise LinkConfigError(f"{path}: candidate_login must be one of {', '.join(LOGINS)}")
     profiles = config.get("driver_profiles", {})
-    known = load_tc().PROFILES
+    known = config_tc(path, config).PROFILES if profiles else ()
     if not isinstance(profiles, dict) or set(profiles) - set(DRIVERS) or not set(profiles.values()) <= set(known):
         raise LinkConfigError(f"{path}: driver_profiles maps {' and '.join(DRIVERS)} to one of {', '.join(known)}, "
                               f"found {profiles!r}")
@@ -95,11 +97,15 @@ def next_action(link_present: bool, drivers: list[str], ready_since: float | Non
     return ("create" if now - ready_since >= login_delay_s else "wait"), ready_since
 
 
-def load_tc():
-    """The collection's tc logic (plugins/module_utils/_tc.py), the one the link_profile module uses."""
-    from inferlab.lab.collection_tc import load_tc as load  # noqa: PLC0415 (only this needs the checkout's paths)
-
-    return load()
+def config_tc(path: Path, config: dict):
+    """The tc logic the config names (``tc_module``): the one the link_profile module uses on a real host."""
+    if not isinstance(config.get("tc_module"), str) or not config["tc_module"]:
+        raise LinkConfigError(f"{path}: driver_profiles need tc_module, the lab's copy of the collection's tc logic, "
+                              f"found {config.get('tc_module')!r}")
+    try:
+        return load_tc(config["tc_module"])
+    except TcModuleError as exc:
+        raise LinkConfigError(f"{path}: {exc}") from None
 
 
 def driver_profile(config: dict, driver: str) -> str | None:
@@ -107,10 +113,9 @@ def driver_profile(config: dict, driver: str) -> str | None:
     return config.get("driver_profiles", {}).get(driver)
 
 
-def apply_profile(host: dict, profile: str) -> str:
-    """Put ``profile`` on the host's end of the link (its own TX side); the tc error, or ``""``. A qdisc that is
-    not one of the link profiles' is left alone and named."""
-    tc = load_tc()
+def apply_profile(host: dict, profile: str, tc) -> str:
+    """Put ``profile`` on the host's end of the link (its own TX side) with ``tc`` (the lab's tc module); the tc
+    error, or ``""``. A qdisc that is not one of the link profiles' is left alone and named."""
     netns, interface = host["netns"], host["interface"]
     shown = subprocess.run(["ip", "netns", "exec", netns, *tc.show_argv(interface)], capture_output=True, text=True,
                            check=False, timeout=10)
@@ -134,7 +139,7 @@ def apply_driver_profiles(config: dict, drivers: list[str]) -> None:
         profile = driver_profile(config, driver)
         if profile is None:
             continue
-        error = apply_profile(host, profile)
+        error = apply_profile(host, profile, load_tc(config["tc_module"]))
         log(f"{host['netns']}:{host['interface']}: " + (f"could not apply {profile} ({driver} driver): {error}"
                                                         if error else f"{profile} ({driver} driver)"))
 

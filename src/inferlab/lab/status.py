@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 from inferlab.lab import layout
-from inferlab.lab.collection_tc import load_tc
 from inferlab.lab.commands import ip_json, run, which
 from inferlab.lab.layout import (
     HARDWARE_DAEMONS,
@@ -23,6 +22,7 @@ from inferlab.lab.layout import (
     gateway_daemons,
 )
 from inferlab.lab.processes import list_netns, netns_inode, proc_cmdline, proc_netns_inode, proc_running, read_pidfile
+from inferlab.lab.tc_module import REBUILD, TcModuleError, load_tc
 
 
 class SystemProbe:
@@ -53,12 +53,11 @@ class SystemProbe:
         inode = netns_inode(netns) if netns is not None else proc_netns_inode(os.getpid())
         return expect in cmdline and inode is not None and proc_netns_inode(pid) == inode
 
-    def link_profile(self, netns: str, ifname: str) -> dict | None:
-        """The link profile ``tc`` shows on ``netns``'s ``ifname`` now (``{profile, parameters, reason}``), or
-        None when it cannot be read."""
+    def link_profile(self, netns: str, ifname: str, tc) -> dict | None:
+        """The link profile ``tc`` shows on ``netns``'s ``ifname`` now (``{profile, parameters, reason}``), as the
+        lab's tc module ``tc`` reads it, or None when it cannot be read."""
         if not self.netns_exists(netns):
             return None
-        tc = load_tc()
         result = run(["ip", "netns", "exec", netns, *tc.show_argv(ifname, which("tc") or "tc")], check=False)
         if result.returncode != 0:
             return None
@@ -169,8 +168,16 @@ def expected_link_profile(host: dict, driver_profiles: dict | None) -> str | Non
     return host["link"].get("profile")
 
 
-def _link_profile_problem(netns: str, ifname: str, current: dict, expected: str) -> str | None:
-    tc = load_tc()
+def lab_tc(record: dict, lab_json: str):
+    """The tc module the lab recorded (``tc_module``, its copy of the collection's _tc.py); TcModuleError when a
+    lab built before it had one, or its file is gone."""
+    if not record.get("tc_module"):
+        raise TcModuleError(f"{lab_json} names no tc_module to read the link profiles with (a lab built by an older "
+                            f"inferlab): {REBUILD}")
+    return load_tc(record["tc_module"])
+
+
+def _link_profile_problem(netns: str, ifname: str, current: dict, expected: str, tc) -> str | None:
     wanted = tc.wanted_parameters(expected)
     if current["profile"] == expected and tc.same_parameters(current["parameters"], wanted):
         return None
@@ -180,7 +187,8 @@ def _link_profile_problem(netns: str, ifname: str, current: dict, expected: str)
             "back (`inferlab lab up` rebuilds the lab)")
 
 
-def host_status(host: dict, probe, driver_profiles: dict | None = None) -> dict:
+def host_status(host: dict, probe, driver_profiles: dict | None = None, tc=None) -> dict:
+    """One host's checks; its link profile is read live only with the lab's tc module ``tc``."""
     netns = host["netns"]
     mgmt, link, ssh = host["management"], host["link"], host["ssh"]
     problems: list[str] = []
@@ -258,15 +266,16 @@ def host_status(host: dict, probe, driver_profiles: dict | None = None) -> dict:
         return out
     if "profile" in link:
         out["link_profile"] = link["profile"]  # what lab.json recorded at build time
-    # what tc shows now replaces it (a probe without link_profile, or a failed read, keeps the recorded one)
-    current = probe.link_profile(netns, link["interface"]) if hasattr(probe, "link_profile") else None
+    # what tc shows now replaces it (no tc module, a probe without link_profile, or a failed read: the recorded one)
+    readable = tc is not None and hasattr(probe, "link_profile")
+    current = probe.link_profile(netns, link["interface"], tc) if readable else None
     if current is not None:
         out["link_profile"] = current["profile"]
         out["link_profile_parameters"] = current["parameters"]
         expected = expected_link_profile(host, driver_profiles)
         if expected is not None and checks["link_up"]:
             out["link_profile_expected"] = expected
-            problem = _link_profile_problem(netns, link["interface"], current, expected)
+            problem = _link_profile_problem(netns, link["interface"], current, expected, tc)
             checks["link_profile"] = problem is None
             if problem:
                 problems.append(problem)
@@ -349,7 +358,13 @@ def status(where, probe=None) -> dict:
     result["ssh_key"] = record["ssh"]["private_key"]
     result["known_hosts"] = record["ssh"]["known_hosts"]
     driver_profiles = (record.get("link") or {}).get("driver_profiles")
-    result["hosts"] = [host_status(h, probe, driver_profiles) for h in record["hosts"]]
+    tc, tc_problems = None, []
+    if any(not h["link"].get("fabric") for h in record["hosts"]):  # a fabric's ports carry no link profile
+        try:
+            tc = lab_tc(record, result["lab_json"])
+        except TcModuleError as exc:  # a problem, not an error: `lab up` and `lab down` read status first
+            tc_problems.append(str(exc))
+    result["hosts"] = [host_status(h, probe, driver_profiles, tc) for h in record["hosts"]]
     known = {h["netns"] for h in record["hosts"]}
     switch = record.get("switch") or {}
     if switch:  # a cluster's switch: the bridge's namespace
@@ -360,6 +375,7 @@ def status(where, probe=None) -> dict:
     result["stray_netns"] = [n for n in leftovers if n not in known]
     for host in result["hosts"]:
         result["problems"].extend(f"{host['name']}: {p}" for p in host["problems"])
+    result["problems"].extend(tc_problems)
     if record.get("router"):
         result["router"] = router_status(record["router"], probe)
         result["problems"].extend(result["router"]["problems"])
