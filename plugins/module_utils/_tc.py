@@ -4,7 +4,9 @@
 """Link profiles: the ``tc`` qdiscs that emulate the driver layer on one interface's egress, and their recognition.
 
 Standard library only, free of any ``ansible`` import, and compiles on Python 3.8: the ``link_profile`` module and
-the ledger's undo import it, and ``inferlab.lab.collection_tc`` loads it by file path to report each lab host's profile.
+the ledger's undo import it, and the ``lab`` role installs it into the lab's tree (``<lab dir>/lib/inferlab_tc.py``,
+lab.json's ``tc_module``), from where the lab's link daemon applies each host's profile and ``inferlab lab status``
+reports it.
 
 Profiles (``tc`` on this kind of machine has tbf, htb and pfifo, no netem, fq or fq_codel):
 
