@@ -18,6 +18,8 @@ beside the rest of the ledger's modules (see ``_ledger_core``)::
     python3 inferlab_ledger.py heartbeat --watch-pid PID --watch-start-time TICKS --interval SECONDS
                                       --child JSON [--child JSON ...] [--status-file PATH] [--run-id RUN]
                                       [--journal-dir DIR --journal-stall SECONDS] [--procfs-root DIR] [--json]
+    python3 inferlab_ledger.py sampler start|run|textfile ...   (the counter sampler: see ``_sampler``)
+    python3 inferlab_ledger.py version [--json]
 
 ``undo`` is the host's part of the restore; ``status`` and ``unlock`` serve the restore playbook. ``watch-link`` and
 ``deadman`` are the watchdogs of ``_ledger_watch``. ``watch-link``, started before a candidate load, puts the stock
@@ -32,7 +34,10 @@ controller's playbook lives (``_ledger_heartbeat``): ``renew`` touches PATH for 
 each with a line on stdout; ``heartbeat``, on the controller, writes those lines to one ``renew`` per host (each
 ``--child`` is ``{"name": HOST, "argv": [...]}``) while the watched process runs (and, with ``--journal-dir``, while
 the run's journal moves), counting the answers and keeping each host's last renewal and last error in
-``--status-file``.
+``--status-file``. ``sampler`` is the counter window's sampler, with its own options, output and exit codes
+(``_sampler``); it is imported only for that subcommand, so the undo never depends on it. ``version`` prints the
+stamp the ``ledger`` role writes beside the files it installs (``inferlab_host.json``: the collection, its version and
+the files), so a host says which collection's code it runs.
 
 Exit codes: 0 success (for ``deadman``: disarmed, or fired and every undo succeeded); 1 at least one undo failed; 2
 usage error; 3 the ledger or its lock refused the request (locked by another run, unknown id, unreadable file); 4 an
@@ -68,13 +73,16 @@ EXIT_UNDO_FAILED = 1
 EXIT_USAGE = 2
 EXIT_REFUSED = 3
 EXIT_CRASHED = 4
+# the version stamp beside the installed files (roles/ledger/tasks/install_once.yml)
+HOST_STAMP = 'inferlab_host.json'
 
 
 def _parser():
     parser = argparse.ArgumentParser(
         prog='inferlab_ledger.py',
         description='The inferlab change ledger on this host: undo recorded changes, show the ledger, release its '
-                    'lock, watch the direct link after a candidate driver load, run the dead man\'s switch of a run. '
+                    'lock, watch the direct link after a candidate driver load, run the dead man\'s switch of a run, '
+                    'sample the counters of a counter window. '
                     'Exit codes: 0 success, 1 an undo failed, 2 usage error, 3 refused (lock held by another run, '
                     'unknown id, unreadable ledger), 4 unexpected error.')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
@@ -149,6 +157,12 @@ def _parser():
     p_beat.add_argument('--journal-stall', type=_seconds, help='see --journal-dir (the longest stage)')
     p_beat.add_argument('--procfs-root', default='/proc', help='where procfs is mounted (default /proc)')
     p_beat.add_argument('--json', action='store_true', help='print one JSON object instead of text')
+    # listed for --help only: main hands everything after `sampler` to _sampler, which parses it
+    sub.add_parser('sampler', add_help=False, help='the counter sampler of a counter window: sampler start|run|'
+                   'textfile (see sampler --help; its own exit codes)')
+    p_version = sub.add_parser('version', help='print the version stamp of the files installed beside this script '
+                               f'({HOST_STAMP})')
+    p_version.add_argument('--json', action='store_true', help='print one JSON object instead of text')
     p_status = sub.add_parser('status', help='show the entries, the open ones, the lock and any problems')
     common(p_status)
     p_unlock = sub.add_parser('unlock', help='release the lock')
@@ -205,7 +219,34 @@ def _acknowledge(answer):
     sys.stdout.flush()
 
 
+def host_stamp(folder):
+    """The version stamp in ``folder``, with a message in words."""
+    path = os.path.join(folder, HOST_STAMP)
+    try:
+        with open(path, encoding='utf-8') as handle:
+            stamp = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise core.LedgerError(f'cannot read the version stamp {path}: {exc}') from None
+    if not (isinstance(stamp, dict) and isinstance(stamp.get('files'), list)):
+        raise core.LedgerError(f'malformed version stamp {path}: expected an object with a list of files')
+    return dict(stamp, changed=False, message=f'{stamp.get("collection")} {stamp.get("version")}: '
+                                              f'{len(stamp["files"])} files in {folder}')
+
+
+def _sampler():
+    """The counter sampler's module, imported only for its subcommand."""
+    # pylint: disable=import-outside-toplevel
+    try:
+        from ansible_collections.inferlab.distributed.plugins.module_utils import _sampler as sampler
+    except ImportError:  # on a host, installed beside this script
+        import inferlab_sampler as sampler
+    return sampler
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['sampler']:
+        return _sampler().main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == 'watch-link' and (args.loader_pid is None) != (args.loader_start_time is None):
@@ -250,6 +291,9 @@ def main(argv=None):
                                          status_file=args.status_file, run_id=args.run_id,
                                          journal_dir=args.journal_dir, journal_stall_s=args.journal_stall,
                                          procfs_root=args.procfs_root)
+            rc, text = EXIT_OK, [result['message']]
+        elif args.command == 'version':
+            result = host_stamp(os.path.dirname(os.path.abspath(__file__)))
             rc, text = EXIT_OK, [result['message']]
         elif args.command == 'status':
             result = core.status(args.ledger_dir, args.host)

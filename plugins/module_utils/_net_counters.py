@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._sysfs import (
-    MalformedValueError,
-    SysfsError,
-    SysfsReader,
-)
+try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _sysfs
+except ImportError:  # on a host, installed beside the sampler (see _sampler)
+    import inferlab_sysfs as _sysfs
+
+# the sysfs reader and its errors, under the names this module's callers know
+MalformedValueError = _sysfs.MalformedValueError
+SysfsError = _sysfs.SysfsError
+SysfsReader = _sysfs.SysfsReader
 
 # The receiver-error family of an interface's statistics: what a bad cable, a lossy driver or an overrun receiver
 # shows first. The controller's filters sum and show these (link_test_result, link_ab_metrics).

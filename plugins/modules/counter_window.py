@@ -13,16 +13,17 @@ version_added: 0.2.0
 description:
   - One edge of a counter window of the C(inferlab.distributed.counters) role, in one module run per host, so that
     the snapshots of the hosts are taken close together and a window costs two round trips per host.
-  - V(open) records the background sampler in the host's change ledger (pending), starts it
-    (C(<sampler_script> start)), marks it applied with its pid and start time, then takes the opening snapshot. A
-    window whose sampler is still open is refused. When anything fails after the record, the entry is undone (the
-    sampler stopped by PID) before the module fails, and the message says so.
+  - V(open) records the background sampler in the host's change ledger (pending), starts it (O(sampler_argv),
+    C(inferlab_ledger.py sampler start)), marks it applied with its pid and start time, then takes the opening
+    snapshot. A window whose sampler is still open is refused. When anything fails after the record, the entry is
+    undone (the sampler stopped by PID) before the module fails, and the message says so.
   - V(close) takes the closing snapshot, then stops through the ledger every open sampler entry of this window (by
     its pidfile), whatever happened to the snapshot. An interface missing at the closing (a driver reload removes
     C(thunderbolt0)) is listed in RV(missing), not an error.
   - The snapshot is what M(inferlab.distributed.net_counters), M(inferlab.distributed.tbnet_info) and
     M(inferlab.distributed.nvml_info) return, read by the same module_utils; the counters first.
-  - The sampler script and its parser are installed by the role (once per run), not by this module.
+  - The ledger script, whose C(sampler) subcommand is the sampler, and its parser are installed by the role (once
+    per run, with the rest of the host files), not by this module.
   - Its action plugin does the controller's half in the same task, so that an edge is one task per host. V(open)
     keeps the snapshot with the controller's UTC time (RV(opened)) and writes it to
     C(<run_dir>/windows/<window>/open/<host>.json). V(close) writes the samples (which the module returns, so
@@ -145,7 +146,8 @@ EXAMPLES = r"""
     ledger_dir: /var/lib/inferlab/ledger
     host: "{{ inventory_hostname }}"
     pidfile: /var/lib/inferlab/run/sampler-20261202T101500Z-link_test-iperf_clean.pid
-    sampler_argv: [/usr/bin/python3, /var/lib/inferlab/bin/inferlab_sampler.py, start, --output, /tmp/w.jsonl,
+    sampler_argv: [/usr/bin/python3, /var/lib/inferlab/bin/inferlab_ledger.py, sampler, start,
+                   --output, /tmp/w.jsonl,
                    --pidfile, /var/lib/inferlab/run/sampler-20261202T101500Z-link_test-iperf_clean.pid,
                    --log, /tmp/w.log, --interface=thunderbolt0]
     interfaces: [thunderbolt0]

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -331,17 +331,24 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def install_host_files(folder: str) -> Path:
+    """The host files in ``folder`` as the ledger role installs them (its manifest, read by
+    tests/unit/ledger_host.py); the ledger script's path."""
+    spec = importlib.util.spec_from_file_location("ledger_host", REPO / "tests" / "unit" / "ledger_host.py")
+    ledger_host = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ledger_host)
+    return ledger_host.install_ledger(folder)
+
+
 def bench_sampler(runs_wanted: int, seconds: float = 60.0) -> dict[str, list[float]]:
     """CPU share of one core used by the sampler at 1 Hz, in percent, per run of `seconds`."""
     ticks_per_s = os.sysconf("SC_CLK_TCK")
     samples: dict[str, list[float]] = {"sampler CPU at 1 Hz, % of one core": []}
     for _run in range(runs_wanted):
         with tempfile.TemporaryDirectory(prefix="inferlab-sampler-") as tmp:
-            for source in (REPO / "roles/counters/files/inferlab_sampler.py",
-                           REPO / "plugins/module_utils/_net_counters.py", REPO / "plugins/module_utils/_sysfs.py"):
-                shutil.copy(source, tmp)
+            script = install_host_files(tmp)
             interfaces = sorted(os.listdir("/sys/class/net"))[:2]
-            argv = [sys.executable, f"{tmp}/inferlab_sampler.py", "start", "--output", f"{tmp}/s.jsonl",
+            argv = [sys.executable, "-I", str(script), "sampler", "start", "--output", f"{tmp}/s.jsonl",
                     "--pidfile", f"{tmp}/s.pid", "--log", f"{tmp}/s.log", "--interval", "1.0"]
             for interface in interfaces:
                 argv += ["--interface", interface]

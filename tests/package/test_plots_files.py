@@ -1,6 +1,6 @@
 """plots/*.png from fixed records (tests/unit/fixtures/report/): which plots are drawn, which are left out and why,
 and that each file is a PNG of the expected pixel size with something drawn in it (read with struct and zlib, no
-Pillow). The sampler's series are written here in its format (roles/counters/files/inferlab_sampler.py) at the
+Pillow). The sampler's series are written here in its format (plugins/module_utils/_sampler.py) at the
 paths the record names, one sample a second across each counter window."""
 
 from __future__ import annotations

@@ -2,16 +2,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Tests of roles/counters/files/inferlab_sampler.py, the background sampler of a counter window.
+"""Tests of plugins/module_utils/_sampler.py, the background sampler of a counter window.
 
-In process against fixture trees, and as the host runs it: copied alone with ``_net_counters.py`` and ``_sysfs.py``
-beside it, started detached, stopped by SIGTERM or by the ledger's undo.
+In process against fixture trees, and as the host runs it: installed alone with the rest of the host files (the
+ledger role's manifest), run as ``inferlab_ledger.py sampler``, started detached, stopped by SIGTERM or by the
+ledger's undo.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import re
@@ -31,23 +31,13 @@ from ansible_collections.inferlab.distributed.plugins.module_utils import (
     _ledger_undo,
     _net_counters,
 )
+from ansible_collections.inferlab.distributed.plugins.module_utils import _sampler as sampler_script
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger
 from ansible_collections.inferlab.distributed.tests.unit.oldpython import require_python
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = REPO_ROOT / 'roles' / 'counters' / 'files' / 'inferlab_sampler.py'
-MODULE_UTILS = REPO_ROOT / 'plugins' / 'module_utils'
+SCRIPT = Path(sampler_script.__file__)
 HOST = 'lab-a'
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location('inferlab_sampler', SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sampler_script = _load_script()
 
 
 @pytest.fixture
@@ -61,12 +51,9 @@ def roots(tmp_path):
 
 @pytest.fixture
 def host_bin(tmp_path):
-    """The host's bin directory as the counters role installs it: the sampler with the parser beside it."""
+    """The host's bin directory as the counters role installs it: the ledger's host files, the sampler among them."""
     directory = tmp_path / 'state' / 'bin'
-    directory.mkdir(parents=True)
-    shutil.copy(SCRIPT, directory / 'inferlab_sampler.py')
-    for name in ('_net_counters.py', '_sysfs.py'):
-        shutil.copy(MODULE_UTILS / name, directory / name)
+    install_ledger(directory)
     for name in ('windows', 'run', 'logs'):
         (tmp_path / 'state' / name).mkdir()
     return directory
@@ -110,7 +97,7 @@ def wait_lines(path, count, timeout=10.0):
 def sampler_argv(python, host_bin, roots, command='start', interval='0.05', max_seconds='30',
                  interfaces=('thunderbolt0',)):
     state = host_bin.parent
-    argv = [python, '-I', str(host_bin / 'inferlab_sampler.py'), command,
+    argv = [python, '-I', str(host_bin / 'inferlab_ledger.py'), 'sampler', command,
             '--output', str(state / 'windows' / 'run1-w.jsonl'), '--pidfile', str(state / 'run' / 'sampler-run1-w.pid'),
             '--log', str(state / 'logs' / 'sampler-run1-w.log'), '--interval', interval, '--max-seconds', max_seconds,
             '--sysfs-root', str(roots[0]), '--procfs-root', str(roots[1])]
@@ -125,34 +112,45 @@ def log_events(host_bin):
 # --- the script itself
 
 
-def test_imports_nothing_from_ansible():
+def test_imports_ansible_only_where_it_falls_back_to_the_host_name():
     source = SCRIPT.read_text()
     imports = re.findall(r'^\s*(?:from|import)\s+(\S+)', source, re.MULTILINE)
-    expected = ['ansible_collections.inferlab.distributed.plugins.module_utils']
-    assert [name for name in imports if name.startswith('ansible')] == expected
-    # that one import is the fallback for a checkout; on a host the copies beside the script are loaded
-    assert 'if not all(os.path.isfile(path) for path in paths.values()):' in source
+    assert [name for name in imports if name.startswith(('ansible', 'inferlab_'))] == [
+        'ansible_collections.inferlab.distributed.plugins.module_utils', 'inferlab_net_counters']
+    assert 'load_counters' not in source and 'spec_from_file_location' not in source
 
 
 def test_parses_as_python_38():
     ast.parse(SCRIPT.read_text(), feature_version=(3, 8))
 
 
-def test_loads_the_parser_beside_it_without_ansible(host_bin):
-    code = ('import importlib.util, sys\n'
-            f'spec = importlib.util.spec_from_file_location("s", {str(host_bin / "inferlab_sampler.py")!r})\n'
-            'module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n'
-            'counters = module.load_counters()\n'
-            'print(counters.__file__)\n'
-            'print(sorted(name for name in sys.modules if name == "ansible" or name.startswith("ansible.")))\n')
+def test_runs_from_the_host_files_without_ansible(host_bin):
+    """The ledger script's copy of the sampler and of its parser, under their host names; no ``ansible``."""
+    code = ('import runpy, sys\n'
+            f'sys.argv = [{str(host_bin / "inferlab_ledger.py")!r}, "sampler", "--help"]\n'
+            'try:\n'
+            f'    runpy.run_path({str(host_bin / "inferlab_ledger.py")!r}, run_name="__main__")\n'
+            'except SystemExit as exc:\n'
+            '    print(exc.code)\n'
+            'print(sys.modules["inferlab_sampler"].__file__, sys.modules["inferlab_net_counters"].__file__,\n'
+            '      sys.modules["inferlab_sysfs"].__file__)\n'
+            'print(sorted(name for name in sys.modules if name.startswith(("ansible.", "ansible_collections."))\n'
+            '             or name in ("ansible", "ansible_collections")))\n')
     out = subprocess.run([sys.executable, '-I', '-c', code], capture_output=True, text=True, timeout=60, check=True)
-    path, loaded = out.stdout.splitlines()
-    assert path == str(host_bin / '_net_counters.py')
+    usage, code, paths, loaded = out.stdout.split('\n')[0], *out.stdout.splitlines()[-3:]
+    assert usage.startswith('usage: inferlab_ledger.py sampler ') and code == '0'
+    assert paths.split() == [str(host_bin / name) for name in
+                             ('inferlab_sampler.py', 'inferlab_net_counters.py', 'inferlab_sysfs.py')]
     assert loaded == '[]'
 
 
-def test_falls_back_to_the_collection_in_a_checkout():
-    assert sampler_script.load_counters(str(SCRIPT.parent)) is _net_counters
+def test_the_ledger_script_lists_it_and_hands_it_everything_after_sampler(host_bin):
+    out = subprocess.run([sys.executable, '-I', str(host_bin / 'inferlab_ledger.py'), '--help'], capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert 'sampler' in out.stdout and 'the counter sampler of a counter window' in out.stdout
+    out = subprocess.run([sys.executable, '-I', str(host_bin / 'inferlab_ledger.py'), 'sampler'], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == 2 and out.stderr.startswith('usage: inferlab_ledger.py sampler ')
 
 
 # --- one sample
@@ -379,8 +377,8 @@ def test_runs_on_old_python(host_bin, roots, version):
 
 
 def run_textfile(host_bin, dest, text):
-    return subprocess.run([sys.executable, '-I', str(host_bin / 'inferlab_sampler.py'), 'textfile', '--dest',
-                           str(dest)], input=text, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run([sys.executable, '-I', str(host_bin / 'inferlab_ledger.py'), 'sampler', 'textfile',
+                           '--dest', str(dest)], input=text, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_textfile_is_written_atomically_and_only_when_it_changes(host_bin, tmp_path):

@@ -29,7 +29,7 @@ def test_the_link_has_the_labs_profile_back(host):
 def test_no_test_process_is_left(host):
     assert own_processes(host, "(^|/)[i]perf3 ") == [], "no iperf3 server may be left running"
     # the bracket keeps pgrep from matching the shell that runs it
-    assert own_processes(host, "[i]nferlab_sampler") == [], "no sampler may be left running"
+    assert own_processes(host, "[i]nferlab_ledger.py sampler ") == [], "no sampler may be left running"
 
 
 def test_the_send_buffer_sysctl_is_back_as_it_was_found(host):

@@ -9,9 +9,11 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core
 from ansible_collections.inferlab.distributed.plugins.plugin_utils import _counter_window_controller
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import REPO_ROOT, ledger_files
 from ansible_collections.inferlab.distributed.tests.unit.playbook_run import ansible_playbook, playbook_env
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
@@ -125,6 +127,17 @@ def test_a_window_is_opened_measured_and_closed_on_both_hosts(lab):
         assert [e["state"] for e in sampler_entries(tmp_path, host)] == ["undone"]
     assert [r["window"] for r in results(tmp_path)] == ["w1", "w1"]
     assert results(tmp_path)[1] == json.loads((run / "fragments" / "window_w1" / "lab-b.json").read_text())
+    # the host files came from the ledger role's one manifest, with its version stamp
+    names = [name for _source, name in ledger_files()]
+    stamp = {"collection": "inferlab.distributed", "files": names,
+             "version": str(yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())["version"])}
+    for host in HOSTS:
+        folder = tmp_path / f"state-{host}" / "bin"
+        assert sorted(os.listdir(folder)) == sorted([*names, "inferlab_host.json"])
+        version = subprocess.run([sys.executable, "-I", str(folder / "inferlab_ledger.py"), "version", "--json"],
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert version.returncode == 0, version.stdout + version.stderr
+        assert {key: json.loads(version.stdout)[key] for key in stamp} == stamp
     # no task per fragment, per snapshot or per fetch: a window's own tasks (the installs aside) are these
     assert [line.split(" : ", 1)[1].split("]")[0] for line in proc.stdout.splitlines()
             if line.startswith("TASK [inferlab.distributed.counters : ") and "window w1" in line] == [

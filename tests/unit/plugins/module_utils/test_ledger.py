@@ -712,6 +712,24 @@ def test_script_reports_a_crash_with_its_own_exit_code(monkeypatch, capsys, ledg
     assert result["message"] == "status crashed: boom" and "RuntimeError: boom" in result["traceback"]
 
 
+def test_version_prints_the_stamp_beside_the_script(tmp_path):
+    alone = install_ledger(tmp_path / "bin")
+    script = [sys.executable, "-I", str(alone), "version"]
+    out = subprocess.run([*script, "--json"], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 3 and json.loads(out.stdout)["message"].startswith(
+        f"cannot read the version stamp {tmp_path}/bin/inferlab_host.json: [Errno 2]")
+    stamp = {"collection": "inferlab.distributed", "version": "0.3.0", "files": ["inferlab_ledger.py"]}
+    (tmp_path / "bin" / "inferlab_host.json").write_text(json.dumps(stamp))
+    out = subprocess.run(script, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout == f"inferlab.distributed 0.3.0: 1 files in {tmp_path}/bin\n"
+    result = json.loads(subprocess.run([*script, "--json"], capture_output=True, text=True, timeout=60,
+                                       check=True).stdout)
+    assert {k: result[k] for k in stamp} == stamp and result["changed"] is False
+    (tmp_path / "bin" / "inferlab_host.json").write_text("[]")
+    out = subprocess.run(script, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 3 and "malformed version stamp" in out.stdout
+
+
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
 def test_script_runs_alone_on_old_python(procs, tmp_path, ledger_dir, version):
     """The host's copies alone, run by whatever Python the host has (3.8 is ansible-core 2.19's oldest)."""

@@ -3,21 +3,17 @@ real loopback counters, a Thunderbolt fixture tree and a recorded NVML snapshot;
 
 import json
 import os
-import shutil
 import signal
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_core, _ledger_proc
 from ansible_collections.inferlab.distributed.plugins.modules import counter_window
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, run_module, sysfs_tree
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
-SAMPLER = REPO_ROOT / "roles" / "counters" / "files" / "inferlab_sampler.py"
-MODULE_UTILS = REPO_ROOT / "plugins" / "module_utils"
 HOST = "lab-a"
 RUN = "run1"
 
@@ -31,10 +27,7 @@ def tbnet_root(tmp_path):
 def state(tmp_path):
     """A host's state directory with the sampler installed as the role installs it."""
     root = tmp_path / "state"
-    (root / "bin").mkdir(parents=True)
-    shutil.copy(SAMPLER, root / "bin" / "inferlab_sampler.py")
-    for name in ("_net_counters.py", "_sysfs.py"):
-        shutil.copy(MODULE_UTILS / name, root / "bin" / name)
+    install_ledger(root / "bin")
     for name in ("windows", "run", "logs"):
         (root / name).mkdir()
     yield root
@@ -50,7 +43,7 @@ def args(state, tbnet_root, action, window="w1", **extra):
                 tbnet_sysfs_root=tbnet_root,
                 nvml_snapshot=str(FIXTURES / "nvml" / "h200.json"))
     if action == "open":
-        base["sampler_argv"] = [sys.executable, str(state / "bin" / "inferlab_sampler.py"), "start",
+        base["sampler_argv"] = [sys.executable, str(state / "bin" / "inferlab_ledger.py"), "sampler", "start",
                                 "--output", str(state / "windows" / f"{RUN}-{window}.jsonl"),
                                 "--pidfile", base["pidfile"], "--log", str(state / "logs" / f"{window}.log"),
                                 "--interval", "0.05", "--max-seconds", "30", "--interface=lo"]
@@ -111,7 +104,7 @@ def test_an_opening_snapshot_that_fails_stops_the_sampler_it_started(state, tbne
 
 def test_a_sampler_that_does_not_start_leaves_no_open_entry(state, tbnet_root, tmp_path):
     bad = args(state, tbnet_root, "open")
-    bad["sampler_argv"] = [sys.executable, str(state / "bin" / "inferlab_sampler.py"), "start", "--output",
+    bad["sampler_argv"] = [sys.executable, str(state / "bin" / "inferlab_ledger.py"), "sampler", "start", "--output",
                            "/nonexistent/dir/x.jsonl", "--pidfile", bad["pidfile"], "--log", "/nonexistent/dir/x.log",
                            "--interface=lo"]
     failed, result = run_module(counter_window.main, bad)

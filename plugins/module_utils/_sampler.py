@@ -1,17 +1,18 @@
 # Copyright (c) 2026, inferlab developers (@inferlab)
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The background counter sampler of an inferlab counter window.
+"""The background counter sampler of an inferlab counter window: the ``sampler`` subcommand of the ledger script.
 
-The ``inferlab.distributed.counters`` role copies this file to ``<inferlab_state_dir>/bin/inferlab_sampler.py``,
-with ``_net_counters.py`` and ``_sysfs.py`` from the collection's ``plugins/module_utils/`` beside it (the same parser
-the ``net_counters`` module uses), and records it in the host's change ledger (kind ``sampler``) before starting it::
+The ``ledger`` role installs it on each host with the rest of the host files, as ``inferlab_sampler.py`` beside
+``inferlab_ledger.py`` (with ``_net_counters`` and ``_sysfs``, the same parser the ``net_counters`` module uses, as
+``inferlab_net_counters.py`` and ``inferlab_sysfs.py``); the ``counters`` role records it in the host's change ledger
+(kind ``sampler``) before starting it::
 
-    python3 inferlab_sampler.py start --output FILE.jsonl --pidfile FILE.pid --log FILE.log
+    python3 inferlab_ledger.py sampler start --output FILE.jsonl --pidfile FILE.pid --log FILE.log
                                       --interface IF [--interface IF ...] [--interval 1.0] [--max-seconds 3600]
                                       [--sysfs-root /sys] [--procfs-root /proc]
-    python3 inferlab_sampler.py run   (the same options; stays in the foreground)
-    python3 inferlab_sampler.py textfile --dest DIR/NAME.prom   (the text on stdin; written atomically)
+    python3 inferlab_ledger.py sampler run   (the same options; stays in the foreground)
+    python3 inferlab_ledger.py sampler textfile --dest DIR/NAME.prom   (the text on stdin; written atomically)
 
 ``start`` forks the sampler into its own session (``setsid``; stdin and stdout on ``/dev/null``, stderr appended to
 ``--log``), waits until it has written its pidfile and its first sample, prints ``{"pid": ..., "start_time": ...,
@@ -32,13 +33,13 @@ with the reason and the number of samples).
 Exit codes: 0 success; 1 it failed (the message is on stderr, or in the JSON of ``start``); 2 usage error; 3 refused
 (the pidfile names a live process, the destination directory does not exist).
 
-Standard library only, Python 3.8 or later; it never imports ``ansible``.
+Standard library only, Python 3.8 or later; it imports its siblings under both names, never ``ansible`` (see
+``_ledger_core``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -48,6 +49,11 @@ import sys
 import time
 import traceback
 
+try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _net_counters as net_counters
+except ImportError:  # on a host, installed beside it (see _ledger_core)
+    import inferlab_net_counters as net_counters
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 
 # What each sample carries. Receiver errors first among the reasons this exists: a window that shows rx_crc_errors
@@ -56,36 +62,8 @@ STATISTICS = ('rx_bytes', 'tx_bytes', 'rx_packets', 'tx_packets', 'rx_errors', '
               'tx_dropped', 'rx_crc_errors', 'rx_over_errors', 'rx_missed_errors', 'rx_length_errors')
 TCP = ('RetransSegs', 'OutSegs', 'InSegs', 'InErrs')
 TCP_EXT = ('TCPLostRetransmit', 'TCPTimeouts')
-
-_PACKAGE = 'ansible_collections.inferlab.distributed.plugins.module_utils'
-
-
-def load_counters(directory=None):
-    """The collection's ``_net_counters`` module.
-
-    On a host it is the copy beside this script, loaded from its file under its own dotted name, with ``_sysfs``
-    (which it imports by that name) loaded first the same way; nothing else of the collection, and no ``ansible``,
-    is needed. In a checkout where the collection is importable (unit tests) and no copies are beside the script, the
-    ordinary import is used.
-    """
-    directory = directory or os.path.dirname(os.path.abspath(__file__))
-    paths = {name: os.path.join(directory, name + '.py') for name in ('_sysfs', '_net_counters')}
-    if not all(os.path.isfile(path) for path in paths.values()):
-        from ansible_collections.inferlab.distributed.plugins.module_utils import _net_counters  # pylint: disable=import-outside-toplevel
-        return _net_counters
-    for name in ('_sysfs', '_net_counters'):
-        dotted = _PACKAGE + '.' + name
-        if dotted in sys.modules:
-            continue
-        spec = importlib.util.spec_from_file_location(dotted, paths[name])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[dotted] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[dotted]
-            raise
-    return sys.modules[_PACKAGE + '._net_counters']
+# the usage messages name the command as the host runs it
+PROG = 'inferlab_ledger.py sampler'
 
 
 class Sampler:
@@ -165,6 +143,11 @@ class StopSignal:
             select.select([self._read_fd], [], [], seconds)
         # the pipe is never drained: once a signal came, every later wait returns at once until the handler has run
         return self.reason is not None
+
+
+def _answer(result):
+    """The one JSON line on stdout that ``start`` and ``textfile`` answer with."""
+    sys.stdout.write(json.dumps(result) + '\n')
 
 
 def _log(event, **fields):
@@ -271,8 +254,7 @@ def run(args, ready=None):
     stop.install()
     count = 0
     try:
-        counters = load_counters()
-        sampler = Sampler(counters, args.interface, sysfs_root=args.sysfs_root, procfs_root=args.procfs_root)
+        sampler = Sampler(net_counters, args.interface, sysfs_root=args.sysfs_root, procfs_root=args.procfs_root)
         _write_pidfile(args.pidfile)
         _log('start', pid=os.getpid(), output=args.output, interfaces=sampler.interfaces, interval_s=args.interval,
              max_seconds=args.max_seconds)
@@ -292,11 +274,11 @@ def start(args):
     """Fork the sampler into its own session; print its pid once it has sampled once. Returns the exit code."""
     refused = refuse_reason(args)
     if refused:
-        print(json.dumps({'failed': True, 'msg': refused}))
+        _answer({'failed': True, 'msg': refused})
         return EXIT_REFUSED
     log_dir = os.path.dirname(os.path.abspath(args.log))
     if not os.path.isdir(log_dir):
-        print(json.dumps({'failed': True, 'msg': f'directory {log_dir} does not exist (for {args.log})'}))
+        _answer({'failed': True, 'msg': f'directory {log_dir} does not exist (for {args.log})'})
         return EXIT_REFUSED
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
@@ -339,9 +321,9 @@ def start(args):
     if b''.join(chunks) != b'ready':
         result.update(failed=True, msg=f'the sampler (pid {pid}) exited before its first sample; see {args.log}: '
                                        + _tail(args.log))
-        print(json.dumps(result))
+        _answer(result)
         return EXIT_FAILED
-    print(json.dumps(result))
+    _answer(result)
     return EXIT_OK
 
 
@@ -401,7 +383,7 @@ def _positive(text):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog='inferlab_sampler.py', description=__doc__.split('\n\n', 1)[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split('\n\n', 1)[0])
     commands = parser.add_subparsers(dest='command')
     commands.required = True
     for name, text in (('start', 'start the sampler in the background and print its pid'),
@@ -421,6 +403,7 @@ def build_parser():
 
 
 def main(argv=None):
+    """The ``sampler`` subcommand, ``argv`` being what follows it; returns the exit code."""
     args = build_parser().parse_args(argv)
     if args.command == 'start':
         return start(args)
@@ -433,14 +416,10 @@ def main(argv=None):
     try:
         changed, msg = write_textfile(args.dest, sys.stdin.read())
     except FileNotFoundError as err:
-        print(json.dumps({'failed': True, 'changed': False, 'msg': str(err)}))
+        _answer({'failed': True, 'changed': False, 'msg': str(err)})
         return EXIT_REFUSED
     except OSError as err:
-        print(json.dumps({'failed': True, 'changed': False, 'msg': f'cannot write {args.dest}: {err}'}))
+        _answer({'failed': True, 'changed': False, 'msg': f'cannot write {args.dest}: {err}'})
         return EXIT_FAILED
-    print(json.dumps({'changed': changed, 'msg': msg, 'dest': args.dest}))
+    _answer({'changed': changed, 'msg': msg, 'dest': args.dest})
     return EXIT_OK
-
-
-if __name__ == '__main__':
-    sys.exit(main())
