@@ -46,6 +46,9 @@ pidfile, count, upstream, events, linger = sys.argv[1], int(sys.argv[2]), sys.ar
 flags = {"hup": False, "term": False}
 signal.signal(signal.SIGHUP, lambda signum, frame: flags.update(hup=True))
 signal.signal(signal.SIGTERM, lambda signum, frame: flags.update(term=True))
+# blocked here, so inherited blocked by each worker until its handler is set: a worker not yet scheduled after the
+# fork would otherwise die at once of a SIGQUIT, not linger (seen on a loaded machine)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGQUIT})
 
 
 def worker():
@@ -53,6 +56,7 @@ def worker():
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, lambda signum, frame: quitting.update(now=True))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGQUIT})  # a SIGQUIT sent before now waited, blocked
     while not quitting["now"]:
         time.sleep(0.01)
     time.sleep(linger)
