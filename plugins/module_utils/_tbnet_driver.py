@@ -3,6 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Load the candidate ``thunderbolt_net`` for a while, and put the distribution's driver back.
 
+Over 600 lines on purpose: installed alone on hosts as ``inferlab_tbnet_driver.py`` (the ledger role's files); its
+sections (sysfs, commands, emulation, the link's tail, loads, the watchdog, the undo) are one load and its way back.
+
 The one implementation behind the ``tbnet_module`` module and the change ledger's ``kernel_module`` undo (which runs
 it on the host without a controller, as ``inferlab_tbnet_driver.py`` beside the ledger's modules). Standard
 library only (plus ``_ledger_proc``, which runs its commands); compiles on Python 3.8.
