@@ -4,8 +4,8 @@
 """The persistence_differences filter: how two persistence_snapshot results differ.
 
 Its DOCUMENTATION, EXAMPLES and RETURN are in the sidecar file persistence_differences.yml beside it, where
-ansible-doc finds them. The logic is in plugins/module_utils/_persistence.py (standard library only, shared with the
-persistence_snapshot module); this wrapper turns its errors into AnsibleFilterError.
+ansible-doc finds them. The logic is in plugins/module_utils/_persistence_compare.py (standard library only, beside
+_persistence.py, which the persistence_snapshot module runs); this wrapper turns its errors into AnsibleFilterError.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,14 +14,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.module_utils import _persistence
+from ansible_collections.inferlab.distributed.plugins.module_utils import _persistence, _persistence_compare
 from ansible_collections.inferlab.distributed.plugins.plugin_utils._plain import plain
 
 
 def persistence_differences(before, after):
     """``{differences, taint: {before, after, note}, problems}`` between two persistence snapshots."""
     try:
-        return _persistence.compare(plain(before), plain(after))
+        return _persistence_compare.compare(plain(before), plain(after))
     except _persistence.PersistenceError as exc:
         raise AnsibleFilterError('persistence_differences: %s' % exc) from exc
 

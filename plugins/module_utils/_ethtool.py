@@ -10,7 +10,7 @@ have reads ``None`` (ethtool's ``n/a``); an offload that cannot change is ``fixe
 
 The ``nic_layer`` module sets them; the change ledger's undo of a ``nic_setting`` entry puts the values read before
 back. One of the ledger's host-side modules (installed beside it as ``inferlab_ethtool.py``): standard library
-only, Python 3.8+.
+only (plus ``_ledger_proc``, which runs its commands), Python 3.8+.
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
+
+try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc
+except ImportError:  # on a host, installed beside the ledger's modules (see _ledger_core)
+    import inferlab_ledger_proc as _ledger_proc
 
 ETHTOOL_DIRS = ('/usr/sbin', '/sbin', '/usr/local/sbin')
 # what each group is read and set with, and what its output starts with
@@ -180,13 +184,12 @@ def ethtool_argv(command=None):
 
 
 def run(argv, timeout=60):
-    """``(rc, stdout, stderr)`` of one ethtool command in the C locale; rc 127 when it cannot run."""
+    """``(rc, stdout, stderr)`` of one ethtool command (``_ledger_proc.run_bounded``: the C locale, stdin from
+    /dev/null, killed at ``timeout``); rc 127 when it cannot run or does not return in time."""
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, LC_ALL='C'),
-                              timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        return _ledger_proc.run_bounded(argv, timeout)
+    except (OSError, _ledger_proc.CommandTimedOut) as exc:
         return 127, '', str(exc)
-    return done.returncode, done.stdout.decode('utf-8', 'replace'), done.stderr.decode('utf-8', 'replace')
 
 
 def read_group(prefix, group, interface, runner=run):

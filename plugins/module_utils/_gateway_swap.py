@@ -3,6 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Apply a LiteLLM proxy config (the gateway's) by a rolling restart with an explicit drain, losing no request.
 
+Over 600 lines on purpose: installed alone on hosts as ``inferlab_gateway_swap.py`` (the ledger role's files), and
+its sections (validation, HTTP, the upstream file, /proc, instances, the rolling restart, the undo) are one subject.
+
 A LiteLLM proxy configured from a file reads that file only at start, so adding or removing a general fallback
 means a restart; restarting the only instance drops the requests that arrive meanwhile (a 1-2 s stop plus a 6-8 s
 start). The gateway therefore runs as N LiteLLM instances behind nginx (the "front"), and a config is applied one

@@ -3,6 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The change ledger of inferlab: its format, recording and marking (checked by the kinds), the per-host lock.
 
+Over 600 lines on purpose: installed on hosts as ``inferlab_ledger_core.py`` (the ledger role's files), the name its
+siblings import; its ids, reading, recording and lock all serve the one ledger file.
+
 The ledger's code is a set of modules, each with one job: this core; ``_ledger_base`` (what every kind builds on);
 ``_ledger_kinds`` (the registry of kinds) and the modules that declare them; ``_ledger_proc`` (processes: /proc,
 pidfiles, starting one detached); ``_ledger_undo`` (the undo of a host's open entries, the write-ahead protocol of

@@ -8,6 +8,10 @@ One call of ``run_batch`` sends one batch and returns one dict: every request's 
 Standard library only (``http.client``, ``threading``, ``time.perf_counter``), Python 3.8+ syntax: it runs under the
 controller's Python, which may be any a module runs on.
 
+This module checks the options, schedules the requests and runs the batch; its parts are ``_workload_prompts`` (the
+prompt text), ``_workload_stream`` (one streamed request and its record) and ``_workload_stats`` (the figures and
+their ``DEFINITIONS``).
+
 Prompts. Words drawn from ``WORDS`` with a generator seeded from ``seed``, separated by spaces, one word per
 requested token: the lab server counts a word as one token, and each word is one token for common BPE tokenizers
 too, but chat templates and real tokenizers add or split tokens, so a record keeps the server's
@@ -51,24 +55,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
 import http.client
 import json
 import math
 import random
-import socket
-import ssl
 import threading
 import time
-from urllib.parse import urlsplit
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._llamacpp import response_timings
-from ansible_collections.inferlab.distributed.plugins.module_utils._prompt_fit import (
-    ServerTokenizer,
-    TokenizerError,
-    fit_words,
+from ansible_collections.inferlab.distributed.plugins.module_utils._prompt_fit import ServerTokenizer, TokenizerError
+from ansible_collections.inferlab.distributed.plugins.module_utils._workload_prompts import (
+    build_fitted_prompts,
+    build_prompts,
 )
-from ansible_collections.inferlab.distributed.plugins.module_utils._sse import SSEError, SSEParser
+from ansible_collections.inferlab.distributed.plugins.module_utils._workload_stats import DEFINITIONS, summarize
+from ansible_collections.inferlab.distributed.plugins.module_utils._workload_stream import (
+    Target,
+    WorkloadError,
+    cut,
+    new_record,
+    request_body,
+    stream_request,
+    utc_now,
+)
 
 KINDS = ("single_stream", "concurrent", "repeated_prefix", "long_context")
 PROMPT_SIZINGS = ("words", "tokenizer")
@@ -76,164 +84,8 @@ APIS = ("openai_chat", "sglang_generate")
 # Each request in flight is a thread of this process: more than this is a typo, not a workload.
 MAX_CONCURRENCY = 1024
 MAX_REQUESTS = 100000
-PATHS = {"openai_chat": "/v1/chat/completions", "sglang_generate": "/generate"}
 DEFAULT_CAPTURE_HEADERS = ["x-inferlab-host", "x-litellm-model-api-base", "x-litellm-model-group",
                            "x-litellm-attempted-fallbacks"]
-DEFAULT_PROMPT_TOKENS = 128
-SUFFIX_TOKENS = 16
-ERROR_BODY_LIMIT = 2048
-READ_SIZE = 65536
-STAT_FIELDS = ("ttft_s", "tpot_s", "itl_s", "itl_per_token_s", "latency_s", "output_tok_s", "decode_tok_s")
-POOLED_FIELDS = ("itl_s", "itl_per_token_s")  # lists per request, pooled over the OK requests
-
-# Common English words, each one token for the lab server and for common BPE tokenizers (with its leading space).
-WORDS = tuple("""
-time year people way day man thing woman life child world school state family student group country problem hand
-part place case week company system program question work government number night point home water room mother
-area money story fact month lot right study book eye job word business issue side kind head house service friend
-father power hour game line end member law car city community name president team minute idea kid body information
-back parent face others level office door health person art war history party result change morning reason
-research girl guy moment air teacher force education foot boy age policy music market sense nation plan college
-interest death experience effect class control care field development role effort rate heart drug show leader light
-voice wife police mind price report decision son view relationship town road arm difference value building action
-model season society tax director position player record paper space ground form event official matter center couple
-site project activity star table need court oil situation cost industry figure street image phone data picture
-""".split())
-
-DEFINITIONS = {
-    "ttft_s": "time from sending the request (connect included) to the first streamed chunk carrying generated text",
-    "latency_s": "time from sending the request to the end of its stream (data: [DONE])",
-    "output_tokens": "the server's usage.completion_tokens / meta_info.completion_tokens, not a count of chunks",
-    "prompt_tokens": "the server's usage.prompt_tokens / meta_info.prompt_tokens (chat template included)",
-    "cached_tokens": "the server's usage.prompt_tokens_details.cached_tokens / meta_info.cached_tokens; null when "
-                     "the server did not report it (SGLang's OpenAI API: only with --enable-cache-report and > 0)",
-    "chunks": "streamed chunks that carried generated text",
-    "output_tok_s": "output_tokens / latency_s, per request (TTFT included)",
-    "decode_tok_s": "(output_tokens - 1) / (latency_s - ttft_s), per request (TTFT and its token excluded; 1 / tpot_s)",
-    "tpot_s": "(latency_s - ttft_s) / (output_tokens - 1), per request with output_tokens > 1 (bench_serving TPOT)",
-    "itl_s": "gaps between consecutive chunks carrying generated text, after the first; OK requests pooled (per "
-             "chunk: with speculative decoding a chunk carries several tokens)",
-    "itl_per_token_s": "each such gap divided by the tokens its chunk carried, once per token (bench_serving's "
-                       "/generate path, genai-perf's and guidellm's per-token figure); OK requests pooled; only where "
-                       "the stream counts each chunk's tokens (/generate's meta_info.completion_tokens): the chat "
-                       "stream counts them only in total, so n is 0 there",
-    "arrival": "with a request_rate: each request's due time after the first, the gaps gamma-distributed with mean "
-               "1 / request_rate and shape burstiness (1: Poisson), at most concurrency in flight",
-    "request_throughput_req_s": "OK requests / wall_s",
-    "total_token_throughput_tok_s": "(prompt_tokens + output_tokens over OK requests) / wall_s (bench_serving's "
-                                    "total token throughput; cached prompt tokens included)",
-    "goodput": "requests that finished OK within every stated target (ttft_s: TTFT at most it; tpot_s: TPOT at most "
-               "it, a one-token request meeting it), their share of all requests sent (failed ones included) and "
-               "their number / wall_s; null when no target was stated",
-    "spec_accept_length": "meta_info.completion_tokens / meta_info.spec_verify_ct per request, mean over requests; "
-                          "else /get_server_info internal_states[0].avg_spec_accept_length after the batch",
-    "wall_s": "from the first request sent to the last byte received, over every request of the batch",
-    "aggregate_output_tok_s": "sum of output_tokens over OK requests / wall_s",
-    "mean/median/p90/p95/p99/std/min/max": ("over OK requests; percentiles as numpy.percentile's default linear "
-                                            "interpolation, std the population's (numpy's default)"),
-    "server_timings": "llama-server's own timings of a request (the stream's last chunk): prompt_n tokens processed "
-                      "in prompt_ms, predicted_n tokens generated in predicted_ms, draft_n drafted, draft_n_accepted "
-                      "accepted; null from servers that send none",
-    "server.decode_tok_s": "predicted_n / predicted_ms per request (all generated tokens over the server's generation "
-                           "time), the server's definition: compare it with decode_tok_s knowing they differ",
-    "server.prompt_tok_s": "sum of prompt_n / sum of prompt_ms over OK requests (uncached prompt tokens only)",
-    "server.acceptance_rate": "sum of draft_n_accepted / sum of draft_n over OK requests",
-    "server.client_over_server": "per request, decode_tok_s / ((predicted_n - 1) / predicted_ms): the client's decode "
-                                 "rate against the server's in the client's definition (1.0: they agree)",
-}
-
-
-class WorkloadError(ValueError):
-    """The batch cannot be sent as asked (bad options or URL); nothing was sent."""
-
-
-def percentile(values, q):
-    """``numpy.percentile(values, q)`` with numpy's default method (``linear``); None for no values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * q / 100.0
-    low = int(math.floor(position))
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def stats(values):
-    """``{n, mean, median, p90, p95, p99, std, min, max}`` of ``values`` (bench_serving's figures; std as numpy's
-    default, the population's); all None but n for none."""
-    values = list(values)
-    if not values:
-        return {"n": 0, "mean": None, "median": None, "p90": None, "p95": None, "p99": None, "std": None,
-                "min": None, "max": None}
-    mean = sum(values) / len(values)
-    return {"n": len(values), "mean": mean, "median": percentile(values, 50), "p90": percentile(values, 90),
-            "p95": percentile(values, 95), "p99": percentile(values, 99),
-            "std": math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), "min": min(values),
-            "max": max(values)}
-
-
-def request_rates(output_tokens, ttft_s, latency_s):
-    """``(output_tok_s, decode_tok_s, tpot_s)`` of one request; a rate without a defined value is None."""
-    output_tok_s = output_tokens / latency_s if latency_s > 0 else None
-    decode_tok_s = tpot_s = None
-    if output_tokens > 1 and latency_s > ttft_s:
-        decode_tok_s = (output_tokens - 1) / (latency_s - ttft_s)
-        tpot_s = (latency_s - ttft_s) / (output_tokens - 1)
-    return output_tok_s, decode_tok_s, tpot_s
-
-
-def _words(stream, count):
-    return random.Random(stream).choices(WORDS, k=count)
-
-
-def _sized_prompts(kind, requests, sized, prompt_tokens=None, prefix_tokens=None, seed=0):
-    """``[(text, requested_tokens, content_tokens)]`` per request index, each text made by ``sized(stream, target,
-    before)``: the words of ``stream`` that make ``before`` + text ``target`` tokens long, and their count (None when
-    not counted). One word stream per role, so a long_context prompt starts with the repeated_prefix batch's prefix."""
-    if kind == "repeated_prefix":
-        total = prefix_tokens + SUFFIX_TOKENS if prompt_tokens is None else prompt_tokens
-        prefix, _tokens = sized("inferlab:%d:prefix" % seed, prefix_tokens, "")
-        prompts = []
-        for index in range(requests):
-            suffix, tokens = sized("inferlab:%d:suffix:%d" % (seed, index), total, prefix + " ")
-            prompts.append((prefix + " " + suffix, total, tokens))
-        return prompts
-    if kind == "long_context":
-        text, tokens = sized("inferlab:%d:prefix" % seed, prompt_tokens, "")
-        return [(text, prompt_tokens, tokens)] * requests
-    length = DEFAULT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
-    prompts = []
-    for index in range(requests):
-        text, tokens = sized("inferlab:%d:unique:%d" % (seed, index), length, "")
-        prompts.append((text, length, tokens))
-    return prompts
-
-
-def build_prompts(kind, requests, prompt_tokens=None, prefix_tokens=None, seed=0):
-    """The batch's prompts, ``[(text, requested_tokens)]`` per request index, one word a token; see the module
-    docstring per kind.
-
-    Deterministic for a given seed (on any Python 3.8+), so a rerun sends the same text and its cache label means
-    what it says.
-    """
-    def in_words(stream, target, before):
-        return " ".join(_words(stream, target - len(before.split()))), None
-
-    return [(text, requested) for text, requested, _tokens in _sized_prompts(
-        kind, requests, in_words, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens, seed=seed)]
-
-
-def build_fitted_prompts(kind, requests, count_tokens, prompt_tokens=None, prefix_tokens=None, seed=0):
-    """The batch's prompts as ``build_prompts`` makes them, each sized in the server's tokens (``count_tokens``,
-    _prompt_fit): ``[(text, requested_tokens, content_tokens)]``, content_tokens the count found."""
-    def fitted(stream, target, before):
-        words, tokens = fit_words(lambda text: count_tokens(before + text),
-                                  lambda count: " ".join(_words(stream, count)), target,
-                                  base=count_tokens(before) if before else 0)
-        return " ".join(_words(stream, words)), tokens
-
-    return _sized_prompts(kind, requests, fitted, prompt_tokens=prompt_tokens, prefix_tokens=prefix_tokens,
-                          seed=seed)
 
 
 def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1, prompt_tokens=None,
@@ -310,74 +162,6 @@ def check_options(kind, api="openai_chat", model=None, requests=1, concurrency=1
         raise WorkloadError("; ".join(problems))
 
 
-class Target:
-    """Where requests go: a base URL ``http(s)://HOST:PORT[/PREFIX]``; a trailing ``/v1`` is dropped."""
-
-    def __init__(self, url):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise WorkloadError("url must be a base URL like http://169.254.77.2:30000, got %r" % url)
-        try:
-            port = parts.port
-        except ValueError:
-            raise WorkloadError("url has an invalid port: %r" % url) from None
-        if parts.query or parts.fragment:
-            raise WorkloadError("url must be a base URL without query or fragment, got %r" % url)
-        self.scheme = parts.scheme
-        self.host = parts.hostname
-        self.port = port or (443 if self.scheme == "https" else 80)
-        prefix = parts.path.rstrip("/")
-        self.prefix = prefix[:-3] if prefix.endswith("/v1") else prefix
-
-    def connect(self, timeout):
-        if self.scheme == "https":
-            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
-                                               context=ssl.create_default_context())
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-
-    def call(self, method, path, timeout, headers=None, body=None):
-        """A small non-streamed request: ``(status, body text)``; raises OSError / HTTPException."""
-        conn = self.connect(timeout)
-        try:
-            conn.request(method, self.prefix + path, body=body, headers=headers or {})
-            response = conn.getresponse()
-            return response.status, response.read().decode("utf-8", "replace")
-        finally:
-            conn.close()
-
-
-def merge_body(body, extra):
-    """``body`` with ``extra`` merged in; nested dicts merge key by key, so an extra ``sampling_params`` entry
-    keeps the others."""
-    merged = dict(body)
-    for key, value in (extra or {}).items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge_body(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def request_body(api, model, prompt, output_tokens, extra_body=None):
-    """The JSON body of one streamed request.
-
-    The chat body stays plain OpenAI (it must pass a gateway), so a real model may stop before ``output_tokens``
-    at an end-of-sequence token; ``/generate`` sets ``ignore_eos`` as bench_serving does. ``extra_body`` (e.g.
-    ``{"ignore_eos": true}`` for SGLang's OpenAI API) is merged last.
-    """
-    if api == "openai_chat":
-        body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": output_tokens,
-                "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
-    else:
-        body = {"text": prompt, "stream": True,
-                "sampling_params": {"max_new_tokens": output_tokens, "temperature": 0, "ignore_eos": True}}
-    return merge_body(body, extra_body)
-
-
-def _utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _scrub_key(error, api_key):
     """Remove the key from a failed request's message and body: a server may echo what it was sent (an
     authentication error quoting the bearer token), and the records go into results and the run directory."""
@@ -386,122 +170,6 @@ def _scrub_key(error, api_key):
     for field in ("message", "body"):
         if isinstance(error.get(field), str) and api_key in error[field]:
             error[field] = error[field].replace(api_key, "<redacted>")
-
-
-def _cut(text, limit=ERROR_BODY_LIMIT):
-    if text is not None and len(text) > limit:
-        return text[:limit] + "... (cut at %d characters)" % limit
-    return text
-
-
-def _count(value, where):
-    """A token count from the server: an int >= 0, else the stream is malformed."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SSEError("%s must be a token count (an integer >= 0), got %r" % (where, value))
-    return value
-
-
-class _Failure(Exception):
-    def __init__(self, kind, message, body=None):
-        super(_Failure, self).__init__(message)
-        self.kind, self.message, self.body = kind, message, body
-
-
-class _Stream:
-    """What one response stream said so far: token chunk times and the server's counts."""
-
-    def __init__(self, api):
-        self.api = api
-        self.first = None
-        self.last = None
-        self.itl = []
-        self.itl_per_token = []  # each gap over the tokens its chunk carried, once per token; only where counted
-        self.chunks = 0
-        self.done_at = None
-        self.usage = None
-        self.timings = None
-        self.meta = None
-        self.events = 0
-        self._completion = 0
-
-    def _token(self, now, tokens=None):
-        """A chunk that carried text at ``now``; ``tokens``: how many, where the stream says (None: not counted)."""
-        if self.first is None:
-            self.first = now
-        else:
-            self.itl.append(now - self.last)
-            if tokens:
-                self.itl_per_token.extend([(now - self.last) / tokens] * tokens)
-        self.last = now
-        self.chunks += 1
-
-    def take(self, event):
-        self.events += 1
-        if event.kind == "done":
-            self.done_at = event.time
-            return
-        if event.kind == "error":
-            raise _Failure("server_error", "the stream carried an error event", event.data)
-        value = event.value
-        if not isinstance(value, dict):
-            raise SSEError("a stream chunk must be a JSON object, got %s" % _cut(event.data, 200))
-        try:
-            if self.api == "openai_chat":
-                choices = value.get("choices")
-                if choices:
-                    delta = choices[0].get("delta") or {}
-                    if delta.get("content") or delta.get("reasoning_content"):
-                        self._token(event.time)
-                if value.get("usage"):
-                    self.usage = value["usage"]
-                if value.get("timings") is not None:  # llama-server's own figures, on the last chunk
-                    self.timings = response_timings(value)
-            else:
-                meta = value["meta_info"]
-                completion = meta.get("completion_tokens")
-                text = value.get("text") or ""
-                # A chunk carries tokens when the server's count grew (the text grows too, but may lag a token
-                # that is not yet complete UTF-8); cumulative and incremental text modes both work.
-                if completion is not None and completion > self._completion or completion is None and text:
-                    self._token(event.time, completion - self._completion if completion is not None else None)
-                    self._completion = completion if completion is not None else self._completion
-                self.meta = meta
-        except (AttributeError, IndexError, KeyError, TypeError) as exc:
-            raise SSEError("a stream chunk has an unexpected shape (%s: %s): %s"
-                           % (type(exc).__name__, exc, _cut(event.data, 200))) from None
-
-    def counts(self):
-        """``(prompt_tokens, output_tokens, cached_tokens, spec_accept_length, spec_verify_ct)`` from the server."""
-        if self.api == "openai_chat":
-            if not isinstance(self.usage, dict):
-                raise _Failure("no_usage", "the stream ended without a usage chunk (stream_options.include_usage "
-                                           "was asked for; a server or gateway that drops it cannot be measured)")
-            details = self.usage.get("prompt_tokens_details") or {}
-            cached = details.get("cached_tokens") if isinstance(details, dict) else None
-            return (_count(self.usage.get("prompt_tokens"), "usage.prompt_tokens"),
-                    _count(self.usage.get("completion_tokens"), "usage.completion_tokens"),
-                    None if cached is None else _count(cached, "usage.prompt_tokens_details.cached_tokens"),
-                    None, None)
-        if not isinstance(self.meta, dict):
-            raise _Failure("no_usage", "the stream ended without a chunk carrying meta_info")
-        output = _count(self.meta.get("completion_tokens"), "meta_info.completion_tokens")
-        cached = self.meta.get("cached_tokens")
-        verify = self.meta.get("spec_verify_ct")
-        accept = None
-        if verify is not None and _count(verify, "meta_info.spec_verify_ct") > 0:
-            accept = output / verify
-        return (_count(self.meta.get("prompt_tokens"), "meta_info.prompt_tokens"), output,
-                None if cached is None else _count(cached, "meta_info.cached_tokens"), accept, verify)
-
-
-def _read_body(sock, response, deadline):
-    """Up to ERROR_BODY_LIMIT + 1 bytes of a (non-stream) body as text, within the deadline; what went wrong instead
-    when it cannot be read, since the status is the failure being recorded."""
-    try:
-        sock.settimeout(max(deadline - time.perf_counter(), 0.001))
-        return response.read(ERROR_BODY_LIMIT + 1).decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException) as exc:
-        return "(the body could not be read: %s: %s)" % (type(exc).__name__, exc)
 
 
 def first_token_deadline_s(margin_s, prompt_tokens, in_flight=1, prefill_floor_tokens_per_s=None):
@@ -517,117 +185,6 @@ def first_token_deadline_s(margin_s, prompt_tokens, in_flight=1, prefill_floor_t
 def _prompt_length(record):
     """The prompt's tokens as sized: the server's count where it was asked, else the requested length."""
     return record["content_tokens"] if record["content_tokens"] is not None else record["requested_prompt_tokens"]
-
-
-def new_record(index, requested_prompt_tokens, capture_headers, content_tokens=None):
-    return {
-        "index": index, "ok": False, "status": None, "error": None, "start": None, "end_offset_s": None,
-        "requested_prompt_tokens": requested_prompt_tokens, "content_tokens": content_tokens,
-        "prompt_tokens": None, "cached_tokens": None,
-        "output_tokens": None, "chunks": 0, "ttft_s": None, "latency_s": None, "output_tok_s": None,
-        "decode_tok_s": None, "tpot_s": None, "itl_s": [], "itl_per_token_s": [], "spec_accept_length": None,
-        "spec_verify_ct": None,
-        "server_timings": None, "headers": dict((name, None) for name in capture_headers),
-        "first_token_deadline_s": None,
-    }
-
-
-def stream_request(target, api, payload, headers, record, first_token_timeout_s, total_timeout_s, origin,
-                   first_token_why="first_token_timeout_s"):
-    """Send one streamed request and fill ``record`` (see ``new_record``) with what happened; ``first_token_why``
-    says, in a hang's message, where ``first_token_timeout_s`` came from.
-
-    It never raises for what the server or the network did: that goes into ``record["error"]`` as ``{kind, message,
-    body}``, kind one of ``connection``, ``http``, ``not_a_stream``, ``hang``, ``timeout``, ``malformed``,
-    ``server_error``, ``no_usage``, ``no_tokens``. ``origin`` is the batch's ``perf_counter`` zero.
-    """
-    stream = _Stream(api)
-    start = time.perf_counter()
-    record["start"] = {"wall": _utc_now(), "offset_s": start - origin}
-    first_deadline = start + min(first_token_timeout_s, total_timeout_s)
-    deadline = start + total_timeout_s
-    conn = target.connect(min(first_token_timeout_s, total_timeout_s))
-    try:
-        try:
-            conn.connect()
-        except socket.timeout:
-            raise _Failure("connection", "no connection to %s:%d within %g s"
-                           % (target.host, target.port, min(first_token_timeout_s, total_timeout_s))) from None
-        except OSError as exc:
-            raise _Failure("connection", "%s: %s" % (type(exc).__name__, exc)) from None
-        try:
-            # The socket outlives conn.sock, which http.client drops for a response that closes the connection.
-            sock = conn.sock
-            conn.request("POST", target.prefix + PATHS[api], body=payload, headers=headers)
-            sock.settimeout(max(first_deadline - time.perf_counter(), 0.001))
-            response = conn.getresponse()
-            record["status"] = response.status
-            for name in record["headers"]:
-                record["headers"][name] = response.getheader(name)
-            if response.status != 200:
-                raise _Failure("http", "HTTP %d %s from %s" % (response.status, response.reason, PATHS[api]),
-                               _read_body(sock, response, deadline))
-            content_type = response.getheader("content-type") or ""
-            if not content_type.startswith("text/event-stream"):
-                raise _Failure("not_a_stream", "expected Content-Type text/event-stream, got %r"
-                               % content_type, _read_body(sock, response, deadline))
-            parser = SSEParser()
-            read = response.read1
-            take = stream.take
-            now = time.perf_counter()
-            while not parser.done:
-                limit = first_deadline if stream.first is None else deadline
-                if now >= limit:
-                    raise socket.timeout()
-                sock.settimeout(limit - now)
-                chunk = read(READ_SIZE)
-                now = time.perf_counter()
-                if not chunk:
-                    break
-                for event in parser.feed(chunk, now):
-                    take(event)
-            parser.close()
-        except socket.timeout:
-            if stream.first is None and first_token_timeout_s < total_timeout_s:
-                found = ("no response headers" if record["status"] is None else "HTTP status %d, %d events, none "
-                         "with generated text" % (record["status"], stream.events))
-                raise _Failure("hang", "no token within %g s (%s): %s"
-                               % (first_token_timeout_s, first_token_why, found)) from None
-            raise _Failure("timeout", "no complete response within %g s (total_timeout_s): HTTP status %s, %d "
-                                      "chunks with generated text"
-                           % (total_timeout_s, record["status"], stream.chunks)) from None
-        except SSEError as exc:
-            raise _Failure("malformed", "malformed stream: %s" % exc) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise _Failure("connection", "%s: %s" % (type(exc).__name__, exc or "connection closed")) from None
-        try:
-            prompt_tokens, output_tokens, cached, accept, verify = stream.counts()
-        except SSEError as exc:
-            raise _Failure("malformed", "malformed stream: %s" % exc) from None
-        if stream.first is None:
-            raise _Failure("no_tokens", "the stream ended with [DONE] but no chunk carried generated text (the "
-                                        "server reports %d output tokens)" % output_tokens)
-        ttft = stream.first - start
-        latency = stream.done_at - start
-        output_tok_s, decode_tok_s, tpot_s = request_rates(output_tokens, ttft, latency)
-        record.update(ok=True, prompt_tokens=prompt_tokens, output_tokens=output_tokens, cached_tokens=cached,
-                      ttft_s=ttft, latency_s=latency, output_tok_s=output_tok_s, decode_tok_s=decode_tok_s,
-                      tpot_s=tpot_s, spec_accept_length=accept, spec_verify_ct=verify,
-                      end_offset_s=stream.done_at - origin)
-    except _Failure as failure:
-        end = time.perf_counter()
-        record["error"] = {"kind": failure.kind, "message": failure.message, "body": _cut(failure.body)}
-        if stream.first is not None:
-            record["ttft_s"] = stream.first - start
-        record["latency_s"] = end - start
-        record["end_offset_s"] = end - origin
-    finally:
-        conn.close()
-    record["chunks"] = stream.chunks
-    record["itl_s"] = stream.itl
-    record["itl_per_token_s"] = stream.itl_per_token
-    record["server_timings"] = stream.timings
-    return record
 
 
 def _in_waves(run_one, indices, concurrency):
@@ -720,7 +277,7 @@ def flush_cache(target, headers, timeout, method="flush_cache"):
     except (OSError, http.client.HTTPException) as exc:
         return False, "POST %s/flush_cache failed: %s: %s" % (target.prefix, type(exc).__name__, exc)
     if status != 200:
-        return False, "POST %s/flush_cache answered HTTP %d: %s" % (target.prefix, status, _cut(body.strip(), 500))
+        return False, "POST %s/flush_cache answered HTTP %d: %s" % (target.prefix, status, cut(body.strip(), 500))
     return True, body.strip()
 
 
@@ -728,16 +285,16 @@ def _erase_slots(target, headers, timeout):
     try:
         status, body = target.call("GET", "/slots", timeout, headers=headers)
         if status != 200:
-            return False, "GET %s/slots answered HTTP %d: %s" % (target.prefix, status, _cut(body.strip(), 500))
+            return False, "GET %s/slots answered HTTP %d: %s" % (target.prefix, status, cut(body.strip(), 500))
         try:
             ids = [int(slot["id"]) for slot in json.loads(body)]
         except (ValueError, KeyError, TypeError):
-            return False, "GET %s/slots answered no list of slots: %s" % (target.prefix, _cut(body.strip(), 300))
+            return False, "GET %s/slots answered no list of slots: %s" % (target.prefix, cut(body.strip(), 300))
         for slot in ids:
             status, body = target.call("POST", "/slots/%d?action=erase" % slot, timeout, headers=headers)
             if status != 200:
                 return False, "POST %s/slots/%d?action=erase answered HTTP %d: %s" % (
-                    target.prefix, slot, status, _cut(body.strip(), 500))
+                    target.prefix, slot, status, cut(body.strip(), 500))
     except (OSError, http.client.HTTPException) as exc:
         return False, "erasing %s/slots failed: %s: %s" % (target.prefix, type(exc).__name__, exc)
     return True, "erased slots %s" % ids
@@ -757,7 +314,7 @@ def server_spec_accept_length(target, headers, timeout):
     try:  # RecursionError: arrays or objects nested deeper than Python's recursion limit
         value = json.loads(body)["internal_states"][0].get("avg_spec_accept_length")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-        result["note"] = "GET /get_server_info has no internal_states[0]: %s" % _cut(body, 200)
+        result["note"] = "GET /get_server_info has no internal_states[0]: %s" % cut(body, 200)
         return result
     if value is None:
         result["note"] = "the server reports no avg_spec_accept_length (no speculative decoding)"
@@ -766,86 +323,6 @@ def server_spec_accept_length(target, headers, timeout):
     else:
         result.update(value=float(value), source="server_info")
     return result
-
-
-def client_over_server(record):
-    """The client's decode rate over the server's, in the client's definition (the first token left out: the
-    server's predicted_n - 1 tokens over its predicted_ms), for one OK request with timings; None without a rate."""
-    timings = record["server_timings"]
-    if not record["ok"] or not timings or record["decode_tok_s"] is None:
-        return None
-    if not timings["predicted_n"] or timings["predicted_n"] < 2 or not timings["predicted_ms"]:
-        return None
-    return record["decode_tok_s"] / ((timings["predicted_n"] - 1) / timings["predicted_ms"] * 1000.0)
-
-
-def server_summary(records):
-    """The server's own figures over OK requests that carry ``server_timings`` (llama-server), or None when none
-    does: request count, token sums, ``decode_tok_s`` statistics, ``prompt_tok_s``, the draft acceptance, and the
-    client's decode rate against the server's in one definition (``client_over_server``)."""
-    timed = [r["server_timings"] for r in records if r["ok"] and r["server_timings"]]
-    if not timed:
-        return None
-
-    def total(field):
-        values = [t[field] for t in timed if t[field] is not None]
-        return sum(values) if values else None
-
-    prompt_n, prompt_ms = total("prompt_n"), total("prompt_ms")
-    drafted, accepted = total("draft_n"), total("draft_n_accepted")
-    return {
-        "n": len(timed),
-        "prompt_tokens": prompt_n,
-        "cached_tokens": total("cache_n"),
-        "predicted_tokens": total("predicted_n"),
-        "prompt_tok_s": prompt_n / prompt_ms * 1000.0 if prompt_n and prompt_ms else None,
-        "decode_tok_s": stats([t["predicted_n"] / t["predicted_ms"] * 1000.0 for t in timed
-                               if t["predicted_n"] and t["predicted_ms"]]),
-        "draft_tokens": drafted,
-        "accepted_tokens": accepted,
-        "acceptance_rate": accepted / drafted if drafted and accepted is not None else None,
-        "client_over_server": stats([ratio for ratio in map(client_over_server, records) if ratio is not None]),
-    }
-
-
-def goodput(records, wall_s, ttft_s=None, tpot_s=None):
-    """The requests that met every stated target (see DEFINITIONS); None when no target was stated."""
-    if ttft_s is None and tpot_s is None:
-        return None
-    met = [r for r in records if r["ok"]
-           and (ttft_s is None or r["ttft_s"] is not None and r["ttft_s"] <= ttft_s)
-           and (tpot_s is None or r["tpot_s"] is None or r["tpot_s"] <= tpot_s)]
-    return {"ttft_s": ttft_s, "tpot_s": tpot_s, "requests": len(met),
-            "share": len(met) / len(records) if records else None,
-            "req_s": len(met) / wall_s if wall_s else None}
-
-
-def summarize(records, wall_s, goodput_ttft_s=None, goodput_tpot_s=None):
-    """The batch figures of ``records`` (see the module docstring); every statistic over OK requests only."""
-    good = [r for r in records if r["ok"]]
-    output_total = sum(r["output_tokens"] for r in good)
-    prompt_total = sum(r["prompt_tokens"] for r in good)
-    cached = [r["cached_tokens"] for r in good if r["cached_tokens"] is not None]
-    summary = {
-        "ok": len(good),
-        "failed": len(records) - len(good),
-        "wall_s": wall_s,
-        "output_tokens_total": output_total,
-        "prompt_tokens_total": prompt_total,
-        "cached_tokens_total": sum(cached) if cached else None,
-        "aggregate_output_tok_s": output_total / wall_s if good and wall_s else None,
-        "request_throughput_req_s": len(good) / wall_s if good and wall_s else None,
-        "total_token_throughput_tok_s": (prompt_total + output_total) / wall_s if good and wall_s else None,
-        "goodput": goodput(records, wall_s, goodput_ttft_s, goodput_tpot_s),
-    }
-    for name in STAT_FIELDS:
-        if name in POOLED_FIELDS:
-            values = [gap for r in good for gap in r.get(name) or []]
-        else:
-            values = [r[name] for r in good if r[name] is not None]
-        summary[name] = stats(values)
-    summary["server"] = server_summary(records)
-    return summary
 
 
 def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1, concurrency=1, prompt_tokens=None,
@@ -886,7 +363,7 @@ def run_batch(url, kind, api="openai_chat", model=None, api_key=None, requests=1
         "requested_prompt_tokens": None, "content_tokens": None, "prompt_sizing": prompt_sizing,
         "tokenize_calls": 0, "context_tokens": context_tokens, "prefix_tokens": prefix_tokens,
         "requested_output_tokens": output_tokens, "seed": seed, "cache": "warm", "cache_flushed": False,
-        "flush_detail": None, "error": None, "started": _utc_now(),
+        "flush_detail": None, "error": None, "started": utc_now(),
     }
 
     def refused(reason):
@@ -977,7 +454,7 @@ def failure_summary(batch, shown=3):
         error = record["error"]
         part = "#%d %s: %s" % (record["index"], error["kind"], error["message"])
         if error.get("body"):
-            part += " (body: %s)" % _cut(error["body"], 300)
+            part += " (body: %s)" % cut(error["body"], 300)
         parts.append(part)
     if len(failed) > shown:
         parts.append("and %d more" % (len(failed) - shown))

@@ -3,9 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Load the candidate ``thunderbolt_net`` for a while, and put the distribution's driver back.
 
+Over 600 lines on purpose: installed alone on hosts as ``inferlab_tbnet_driver.py`` (the ledger role's files); its
+sections (sysfs, commands, emulation, the link's tail, loads, the watchdog, the undo) are one load and its way back.
+
 The one implementation behind the ``tbnet_module`` module and the change ledger's ``kernel_module`` undo (which runs
 it on the host without a controller, as ``inferlab_tbnet_driver.py`` beside the ledger's modules). Standard
-library only; compiles on Python 3.8.
+library only (plus ``_ledger_proc``, which runs its commands); compiles on Python 3.8.
 
 Nothing here persists: the candidate is ``insmod``-ed from its private build directory (a path under
 ``/lib/modules`` is refused), and the stock driver comes back with ``modprobe`` from the distribution's tree.
@@ -36,8 +39,12 @@ import json
 import os
 import re
 import struct
-import subprocess
 import time
+
+try:
+    from ansible_collections.inferlab.distributed.plugins.module_utils import _ledger_proc
+except ImportError:  # on a host, installed beside the ledger's modules (see _ledger_core)
+    import inferlab_ledger_proc as _ledger_proc
 
 MODULE = 'thunderbolt_net'
 PARAMETER = 'tx_e2e'
@@ -53,7 +60,7 @@ LINK_KEYS = ('addressing', 'address', 'peer', 'timeout_s', 'min_speed_gbps', 'mi
 SPEED_RE = re.compile(r'^(\d+(?:\.\d+)?) Gb/s$')
 COMMANDS = ('insmod', 'rmmod', 'modprobe', 'modinfo', 'ip', 'ping')
 # seconds a command killed at its timeout gets to die before it is left behind (stuck in the kernel)
-KILL_WAIT_S = 5
+KILL_WAIT_S = _ledger_proc.KILL_WAIT_S
 COMMAND_DIRS = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
 
 
@@ -221,26 +228,18 @@ def command_argv(name, configured=None):
 
 
 def run(argv, timeout=60):
-    """Run one command with LC_ALL=C: ``(rc, stdout, stderr)``. Bounded even for a command stuck in the kernel (an
-    ``insmod`` whose module init never returns ignores SIGKILL): it is killed at ``timeout`` and waited for
-    KILL_WAIT_S more, then left behind, and a DriverError says which."""
-    env = dict(os.environ, LC_ALL='C')
+    """Run one command with LC_ALL=C and stdin from /dev/null (``_ledger_proc.run_bounded``): ``(rc, stdout,
+    stderr)``. Bounded even for a command stuck in the kernel (an ``insmod`` whose module init never returns ignores
+    SIGKILL): it is killed at ``timeout`` and waited for KILL_WAIT_S more, then left behind, and a DriverError says
+    which."""
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        return _ledger_proc.run_bounded(argv, timeout)
     except OSError as exc:
         raise DriverError(f'{" ".join(argv)} could not run: {exc}') from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        try:
-            proc.communicate(timeout=KILL_WAIT_S)
-            fate = 'it was killed'
-        except subprocess.TimeoutExpired:
-            fate = (f'it did not die when killed either (pid {proc.pid}, stuck in the kernel: only a reboot '
-                    'frees it)')
+    except _ledger_proc.CommandTimedOut as exc:
+        fate = 'it was killed' if exc.died else (
+            f'it did not die when killed either (pid {exc.pid}, stuck in the kernel: only a reboot frees it)')
         raise DriverError(f'{" ".join(argv)} did not return within {timeout:g}s, so {fate}') from None
-    return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
 
 
 def _must(argv, what, timeout=60):

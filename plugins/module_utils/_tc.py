@@ -3,6 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Link profiles: the ``tc`` qdiscs that emulate the driver layer on one interface's egress, and their recognition.
 
+Over 600 lines on purpose: installed alone on hosts as ``inferlab_tc.py`` (the ledger role's files); its profiles
+and whole-tree record and rebuild share one reading of tc's output and units.
+
 Standard library only, free of any ``ansible`` import, and compiles on Python 3.8: the ``link_profile`` module and
 the ledger's undo import it, and the ``lab`` role installs it into the lab's tree (``<lab dir>/lib/inferlab_tc.py``,
 lab.json's ``tc_module``), from where the lab's link daemon applies each host's profile and ``inferlab lab status``

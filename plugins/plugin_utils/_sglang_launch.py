@@ -4,6 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The SGLang launch command line and environment of one rank, and the checks to run before launching it.
 
+Over 600 lines on purpose: tests/contract loads this one file alone in SGLang's own venv (no Ansible), and its spec
+reading, argv and checks share one schema and one set of SGLang 0.5.23 facts.
+
 Written against SGLang 0.5.23 and proved against it by tests/contract (its own parser, choice lists and speculative
 handling). Independent of the process manager: callers get an argv list and an environment dict.
 

@@ -32,11 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / ".collections"))
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import (  # noqa: E402
-    build_prompts,
-    request_body,
-    run_batch,
-)
+from ansible_collections.inferlab.distributed.plugins.module_utils._llm_workload import run_batch  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils._workload_prompts import build_prompts  # noqa: E402
+from ansible_collections.inferlab.distributed.plugins.module_utils._workload_stream import request_body  # noqa: E402
 
 MODEL = "bench-model"
 MODEL_CONFIG = {"hidden_size": 896, "num_hidden_layers": 24, "max_position_embeddings": 32768}

@@ -1,9 +1,12 @@
-"""Fixtures shared by the change ledger's tests (test_ledger*.py)."""
+"""Fixtures shared by the change ledger's tests (test_ledger*.py) and by the persistence snapshot's
+(test_persistence*.py)."""
 
 import os
 import signal
 
 import pytest
+
+from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.test_persistence import persistence_root
 
 
 @pytest.fixture
@@ -24,3 +27,15 @@ def procs():
             except ProcessLookupError:
                 pass
             proc.wait(timeout=10)
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A copy of the persistence fixture root debian12 (test_persistence.py's ``persistence_root``)."""
+    return persistence_root('debian12', tmp_path / 'root')
+
+
+@pytest.fixture
+def dkms_root(tmp_path):
+    """A copy of the persistence fixture root debian12_dkms."""
+    return persistence_root('debian12_dkms', tmp_path / 'dkms_root')

@@ -121,6 +121,15 @@ def test_read_group_says_why_not():
         _ethtool.read_group(['ethtool'], 'coalesce', 'v0', runner=unsupported)
 
 
+def test_run_answers_127_for_an_ethtool_that_cannot_run_or_does_not_return(tmp_path):
+    """run is _ledger_proc.run_bounded (the C locale, stdin from /dev/null), its failures as rc 127."""
+    assert _ethtool.run(['sh', '-c', 'echo "$LC_ALL"; cat; exit 2']) == (2, 'C\n', '')
+    rc, out, err = _ethtool.run([str(tmp_path / 'absent')])
+    assert (rc, out) == (127, '') and 'No such file or directory' in err
+    assert _ethtool.run(['sleep', '30'], timeout=0.2) == (127, '', "Command '['sleep', '30']' timed out after 0.2 "
+                                                                   "seconds")
+
+
 def test_the_ledger_validates_a_nic_setting_entry(tmp_path):
     params = {'interface': 'em1', 'group': 'coalesce', 'previous': {'rx-usecs': 12}, 'value': {'rx-usecs': '0'}}
     line = _ledger_core.record(str(tmp_path), 'lab-a', 'nic_setting', params, run_id='run-1')

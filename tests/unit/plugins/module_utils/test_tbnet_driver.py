@@ -128,6 +128,13 @@ def test_a_stuck_insmod_fails_within_its_timeout_and_the_undo_brings_the_stock_d
     assert state['srcversion'] == STOCK and 'tx_e2e' not in state['parameters']
 
 
+def test_a_command_runs_in_the_c_locale_with_no_stdin_and_one_that_cannot_run_says_so(tmp_path):
+    """run is _ledger_proc.run_bounded, its failures worded as the driver's."""
+    assert driver.run(['sh', '-c', 'echo "$LC_ALL"; cat; echo said >&2; exit 3']) == (3, 'C\n', 'said\n')
+    with pytest.raises(driver.DriverError, match=f'^{tmp_path}/absent could not run: '):
+        driver.run([str(tmp_path / 'absent')])
+
+
 def test_a_module_under_lib_modules_is_refused(host, tmp_path):
     root, commands, _ko, log = host
     with pytest.raises(driver.DriverError, match='never from under (/usr)?/lib/modules'):

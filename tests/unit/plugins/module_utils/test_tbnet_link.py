@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.inferlab.distributed.plugins.module_utils import _tbnet_driver as driver
+from ansible_collections.inferlab.distributed.tests.unit.ledger_host import install_ledger
 from ansible_collections.inferlab.distributed.tests.unit.plugins.modules.utils import FIXTURES, sysfs_tree
 
 IP_ADDR = FIXTURES / 'ip-addr'
@@ -116,12 +117,12 @@ SBIN = os.pathsep.join([os.environ.get('PATH', ''), '/usr/sbin', '/sbin'])
 IP, PING = shutil.which('ip', path=SBIN), shutil.which('ping', path=SBIN)
 needs_netns = pytest.mark.skipif(os.geteuid() != 0 or not IP or not PING,
                                  reason='needs root, ip (iproute2) and ping (iputils-ping) for two namespaces')
-DRIVER_FILE = Path(driver.__file__)
+# The tail as the link watchdog runs it on a host: the driver installed by the ledger role beside the ledger's
+# modules, in a Python run alone (-I: no PYTHONPATH, so no collection), its folder the one place for its siblings.
 TAIL = '''
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location('tbnet_driver', sys.argv[1])
-driver = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(driver)
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import inferlab_tbnet_driver as driver
 try:
     print(json.dumps(driver.bring_back_link('tbl0', json.loads(sys.argv[2]), sys.argv[3], poll_s=0.1,
                                             own_end_only=sys.argv[4] == 'own')))
@@ -153,20 +154,26 @@ def make_pair(a, b):
     sh(IP, '-n', a, 'link', 'add', 'tbl0', 'type', 'veth', 'peer', 'name', 'tbl0', 'netns', b)
 
 
-def run_tail(ns, link, sysfs_root, end='whole'):
-    return subprocess.Popen([IP, 'netns', 'exec', ns, sys.executable, '-c', TAIL, str(DRIVER_FILE), json.dumps(link),
-                             sysfs_root, end], stdout=subprocess.PIPE, text=True)
+@pytest.fixture
+def host_bin(tmp_path):
+    """The folder the ledger role installs the ledger's modules in, the driver among them."""
+    return install_ledger(tmp_path / 'bin').parent
+
+
+def run_tail(ns, link, host_bin, sysfs_root, end='whole'):
+    return subprocess.Popen([IP, 'netns', 'exec', ns, sys.executable, '-I', '-c', TAIL, str(host_bin),
+                             json.dumps(link), sysfs_root, end], stdout=subprocess.PIPE, text=True)
 
 
 @needs_netns
-def test_both_tails_bring_a_reloaded_link_back(two_hosts, tmp_path):
+def test_both_tails_bring_a_reloaded_link_back(two_hosts, host_bin, tmp_path):
     """The pair is gone (an unload) and comes back bare 0.8 s later (the lab's login delay); each host's tail
     re-adds its own address and waits for carrier and the other's answer, as both hosts do after a reload."""
     a, b = two_hosts
     links = {a: {**LINK, 'min_speed_gbps': 0, 'min_lanes': 0, 'timeout_s': 15},
              b: {**LINK, 'address': '169.254.250.2/30', 'peer': '169.254.250.1', 'min_speed_gbps': 0,
                  'min_lanes': 0, 'timeout_s': 15}}
-    tails = {ns: run_tail(ns, links[ns], str(tmp_path)) for ns in (a, b)}
+    tails = {ns: run_tail(ns, links[ns], host_bin, str(tmp_path)) for ns in (a, b)}
     creator = threading.Timer(0.8, make_pair, (a, b))
     creator.start()
     results = {ns: json.loads(tail.communicate(timeout=30)[0]) for ns, tail in tails.items()}
@@ -181,12 +188,12 @@ def test_both_tails_bring_a_reloaded_link_back(two_hosts, tmp_path):
 
 
 @needs_netns
-def test_a_manager_that_never_readds_the_address_fails_at_the_bound(two_hosts, tmp_path):
+def test_a_manager_that_never_readds_the_address_fails_at_the_bound(two_hosts, host_bin, tmp_path):
     a, b = two_hosts
     make_pair(a, b)
     link = {**LINK, 'addressing': 'networkd', 'min_speed_gbps': 0, 'min_lanes': 0, 'timeout_s': 1.5}
     started = time.monotonic()
-    result = json.loads(run_tail(a, link, str(tmp_path)).communicate(timeout=30)[0])
+    result = json.loads(run_tail(a, link, host_bin, str(tmp_path)).communicate(timeout=30)[0])
     assert 1.2 < time.monotonic() - started < 10
     assert result['error'].startswith('the direct link did not come back within 1.5s of the reload: tbl0 is down; '
                                       'tbl0 does not have 169.254.250.1/30 (has no IPv4 address)')
@@ -197,12 +204,12 @@ def test_a_manager_that_never_readds_the_address_fails_at_the_bound(two_hosts, t
 
 
 @needs_netns
-def test_an_undo_brings_back_its_own_end_without_waiting_for_the_peer(two_hosts, tmp_path):
+def test_an_undo_brings_back_its_own_end_without_waiting_for_the_peer(two_hosts, host_bin, tmp_path):
     """The undo's part (``own_end_only``): this end up with its address; the peer's end is still down, so there is
     no carrier yet, and that is the peer's tail's business."""
     a, b = two_hosts
     make_pair(a, b)
     link = {**LINK, 'min_speed_gbps': 20.0, 'min_lanes': 1, 'timeout_s': 5}
-    result = json.loads(run_tail(a, link, str(tmp_path), end='own').communicate(timeout=30)[0])
+    result = json.loads(run_tail(a, link, host_bin, str(tmp_path), end='own').communicate(timeout=30)[0])
     assert 'error' not in result and result['carrier_s'] is None, result
     assert [action.split(' at ')[0] for action in result['actions']] == ['set tbl0 up', 're-added 169.254.250.1/30']

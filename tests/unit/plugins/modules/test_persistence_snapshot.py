@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.inferlab.distributed.plugins.module_utils._persistence import compare
+from ansible_collections.inferlab.distributed.plugins.module_utils._persistence_compare import compare
 from ansible_collections.inferlab.distributed.plugins.modules import persistence_snapshot
 from ansible_collections.inferlab.distributed.tests.unit.plugins.module_utils.test_persistence import (
     persistence_root,
