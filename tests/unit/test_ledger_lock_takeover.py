@@ -67,3 +67,30 @@ def test_without_the_package_a_live_holder_keeps_its_lock_and_is_named(tmp_path)
     assert proc.returncode == 2, proc.stdout[-4000:]
     assert lock["run_id"] == "old-run"
     assert "not breaking it: pid 1 is still alive on controller" in " ".join(proc.stdout.split())
+
+
+UNLOCK_PLAYBOOK = PLAYBOOK.replace("tasks_from: lock", "tasks_from: unlock")
+
+
+@pytest.mark.parametrize(("playbook", "extra", "expected"), [
+    (PLAYBOOK, {"ledger_run_id": ""}, "Taking the ledger lock of localhost needs a run id and the pid of the run on "
+                                      "the controller; found ledger_run_id='' and ledger_controller_pid="),
+    (PLAYBOOK, {"ledger_controller_pid": -1}, "found ledger_run_id='new-run' and ledger_controller_pid='-1'. Run the "
+                                              "playbook through `inferlab run`"),
+    (PLAYBOOK, {"ledger_controller_pid": 0}, "or set ledger_run_id and ledger_controller_pid."),
+    (UNLOCK_PLAYBOOK, {"ledger_run_id": ""}, "Releasing the ledger lock of localhost needs the id of the run that "
+                                             "holds it, and ledger_run_id is empty. Run the playbook through"),
+])
+def test_a_run_without_an_id_or_a_controller_pid_is_refused_naming_the_variable(tmp_path, playbook, extra, expected):
+    state = tmp_path / "state"
+    (tmp_path / "play.yml").write_text(playbook)
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                 "ansible_python_interpreter": sys.executable}}}}
+    (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
+    extra = {"inferlab_run_dir": str(tmp_path / "new-run"), "inferlab_state_dir": str(state), **extra}
+    proc = subprocess.run([ansible_playbook(), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e",
+                           json.dumps(extra)], cwd=REPO_ROOT, env=playbook_env(tmp_path, ANSIBLE_STRATEGY="linear"),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stdout[-4000:]
+    assert expected in " ".join(proc.stdout.split()), proc.stdout[-4000:]
+    assert not (state / "ledger" / "localhost.lock").exists()
