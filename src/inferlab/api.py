@@ -55,8 +55,8 @@ class RunResult:
         return exit_codes.MEANING[self.rc]
 
 
-def resolve_inventory(inventory: str | Path | None) -> Path:
-    path = Path(inventory) if inventory else paths.DEFAULT_INVENTORY
+def resolve_inventory(inventory: str | Path | None, settings: paths.Settings) -> Path:
+    path = Path(inventory) if inventory else settings.default_inventory
     if not path.exists():
         raise FileNotFoundError(f"inventory {path} does not exist")
     return path.resolve()
@@ -95,6 +95,8 @@ def restore_after_cancel(
     quiet: bool,
     restore_playbook: str | Path = "restore",
     event_handler: Callable[[dict], bool] | None = None,
+    *,
+    settings: paths.Settings,
 ) -> dict | None:
     """An aborted run (canceled, timed out, or stopped before its recap) left whatever its ledgers recorded: run
     restore.yml in the same run directory, against the known-good snapshots the run wrote, before `inferlab run`
@@ -110,7 +112,7 @@ def restore_after_cancel(
     }
     try:
         restored = runner.run_playbook(
-            runner.resolve_playbook(str(restore_playbook)),
+            runner.resolve_playbook(str(restore_playbook), settings),
             outcome.inventory,
             outcome.run_dir,
             restore_vars,
@@ -119,6 +121,7 @@ def restore_after_cancel(
             cancel_callback=lambda: False,
             strategy_name=strategy.RESTORE,
             event_handler=event_handler,
+            settings=settings,
         )
     except Exception as exc:  # noqa: BLE001 - ansible-runner itself failed (a full disk): the fragments say the rest
         return {"status": "failed", "ansible_rc": None, "verified": runs.restore_verified(outcome.run_dir),
@@ -126,14 +129,15 @@ def restore_after_cancel(
     return {"status": restored.status, "ansible_rc": restored.rc, "verified": runs.restore_verified(outcome.run_dir)}
 
 
-def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict:
+def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict, repo_root: Path) -> dict:
     """The record's `run` section (see record.schema.json); a secret in the extra vars is redacted (by the
-    variable's name, and by the value's shape: inferlab.record.redaction)."""
+    variable's name, and by the value's shape: inferlab.record.redaction). A playbook of the collection (under
+    ``repo_root``, Settings.repo_root) is recorded relative to it."""
     playbook = outcome.playbook
     return {
         "id": outcome.run_id or outcome.run_dir.name,
-        "playbook": str(playbook.relative_to(paths.REPO_ROOT))
-        if playbook.is_relative_to(paths.REPO_ROOT)
+        "playbook": str(playbook.relative_to(repo_root))
+        if playbook.is_relative_to(repo_root)
         else str(playbook),
         "inventory": str(outcome.inventory),
         "started": outcome.started,
@@ -147,7 +151,8 @@ def run_metadata(outcome: runner.RunOutcome, code: int, extravars: dict) -> dict
     }
 
 
-def record_outcome(outcome: runner.RunOutcome, extravars: dict, restore: dict | None = None) -> RunResult:
+def record_outcome(outcome: runner.RunOutcome, extravars: dict, restore: dict | None = None, *,
+                   settings: paths.Settings) -> RunResult:
     """Assemble, validate and write the record of a finished run, then render its report and plots. A record that
     does not match the schema, or cannot be written (a full disk), makes the run 12: without it nobody can tell what
     the run changed. A report or plot that cannot be rendered keeps the run's code, with the reason in
@@ -156,7 +161,7 @@ def record_outcome(outcome: runner.RunOutcome, extravars: dict, restore: dict | 
     failed = functools.partial(RunResult, status=outcome.status, run_dir=outcome.run_dir, ansible_rc=outcome.rc,
                                restore=restore)
     try:
-        record_path = record.write(outcome.run_dir, run_metadata(outcome, code, extravars))
+        record_path = record.write(outcome.run_dir, run_metadata(outcome, code, extravars, settings.repo_root))
         data = json.loads(record_path.read_text())
     except record.RecordError as exc:
         return failed(rc=exit_codes.RESTORE_UNVERIFIED, record=None, record_error=str(exc))
@@ -187,6 +192,7 @@ def run(
     event_handler: Callable[[dict], bool] | None = None,
     status_handler: Callable[[dict, Any], None] | None = None,
     limit: str | None = None,
+    settings: paths.Settings | None = None,
 ) -> RunResult:
     """Run `playbook` (a path, or a name under playbooks/) against `inventory` (None: the lab's) in `run_dir`
     (default `runs/<UTC stamp>-<playbook stem>/`), then write record.json, report.md and plots there.
@@ -203,11 +209,13 @@ def run(
     `status_handler` each status change
     of the run. `limit` is ansible-playbook's --limit for the run (never for the restore after a cancel).
     Raises FileNotFoundError for a missing playbook or inventory, inferlab.run.strategy.StrategyError for an unknown
-    strategy.
+    strategy. `settings` (inferlab.paths.Settings) say where the collection, its ansible.cfg, the default inventory and
+    the runs directory are; None: resolved from os.environ and the current directory now.
     """
-    playbook_path = runner.resolve_playbook(str(playbook))
-    inventory_path = resolve_inventory(inventory)
-    target = Path(run_dir).resolve() if run_dir else runner.new_run_dir(playbook_path)
+    settings = settings or paths.Settings.resolve()
+    playbook_path = runner.resolve_playbook(str(playbook), settings)
+    inventory_path = resolve_inventory(inventory, settings)
+    target = Path(run_dir).resolve() if run_dir else runner.new_run_dir(playbook_path, settings.runs)
     extravars = dict(extravars or {})
     chosen = strategy.RESTORE if playbook_path.stem == "restore" else strategy.chosen(strategy_name)
     # The handlers stay through the restore after a cancel: a second signal then changes nothing (the restore's own
@@ -229,6 +237,7 @@ def run(
                 status_handler=status_handler,
                 limit=limit,
                 run_id=run_id,
+                settings=settings,
             )
         except Exception as exc:  # noqa: BLE001 - whatever failed, what the run changed is unknown: restore it
             outcome = runner.aborted_outcome(playbook_path, inventory_path, target, chosen, started, run_id, exc)
@@ -237,8 +246,8 @@ def run(
         restore = (
             None
             if check or restore_playbook is None
-            else restore_after_cancel(outcome, extravars, quiet, restore_playbook, event_handler)
+            else restore_after_cancel(outcome, extravars, quiet, restore_playbook, event_handler, settings=settings)
         )
-    result = record_outcome(outcome, extravars, restore)
+    result = record_outcome(outcome, extravars, restore, settings=settings)
     problems = tuple(p for p in (outcome.error, bookkeeping_error, result.record_error) if p)
     return dataclasses.replace(result, canceled_by=outcome.canceled_by, problems=problems)

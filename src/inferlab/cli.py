@@ -4,6 +4,7 @@ runs, query their records and prune old run directories."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tomllib
@@ -75,13 +76,15 @@ def run_and_record(
     strategy_name: str | None = None,
     verbose: bool = False,
     limit: str | None = None,
+    settings: paths.Settings | None = None,
 ) -> int:
-    """`inferlab run`: api.run with a line per play or stage and each failed task on stderr (inferlab.run.progress), or
-    ansible's whole output with `verbose`, then a summary on stderr; the run directory is the only line on stdout."""
+    """`inferlab run`: api.run (in `settings`; None resolves them) with a line per play or stage and each failed task
+    on stderr (inferlab.run.progress), or ansible's whole output with `verbose`, then a summary on stderr; the run
+    directory is the only line on stdout."""
     print(f"inferlab: run directory {run_dir}", file=sys.stderr, flush=True)
     result = api.run(playbook, inventory, extravars, run_dir, check=check, quiet=not verbose,
                      strategy_name=strategy_name, limit=limit,
-                     event_handler=None if verbose else progress.Progress(run_dir))
+                     event_handler=None if verbose else progress.Progress(run_dir), settings=settings)
     for line in report.summary(result.record) if result.record else []:
         print(f"inferlab: {line}", file=sys.stderr)
     for problem in result.problems:
@@ -97,46 +100,47 @@ def run_and_record(
     return result.rc
 
 
-def resolve_inventory(value: str | None) -> Path:
+def resolve_inventory(value: str | None, settings: paths.Settings) -> Path:
     try:
-        return api.resolve_inventory(value)
+        return api.resolve_inventory(value, settings)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, settings: paths.Settings) -> int:
     try:
-        playbook = runner.resolve_playbook(args.playbook)
+        playbook = runner.resolve_playbook(args.playbook, settings)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     extravars = parse_extravars(args.extravars)
-    inventory = resolve_inventory(args.inventory)
+    inventory = resolve_inventory(args.inventory, settings)
     try:
         strategy.ansible_env(strategy.chosen(args.strategy))  # a bad $INFERLAB_STRATEGY or no Mitogen: no run dir
     except strategy.StrategyError as exc:
         raise UsageError(str(exc)) from None
-    run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook)
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else runner.new_run_dir(playbook, settings.runs)
     if run_dir.is_dir() and any(run_dir.iterdir()):
         # its fragments, known-good snapshots and artifacts would mix with the new run's in one record
         raise UsageError(f"the run directory {run_dir} exists and is not empty: a run directory holds one run; name a "
                          "new one with --run-dir, or leave --run-dir out for runs/<UTC stamp>-<playbook>/")
     return run_and_record(playbook, inventory, run_dir, extravars, check=args.check, strategy_name=args.strategy,
-                          verbose=args.verbose, limit=args.limit)
+                          verbose=args.verbose, limit=args.limit, settings=settings)
 
 
-def cmd_lab(args: argparse.Namespace) -> int:
+def cmd_lab(args: argparse.Namespace, settings: paths.Settings) -> int:
     from inferlab.lab import status as lab_status  # the lab's own helpers; imported here so `inferlab run` stays light
 
-    inventory = resolve_inventory(args.inventory)
+    inventory = resolve_inventory(args.inventory, settings)
     if args.action == "status":
         status = lab_status.status(inventory)
         print(json.dumps(status, indent=2) if args.json else lab_status.render_status_text(status))
         return exit_codes.SUCCESS
-    playbook = paths.PLAYBOOKS / f"lab_{args.action}.yml"
-    return run_and_record(playbook, inventory, runner.new_run_dir(playbook), {}, verbose=args.verbose)
+    playbook = settings.playbooks / f"lab_{args.action}.yml"
+    return run_and_record(playbook, inventory, runner.new_run_dir(playbook, settings.runs), {}, verbose=args.verbose,
+                          settings=settings)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, settings: paths.Settings) -> int:
     run_dir = Path(args.run_dir)
     record_path = run_dir / "record.json"
     if not record_path.is_file():
@@ -149,8 +153,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def cmd_runs(args: argparse.Namespace) -> int:
-    root = Path(args.root) if args.root else paths.RUNS
+def cmd_runs(args: argparse.Namespace, settings: paths.Settings) -> int:
+    root = Path(args.root) if args.root else settings.runs
     found = runs.list_runs(root)
     if args.action == "list":
         listed = found
@@ -180,18 +184,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def resolve_run(value: str, root: Path | None = None) -> Path:
-    """A run directory, a record.json, or the name of a run directory under `root` (default runs/), as `inferlab
-    runs list` shows it."""
-    root = root or paths.RUNS
+def resolve_run(value: str, root: Path) -> Path:
+    """A run directory, a record.json, or the name of a run directory under `root` (--root, else Settings.runs), as
+    `inferlab runs list` shows it."""
     path = Path(value)
     if not path.exists() and not path.is_absolute() and (root / value).exists():
         return root / value
     return path
 
 
-def cmd_query(args: argparse.Namespace) -> int:
-    root = Path(args.root) if args.root else paths.RUNS
+def cmd_query(args: argparse.Namespace, settings: paths.Settings) -> int:
+    root = Path(args.root) if args.root else settings.runs
     run = resolve_run(args.run, root)
     try:
         if not run.exists():
@@ -204,17 +207,17 @@ def cmd_query(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
+def cmd_sweep(args: argparse.Namespace, settings: paths.Settings) -> int:
     try:
-        records = [record_input.load_record(resolve_run(run)) for run in args.runs.split(",")]
+        records = [record_input.load_record(resolve_run(run, settings.runs)) for run in args.runs.split(",")]
     except record_input.CompareError as exc:
         raise UsageError(str(exc)) from None
     print(report_sweep.across_runs(records), end="")
     return exit_codes.SUCCESS
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    root = Path(args.root) if args.root else paths.RUNS
+def cmd_export(args: argparse.Namespace, settings: paths.Settings) -> int:
+    root = Path(args.root) if args.root else settings.runs
     try:
         text = export.render(export.export(record_input.load_record(resolve_run(args.run, root)), args.format))
     except (record_input.CompareError, export.ExportError) as exc:
@@ -226,17 +229,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def load_compared(value: str) -> dict:
-    """A run's record, or one served mode of it (``RUN:MODE``, record_input.mode_view)."""
+def load_compared(value: str, root: Path) -> dict:
+    """A run's record, or one served mode of it (``RUN:MODE``, record_input.mode_view); a run's name is looked up
+    under `root`."""
     run, mode = record_input.split_mode(value)
-    data = record_input.load_record(resolve_run(run))
+    data = record_input.load_record(resolve_run(run, root))
     return record_input.mode_view(data, mode) if mode else data
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def cmd_compare(args: argparse.Namespace, settings: paths.Settings) -> int:
     try:
-        records_a = [load_compared(run) for run in args.run_a.split(",")]
-        records_b = [load_compared(run) for run in args.run_b.split(",")]
+        records_a = [load_compared(run, settings.runs) for run in args.run_a.split(",")]
+        records_b = [load_compared(run, settings.runs) for run in args.run_b.split(",")]
         result = compare.compare(records_a, records_b, require_fresh=args.require_fresh)
     except record_input.CompareError as exc:
         raise UsageError(str(exc)) from None
@@ -247,9 +251,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def cmd_matrix(args: argparse.Namespace) -> int:
+def cmd_matrix(args: argparse.Namespace, settings: paths.Settings) -> int:
     """Group the runs by what their ring hosts ran on; Markdown on stdout, CSV and a plot where asked."""
-    given = [resolve_run(run) for run in args.runs] if args.runs else [paths.RUNS]
+    given = [resolve_run(run, settings.runs) for run in args.runs] if args.runs else [settings.runs]
     try:
         table = matrix.build(given)
     except matrix.MatrixError as exc:
@@ -262,25 +266,28 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return exit_codes.SUCCESS
 
 
-def cmd_reverify(args: argparse.Namespace) -> int:
+def cmd_reverify(args: argparse.Namespace, settings: paths.Settings) -> int:
     """Run each run of A and B again, interleaved (its playbook, inventory and extra vars, in a new run directory),
     then compare the new A with the new B (require_fresh, each new B later than the original B) and say of each
     claim whether it held, with A's drift from its original runs. Exit 0 when every re-run ran and the outcome is
     printed; a re-run's own exit code when one failed (its claims then did not re-verify)."""
     specs_a, specs_b = args.run_a.split(","), args.run_b.split(",")
+    find = functools.partial(resolve_run, root=settings.runs)
+    compared = functools.partial(load_compared, root=settings.runs)
     try:
-        records_a, records_b = [load_compared(run) for run in specs_a], [load_compared(run) for run in specs_b]
+        records_a, records_b = [compared(run) for run in specs_a], [compared(run) for run in specs_b]
         original = compare.compare(records_a, records_b)
-        reruns = reverify.plan(original, [resolve_run(record_input.split_mode(run)[0]) for run in specs_a],
-                               [resolve_run(record_input.split_mode(run)[0]) for run in specs_b], args.inventory)
+        reruns = reverify.plan(original, [find(record_input.split_mode(run)[0]) for run in specs_a],
+                               [find(record_input.split_mode(run)[0]) for run in specs_b], args.inventory,
+                               settings=settings)
     except (record_input.CompareError, reverify.ReverifyError) as exc:
         raise UsageError(str(exc)) from None
     new_dirs, code, outcomes = {}, exit_codes.SUCCESS, None
     for rerun in reruns:
         print(f"inferlab: running {rerun.run_id} again ({rerun.playbook})", file=sys.stderr, flush=True)
-        run_dir = runner.new_run_dir(Path(rerun.playbook))
+        run_dir = runner.new_run_dir(Path(rerun.playbook), settings.runs)
         result = api.run(rerun.playbook, rerun.inventory, reverify.rerun_vars(rerun), run_dir,
-                         strategy_name=args.strategy, event_handler=progress.Progress(run_dir))
+                         strategy_name=args.strategy, event_handler=progress.Progress(run_dir), settings=settings)
         print(f"inferlab: {run_dir}: {result.status}, exit {result.rc} ({result.meaning})", file=sys.stderr)
         if result.rc != exit_codes.SUCCESS:
             code, outcomes = result.rc, reverify.failed_rerun(original, run_dir, result.rc, result.meaning)
@@ -288,11 +295,11 @@ def cmd_reverify(args: argparse.Namespace) -> int:
         new_dirs[rerun.run_dir] = run_dir
     new_a, new_b, a_drift = [], [], []
     if outcomes is None:
-        new_a = [reverify.respec(spec, new_dirs, resolve_run) for spec in specs_a]
-        new_b = [reverify.respec(spec, new_dirs, resolve_run) for spec in specs_b]
+        new_a = [reverify.respec(spec, new_dirs, find) for spec in specs_a]
+        new_b = [reverify.respec(spec, new_dirs, find) for spec in specs_b]
         try:
-            records_new_a = [load_compared(run) for run in new_a]
-            again = compare.compare(records_new_a, [load_compared(run) for run in new_b], require_fresh=True,
+            records_new_a = [compared(run) for run in new_a]
+            again = compare.compare(records_new_a, [compared(run) for run in new_b], require_fresh=True,
                                     later_than=records_b)
             a_drift = reverify.drift(compare.compare(records_a, records_new_a))
         except record_input.CompareError as exc:
@@ -301,7 +308,7 @@ def cmd_reverify(args: argparse.Namespace) -> int:
     document = {**reverify.as_json(specs_a, specs_b, new_a, new_b, outcomes, a_drift), "time": runner.utc_iso()}
     # the outcome first: keeping it beside each original run, and its report, must not lose it
     print(json.dumps(document, indent=2) + "\n" if args.json else reverify.render_text(document), end="")
-    for run_dir in dict.fromkeys(resolve_run(run) for run, _mode in map(record_input.split_mode, specs_b)):
+    for run_dir in dict.fromkeys(find(run) for run, _mode in map(record_input.split_mode, specs_b)):
         try:  # the original run's report shows it, kept beside its record
             reverify.keep(run_dir, document)
             report.write(run_dir, record_input.load_record(run_dir))
@@ -310,22 +317,24 @@ def cmd_reverify(args: argparse.Namespace) -> int:
     return code
 
 
-def package_version() -> str:
-    """The installed package's version; from a source tree that is not installed, its pyproject.toml's."""
+def package_version(checkout: Path | None) -> str:
+    """The installed package's version; from a source tree (``checkout``) that is not installed, its
+    pyproject.toml's."""
     try:
         return metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:
         pass
-    pyproject = (paths.CHECKOUT or paths.PACKAGE_DIR) / "pyproject.toml"
+    pyproject = (checkout or paths.PACKAGE_DIR) / "pyproject.toml"
     try:
         return tomllib.loads(pyproject.read_text())["project"]["version"]
     except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
         return f"unknown (not installed, and no version in {pyproject}: {exc})"
 
 
-def collection_version() -> str:
-    """The collection's version: galaxy.yml in a checkout, MANIFEST.json in an installed collection."""
-    galaxy, manifest = paths.REPO_ROOT / "galaxy.yml", paths.REPO_ROOT / "MANIFEST.json"
+def collection_version(repo_root: Path) -> str:
+    """The collection's version (``repo_root``: Settings.repo_root): galaxy.yml in a checkout, MANIFEST.json in an
+    installed collection."""
+    galaxy, manifest = repo_root / "galaxy.yml", repo_root / "MANIFEST.json"
     try:
         if galaxy.is_file():
             return str(yaml.safe_load(galaxy.read_text())["version"])
@@ -336,9 +345,9 @@ def collection_version() -> str:
     return f"unknown (neither {galaxy} nor {manifest})"
 
 
-def version_text() -> str:
+def version_text(settings: paths.Settings) -> str:
     """`inferlab --version`: the package's and the collection's versions, one line each."""
-    return f"{PACKAGE} {package_version()}\n{COLLECTION} {collection_version()}"
+    return f"{PACKAGE} {package_version(settings.checkout)}\n{COLLECTION} {collection_version(settings.repo_root)}"
 
 
 def exit_codes_text() -> str:
@@ -348,7 +357,8 @@ def exit_codes_text() -> str:
     return "exit codes:\n" + "\n".join(rows)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: paths.Settings) -> argparse.ArgumentParser:
+    """The command line, its defaults named from ``settings``."""
     parser = argparse.ArgumentParser(
         prog="inferlab",
         description=__doc__,
@@ -358,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        version=version_text(),
+        version=version_text(settings),
         help="print the package's and the collection's versions and exit",
     )
     sub = parser.add_subparsers(
@@ -367,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a playbook through ansible-runner in a new run directory")
     run.add_argument("playbook", help="playbooks/NAME.yml, NAME.yml or NAME")
-    run.add_argument("-i", "--inventory", help=f"inventory (default {paths.DEFAULT_INVENTORY})")
+    run.add_argument("-i", "--inventory", help=f"inventory (default {settings.default_inventory})")
     run.add_argument(
         "-e",
         "--extra-var",
@@ -482,7 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serving.nextn.trials.figures.single_stream_output_tok_s.median",
     )
     questions.add_argument("--raw", action="store_true", help="print a string result bare, without JSON quotes")
-    questions.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
+    questions.add_argument("--root", help=f"where RUN is looked up by name (default {settings.runs})")
     questions.set_defaults(func=cmd_query)
 
     sweeps = sub.add_parser(
@@ -507,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     exporting.add_argument("--format", choices=export.FORMATS, default="bench_serving",
                            help="whose result file to write (default bench_serving)")
     exporting.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    exporting.add_argument("--root", help=f"where RUN is looked up by name (default {paths.RUNS})")
+    exporting.add_argument("--root", help=f"where RUN is looked up by name (default {settings.runs})")
     exporting.set_defaults(func=cmd_export)
 
     run_dirs = sub.add_parser("runs", help="list or prune run directories")
@@ -516,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["list", "prune"],
         help="list: the run directories, oldest first; prune: remove all but the newest --keep N",
     )
-    run_dirs.add_argument("--root", help=f"where the run directories are (default {paths.RUNS})")
+    run_dirs.add_argument("--root", help=f"where the run directories are (default {settings.runs})")
     run_dirs.add_argument("--json", action="store_true", help="list as JSON")
     run_dirs.add_argument(
         "--where",
@@ -534,14 +544,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, settings: paths.Settings | None = None) -> int:
+    """The command: its settings resolved once (from os.environ and the current directory, unless given) and passed
+    to what it calls."""
+    settings = settings or paths.Settings.resolve()
+    parser = build_parser(settings)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage; our contract says 13
         return exit_codes.SUCCESS if exc.code in (0, None) else exit_codes.USAGE
     try:
-        return args.func(args)
+        return args.func(args, settings)
     except UsageError as exc:
         print(f"inferlab: {exc}", file=sys.stderr)
         return exit_codes.USAGE

@@ -7,12 +7,17 @@ directory), else under ANSIBLE_COLLECTIONS_PATH's entries and Ansible's default 
 with the ansible.cfg it carries (the checkout's, as package data) and tells Ansible where it found the collection
 (runner.py, ANSIBLE_COLLECTIONS_PATH). Run directories go to INFERLAB_RUNS when it is set, else to the checkout's
 runs/, or to ./runs when installed.
+
+Nothing here is read at import: a command resolves its Settings once (cli.main, api.run) from the environment and the
+current directory, and passes them to what it calls.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -34,7 +39,7 @@ def checkout_root() -> Path | None:
     return root if (root / "galaxy.yml").is_file() and (root / "pyproject.toml").is_file() else None
 
 
-def collection_search_paths(environ: dict[str, str] | None = None) -> list[Path]:
+def collection_search_paths(environ: Mapping[str, str] | None = None) -> list[Path]:
     """The directories an installed collection is looked for in, in order (each holds ansible_collections/)."""
     environ = os.environ if environ is None else environ
     listed = environ.get("ANSIBLE_COLLECTIONS_PATH") or environ.get("ANSIBLE_COLLECTIONS_PATHS") or ""
@@ -43,7 +48,7 @@ def collection_search_paths(environ: dict[str, str] | None = None) -> list[Path]
     return [Path(entry).expanduser() for entry in [*entries, *sys.path] if entry]
 
 
-def find_collection(environ: dict[str, str] | None = None) -> tuple[Path | None, list[Path]]:
+def find_collection(environ: Mapping[str, str] | None = None) -> tuple[Path | None, list[Path]]:
     """The collection's directory (None when not found) and every place looked at, for the error that says so."""
     environ = os.environ if environ is None else environ
     looked: list[Path] = []
@@ -62,7 +67,7 @@ def find_collection(environ: dict[str, str] | None = None) -> tuple[Path | None,
     return None, looked
 
 
-def not_found_message(looked: list[Path]) -> str:
+def not_found_message(looked: Sequence[Path]) -> str:
     return ("the inferlab.distributed collection was not found (looked for playbooks/ and MANIFEST.json in: "
             + ", ".join(map(str, looked)) + "); install it (ansible-galaxy collection install "
             "inferlab-distributed-VERSION.tar.gz) or set INFERLAB_COLLECTION to the directory it was installed to "
@@ -74,14 +79,45 @@ def collections_path(collection: Path) -> Path:
     return collection.parents[len(COLLECTION_SUBDIR.parts) - 1]
 
 
-CHECKOUT = checkout_root()
-COLLECTION_ROOT, COLLECTION_LOOKED = find_collection()
-# Where a missing collection would be: every use below names a path that does not exist, and runner.py says why.
-REPO_ROOT = COLLECTION_ROOT or CHECKOUT or PACKAGE_DIR
-PLAYBOOKS = REPO_ROOT / "playbooks"
-# The checkout's own ansible.cfg; an installed package carries a copy of it.
-ANSIBLE_CFG = CHECKOUT / "ansible.cfg" if CHECKOUT else PACKAGED_ANSIBLE_CFG
-# The lab's inventory (a checkout's); installed, ./inventory/lab/hosts.yml, which a site does not have: it passes -i.
-DEFAULT_INVENTORY = (CHECKOUT or Path.cwd()) / "inventory" / "lab" / "hosts.yml"
-RUNS = Path(os.environ["INFERLAB_RUNS"]).expanduser() if os.environ.get("INFERLAB_RUNS") else (
-    CHECKOUT / "runs" if CHECKOUT else Path.cwd() / "runs")
+@dataclass(frozen=True)
+class Settings:
+    """Where one command's pieces are: resolved once (Settings.resolve, from the environment and the current directory
+    then) and passed down, so nothing reads os.environ or the cwd for a path later."""
+
+    checkout: Path | None  # the source tree the package runs from (checkout_root), None when installed
+    collection: Path | None  # the collection's directory (find_collection), None when not found
+    collection_looked: tuple[Path, ...]  # every place the collection was looked for, for not_found_message
+    repo_root: Path  # the collection, else the checkout, else the package: a missing one names paths that do not exist
+    playbooks: Path
+    ansible_cfg: Path  # the checkout's own ansible.cfg; an installed package carries a copy of it
+    default_inventory: Path  # the lab's (a checkout's); installed, ./inventory/lab/hosts.yml: a site passes -i
+    runs: Path  # INFERLAB_RUNS, else the checkout's runs/, else ./runs
+
+    @classmethod
+    def resolve(cls, environ: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> Settings:
+        """The settings of a command run in ``environ`` (default os.environ) from ``cwd`` (default the current
+        directory)."""
+        environ = os.environ if environ is None else environ
+        cwd = Path.cwd() if cwd is None else Path(cwd)
+        checkout = checkout_root()
+        collection, looked = find_collection(environ)
+        repo_root = collection or checkout or PACKAGE_DIR
+        runs = (Path(environ["INFERLAB_RUNS"]).expanduser() if environ.get("INFERLAB_RUNS")
+                else checkout / "runs" if checkout else cwd / "runs")
+        return cls(
+            checkout=checkout,
+            collection=collection,
+            collection_looked=tuple(looked),
+            repo_root=repo_root,
+            playbooks=repo_root / "playbooks",
+            ansible_cfg=checkout / "ansible.cfg" if checkout else PACKAGED_ANSIBLE_CFG,
+            default_inventory=(checkout or cwd) / "inventory" / "lab" / "hosts.yml",
+            runs=runs,
+        )
+
+    def installed_collections_path(self) -> Path | None:
+        """The directory holding ansible_collections/ for an installed collection (the packaged ansible.cfg's
+        collections_path holds none), None when the collection is the checkout or was not found."""
+        if self.collection is None or self.collection == self.checkout:
+            return None
+        return collections_path(self.collection)

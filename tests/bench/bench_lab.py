@@ -135,7 +135,7 @@ def serve_figures(run_dir: Path) -> dict[str, float]:
 def bench_serve(runs_wanted: int) -> dict[str, list[float]]:
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    inventory = paths.Settings.resolve().repo_root / "inventory" / "lab" / "hosts.yml"
     samples: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
         try:
@@ -170,7 +170,7 @@ def bench_fallback(runs_wanted: int) -> dict[str, list[float]]:
     restart is the outage the drain avoids), interleaved run by run."""
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    inventory = paths.Settings.resolve().repo_root / "inventory" / "lab" / "hosts.yml"
     first = lab_status.read_lab_json(lab_status.resolve_lab(inventory)[1])["gateway"]["instances"][0]
     single = {"inferlab_public_url": first["url"], "inferlab_gateway_front": {}, "continuity_budget": 1000,
               "continuity_label": "single-instance",
@@ -249,7 +249,7 @@ def ansible_tasks(run_dir: Path) -> int:
 def bench_experiment(runs_wanted: int) -> dict[str, list[float]]:
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    inventory = paths.Settings.resolve().repo_root / "inventory" / "lab" / "hosts.yml"
     samples: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:
         for n in range(runs_wanted):
@@ -269,7 +269,7 @@ def bench_interrupt(runs_wanted: int) -> dict[str, list[float]]:
     tests/interrupt/interrupt.py; the figure is the restore's wall time from the kill to the verified end."""
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    inventory = paths.Settings.resolve().repo_root / "inventory" / "lab" / "hosts.yml"
     stages = yaml.safe_load((REPO / "roles" / "experiment" / "defaults" / "main.yml").read_text())
     plan = stages["experiment_stages"]
     # The boundaries up to the link test with the whole plan; every later point with the plan less the link test
@@ -303,7 +303,7 @@ def bench_kill_to_restore(runs_wanted: int) -> dict[str, list[float]]:
     change in place), then restored: the seconds from the kill to the verified end, as tests/interrupt measures it."""
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    inventory = paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml"
+    inventory = paths.Settings.resolve().repo_root / "inventory" / "lab" / "hosts.yml"
     plan = ["verify", "known_good", "control", "prober", "fallback", "pause", "tp2_baseline"]
     samples: dict[str, list[float]] = {"kill in the TP2 ladder -> verified restore": []}
     with tempfile.TemporaryDirectory(prefix="inferlab-bench-") as runs:

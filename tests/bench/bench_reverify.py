@@ -46,14 +46,15 @@ def verdicts(comparison: dict) -> dict[str, str]:
 
 
 def main() -> int:
+    settings = paths.Settings.resolve()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write what each step said here")
-    parser.add_argument("--runs-root", type=Path, default=paths.RUNS, help="where the runs go (default runs/)")
+    parser.add_argument("--runs-root", type=Path, default=settings.runs, help="where the runs go (default runs/)")
     args = parser.parse_args()
     if not lab_is_up():
         timed([*INFERLAB, "lab", "up"])
-    inventory = str(paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml")
+    inventory = str(settings.repo_root / "inventory" / "lab" / "hosts.yml")
     originals, walls = [], []
     for n in range(1, args.runs + 1):
         run_dir = args.runs_root / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-reverify-bench"

@@ -41,14 +41,14 @@ def missing_help(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def test_every_argument_and_subcommand_has_help():
-    parsers = list(every_parser(cli.build_parser()))
+    parsers = list(every_parser(cli.build_parser(paths.Settings.resolve())))
     assert {path[-1] for path, _parser in parsers} >= {"inferlab", "run", "lab", "report", "compare", "query", "runs"}
     missing = {" ".join(path): names for path, parser in parsers if (names := missing_help(parser))}
     assert missing == {}
 
 
 def test_the_walk_would_catch_an_argument_without_help():
-    parser = cli.build_parser()
+    parser = cli.build_parser(paths.Settings.resolve())
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     bare = sub.add_parser("bare")
     bare.add_argument("thing")
@@ -102,24 +102,22 @@ def test_version_of_a_source_tree_not_installed_is_pyprojects(monkeypatch):
 
     monkeypatch.setattr(cli.metadata, "version", not_installed)
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
-    assert f'version = "{cli.package_version()}"' in pyproject
+    assert f'version = "{cli.package_version(REPO_ROOT)}"' in pyproject
 
 
 def test_version_of_an_installed_collection_is_its_manifests(tmp_path, monkeypatch):
     (tmp_path / "MANIFEST.json").write_text(json.dumps({"collection_info": {"version": "1.2.3"}}))
-    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
-    assert cli.collection_version() == "1.2.3"
+    assert cli.collection_version(tmp_path) == "1.2.3"
 
 
 def test_version_says_what_it_could_not_find(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
-    monkeypatch.setattr(paths, "CHECKOUT", tmp_path)
-    assert cli.collection_version() == f"unknown (neither {tmp_path}/galaxy.yml nor {tmp_path}/MANIFEST.json)"
+    assert cli.collection_version(tmp_path) == f"unknown (neither {tmp_path}/galaxy.yml nor {tmp_path}/MANIFEST.json)"
 
     def not_installed(name):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(cli.metadata, "version", not_installed)
-    assert cli.package_version().startswith(f"unknown (not installed, and no version in {tmp_path}/pyproject.toml")
+    assert cli.package_version(tmp_path).startswith(
+        f"unknown (not installed, and no version in {tmp_path}/pyproject.toml")
     (tmp_path / "galaxy.yml").write_text("namespace: inferlab\n")
-    assert cli.collection_version().startswith("unknown (KeyError reading")
+    assert cli.collection_version(tmp_path).startswith("unknown (KeyError reading")

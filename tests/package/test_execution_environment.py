@@ -11,7 +11,8 @@ import yaml
 
 from inferlab import paths
 
-EE_FILE = paths.REPO_ROOT / "execution-environment.yml"
+REPO_ROOT = paths.Settings.resolve().repo_root
+EE_FILE = REPO_ROOT / "execution-environment.yml"
 
 STRINGS = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 PIP_PACKAGE = {
@@ -92,7 +93,7 @@ def ee() -> dict:
 
 @pytest.fixture(scope="module")
 def pins() -> dict[str, str]:
-    dependencies = tomllib.loads((paths.REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    dependencies = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     return dict(dependency.split("==") for dependency in dependencies)
 
 
@@ -107,21 +108,21 @@ def test_ansible_core_and_runner_match_pyproject(ee, pins):
 
 
 def test_the_collections_own_requirements_are_in_its_meta_and_pinned_as_in_pyproject(pins):
-    meta = yaml.safe_load((paths.REPO_ROOT / "meta" / "execution-environment.yml").read_text())
+    meta = yaml.safe_load((REPO_ROOT / "meta" / "execution-environment.yml").read_text())
     assert meta["version"] == 1 and set(meta["dependencies"]) == {"python", "system"}
-    python = (paths.REPO_ROOT / "meta" / meta["dependencies"]["python"]).read_text().splitlines()
+    python = (REPO_ROOT / "meta" / meta["dependencies"]["python"]).read_text().splitlines()
     requirements = [line for line in python if line and not line.startswith("#")]
     assert requirements, "the collection imports nvidia-ml-py: expected it in its EE requirements"
     for requirement in requirements:
         name, sep, version = requirement.partition("==")
         assert sep, f"{requirement} is not pinned"
         assert pins.get(name) == version, f"{requirement} differs from pyproject.toml ({pins.get(name)})"
-    system = (paths.REPO_ROOT / "meta" / meta["dependencies"]["system"]).read_text()
+    system = (REPO_ROOT / "meta" / meta["dependencies"]["system"]).read_text()
     assert "openssh-clients [platform:rpm]" in system and "openssh-client [platform:dpkg]" in system
 
 
 def test_the_collection_tarball_is_this_collection_under_a_name_without_its_version(ee):
-    galaxy = yaml.safe_load((paths.REPO_ROOT / "galaxy.yml").read_text())
+    galaxy = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())
     tarball = f"{galaxy['namespace']}-{galaxy['name']}.tar.gz"
     collections = ee["dependencies"]["galaxy"]["collections"]
     assert collections == [{"name": f"collections/{tarball}", "type": "file"}]

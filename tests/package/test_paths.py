@@ -12,6 +12,7 @@ from inferlab import paths
 from inferlab.run import runner
 
 SUBDIR = Path("ansible_collections") / "inferlab" / "distributed"
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def installed_collection(base: Path) -> Path:
@@ -31,15 +32,54 @@ def not_a_checkout(monkeypatch):
     monkeypatch.setattr(sys, "path", [])
 
 
-def test_the_checkout_is_the_collection_when_the_package_runs_from_it():
+def test_the_checkout_is_the_collection_when_the_package_runs_from_it(tmp_path):
     root, looked = paths.find_collection({})
-    assert root == paths.CHECKOUT == Path(__file__).resolve().parents[2]
+    settings = paths.Settings.resolve({}, tmp_path)
+    assert root == settings.checkout == settings.collection == settings.repo_root == CHECKOUT
     assert looked == [root]
-    assert paths.ANSIBLE_CFG == root / "ansible.cfg"
+    assert settings.collection_looked == (root,)
+    assert settings.playbooks == root / "playbooks"
+    assert settings.ansible_cfg == root / "ansible.cfg"
+    # a checkout's own inventory and runs/, wherever the command runs from
+    assert settings.default_inventory == root / "inventory" / "lab" / "hosts.yml"
+    assert settings.runs == root / "runs"
+    assert settings.installed_collections_path() is None
+
+
+def test_inferlab_runs_wins_over_the_checkouts_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert paths.Settings.resolve({"INFERLAB_RUNS": "~/elsewhere"}, tmp_path).runs == tmp_path / "home" / "elsewhere"
+    assert paths.Settings.resolve({"INFERLAB_RUNS": ""}, tmp_path).runs == CHECKOUT / "runs"
+
+
+def test_settings_are_read_when_resolved_not_at_import(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERLAB_RUNS", str(tmp_path / "first"))
+    first = paths.Settings.resolve()
+    monkeypatch.setenv("INFERLAB_RUNS", str(tmp_path / "second"))
+    assert (first.runs, paths.Settings.resolve().runs) == (tmp_path / "first", tmp_path / "second")
+    assert not hasattr(paths, "RUNS")
 
 
 def test_the_packaged_ansible_cfg_is_the_checkouts():
-    assert paths.PACKAGED_ANSIBLE_CFG.read_text() == (paths.CHECKOUT / "ansible.cfg").read_text()
+    assert paths.PACKAGED_ANSIBLE_CFG.read_text() == (CHECKOUT / "ansible.cfg").read_text()
+
+
+def test_installed_the_settings_are_the_collections_the_packaged_cfg_and_the_cwds(tmp_path, not_a_checkout):
+    root = installed_collection(tmp_path / "site")
+    settings = paths.Settings.resolve({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "site")}, tmp_path / "work")
+    assert (settings.checkout, settings.collection, settings.repo_root) == (None, root.resolve(), root.resolve())
+    assert settings.playbooks == root.resolve() / "playbooks"
+    assert settings.ansible_cfg == paths.PACKAGED_ANSIBLE_CFG
+    assert settings.default_inventory == tmp_path / "work" / "inventory" / "lab" / "hosts.yml"
+    assert settings.runs == tmp_path / "work" / "runs"
+    assert settings.installed_collections_path() == (tmp_path / "site").resolve()
+
+
+def test_no_collection_installed_the_settings_name_the_package(tmp_path, not_a_checkout):
+    settings = paths.Settings.resolve({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)}, tmp_path)
+    assert (settings.collection, settings.repo_root) == (None, paths.PACKAGE_DIR)
+    assert settings.collection_looked[0] == tmp_path / SUBDIR
+    assert settings.installed_collections_path() is None
 
 
 def test_an_installed_collection_is_found_in_ansible_collections_path(tmp_path, not_a_checkout):
@@ -81,11 +121,10 @@ def test_a_directory_without_playbooks_is_not_the_collection(tmp_path, not_a_che
     assert looked[0] == tmp_path / SUBDIR
 
 
-def test_no_collection_the_run_says_where_it_looked_and_what_to_set(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "COLLECTION_ROOT", None)
-    monkeypatch.setattr(paths, "COLLECTION_LOOKED", [tmp_path / SUBDIR])
+def test_no_collection_the_run_says_where_it_looked_and_what_to_set(tmp_path, not_a_checkout):
+    settings = paths.Settings.resolve({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)}, tmp_path)
     with pytest.raises(FileNotFoundError) as err:
-        runner.resolve_playbook("verify")
+        runner.resolve_playbook("verify", settings)
     message = str(err.value)
     assert message.startswith("the inferlab.distributed collection was not found (looked for playbooks/ and "
                               f"MANIFEST.json in: {tmp_path / SUBDIR}); install it (ansible-galaxy collection install")

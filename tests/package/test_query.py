@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, paths
+from inferlab import cli, exit_codes
 from inferlab.record import query
 
 SERVE_TRIALS = FIXTURE_ROOT / "report" / "serve_trials.json"  # baseline and nextn, three trials each, no restore
@@ -35,14 +35,15 @@ def load(path: Path) -> dict:
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    """A runs root with three recorded runs and one that left no record.json, as `paths.RUNS`."""
+    """A runs root with three recorded runs and one that left no record.json, as the runs directory (INFERLAB_RUNS,
+    which cli.main's settings read)."""
     root = tmp_path / "runs"
     for name, fixture in ((SERVE_RUN, SERVE_TRIALS), (EXPERIMENT_RUN, EXPERIMENT), (RESTORE_RUN, RESTORE)):
         (root / name).mkdir(parents=True)
         shutil.copy(fixture, root / name / "record.json")
     (root / UNFINISHED_RUN / "artifacts" / "ansible").mkdir(parents=True)
     (root / UNFINISHED_RUN / "artifacts" / "ansible" / "status").write_text("failed")
-    monkeypatch.setattr(paths, "RUNS", root)
+    monkeypatch.setenv("INFERLAB_RUNS", str(root))
     return root
 
 
@@ -67,7 +68,7 @@ def test_query_takes_a_run_directory_or_its_record(root, capsys):
 
 
 def test_query_finds_a_run_under_another_root(root, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(paths, "RUNS", tmp_path / "elsewhere")
+    monkeypatch.setenv("INFERLAB_RUNS", str(tmp_path / "elsewhere"))
     code, out, _err = run_cli(["query", "--root", str(root), SERVE_RUN, "run.status", "--raw"], capsys)
     assert (code, out) == (exit_codes.SUCCESS, "successful\n")
 

@@ -8,7 +8,7 @@ import yaml
 
 from inferlab import __version__, paths
 
-ROOT = paths.REPO_ROOT
+ROOT = paths.Settings.resolve().repo_root
 
 
 def version(text: str) -> tuple[int, ...]:

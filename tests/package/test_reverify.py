@@ -20,8 +20,9 @@ from inferlab.run import runner
 
 FIXTURES = FIXTURE_ROOT / "compare"
 # what the compare fixtures' records name, resolved in the collection
-LINK_TEST = (paths.PLAYBOOKS / "link_test.yml").resolve()
-LAB_INVENTORY = (paths.REPO_ROOT / "inventory" / "lab" / "hosts.yml").resolve()
+SETTINGS = paths.Settings.resolve()
+LINK_TEST = (SETTINGS.playbooks / "link_test.yml").resolve()
+LAB_INVENTORY = (SETTINGS.repo_root / "inventory" / "lab" / "hosts.yml").resolve()
 NOW = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -55,7 +56,7 @@ def run_dirs(tmp_path: Path, records: list[dict], extravars: dict) -> list[str]:
 def test_a_run_is_run_again_with_its_own_extra_vars_secrets_included_and_the_wrappers_left_out(tmp_path):
     [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"),
                          {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"})
-    rerun = reverify.rerun_of(Path(run_dir), "nextn")
+    rerun = reverify.rerun_of(Path(run_dir), "nextn", settings=SETTINGS)
     assert (rerun.run_id, rerun.mode, rerun.playbook, rerun.inventory) == (
         "clean-1", "nextn", LINK_TEST, LAB_INVENTORY)
     assert rerun.extravars == {"inferlab_layer_link_profile": "clean", "site_token": "tok-5e1f"}
@@ -66,10 +67,10 @@ def test_a_run_without_its_extra_vars_file_cannot_be_run_again(tmp_path):
     [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
     (Path(run_dir) / "env" / "extravars").unlink()
     with pytest.raises(reverify.ReverifyError, match="cannot read the run's extra vars .* cannot be run again as it"):
-        reverify.rerun_of(Path(run_dir))
+        reverify.rerun_of(Path(run_dir), settings=SETTINGS)
     (Path(run_dir) / "env" / "extravars").write_text("[1]")
     with pytest.raises(reverify.ReverifyError, match="expected a JSON object of extra vars"):
-        reverify.rerun_of(Path(run_dir))
+        reverify.rerun_of(Path(run_dir), settings=SETTINGS)
 
 
 def test_held_only_when_supported_again_by_later_runs_from_a_fresh_start():
@@ -111,7 +112,7 @@ def reruns(tmp_path, monkeypatch):
     from link_lossy.json and B's from `fixture`; what it was given is kept in `calls`."""
     made = SimpleNamespace(calls=[], fixture="link_clean_fresh.json", rc=exit_codes.SUCCESS)
     numbers = itertools.count(1)
-    monkeypatch.setattr(runner, "new_run_dir", lambda playbook: tmp_path / "new" / f"again-{next(numbers)}")
+    monkeypatch.setattr(runner, "new_run_dir", lambda playbook, runs_root: tmp_path / "new" / f"again-{next(numbers)}")
 
     def run(playbook, inventory, extravars, run_dir, **options):
         made.calls.append({"playbook": playbook, "inventory": inventory, "extravars": extravars, "run_dir": run_dir,
@@ -221,7 +222,7 @@ def test_only_the_collections_own_playbooks_are_run_again(tmp_path, playbook):
     [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
     with pytest.raises(reverify.ReverifyError, match=f"names the playbook '{re.escape(playbook)}', which is not one "
                                                      "of the collection's playbooks"):
-        reverify.rerun_of(recorded_as(run_dir, playbook=playbook))
+        reverify.rerun_of(recorded_as(run_dir, playbook=playbook), settings=SETTINGS)
 
 
 def test_a_playbook_linked_out_of_the_collection_is_refused(tmp_path):
@@ -241,7 +242,7 @@ def test_relative_paths_are_the_collections_never_the_current_directorys(tmp_pat
     (tmp_path / "inventory" / "lab" / "hosts.yml").write_text("all: {}\n")
     [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
     monkeypatch.chdir(tmp_path)
-    rerun = reverify.rerun_of(Path(run_dir))
+    rerun = reverify.rerun_of(Path(run_dir), settings=SETTINGS)
     assert (rerun.playbook, rerun.inventory) == (LINK_TEST, LAB_INVENTORY)
 
 
@@ -254,9 +255,9 @@ def test_an_inventory_the_collection_does_not_ship_needs_the_users_inventory(tmp
     with pytest.raises(reverify.ReverifyError, match=f"names the inventory '{script}', and it is not an inventory "
                                                      "the collection ships .*: name the inventory of the new runs "
                                                      "with -i"):
-        reverify.rerun_of(Path(run_dir))
+        reverify.rerun_of(Path(run_dir), settings=SETTINGS)
     mine = tmp_path / "site.yml"
-    assert reverify.rerun_of(Path(run_dir), inventory=mine).inventory == mine
+    assert reverify.rerun_of(Path(run_dir), inventory=mine, settings=SETTINGS).inventory == mine
 
 
 def test_an_executable_inventory_in_the_collection_is_refused_too(tmp_path):
@@ -273,9 +274,9 @@ def test_no_supported_verdict_is_not_run_again(tmp_path):
     [run_dir] = run_dirs(tmp_path, group("link_clean_fresh.json", 1, "clean"), {})
     with pytest.raises(reverify.ReverifyError, match="nothing to re-verify: no verdict of A against B was supported "
                                                      r"\(B is faster: inconclusive"):
-        reverify.plan(original, [], [Path(run_dir)])
+        reverify.plan(original, [], [Path(run_dir)], settings=SETTINGS)
     lossy, clean = group("link_lossy.json", 5, "lossy"), group("link_clean_fresh.json", 5, "clean")
-    [rerun] = reverify.plan(compare.compare(lossy, clean), [], [Path(run_dir)])
+    [rerun] = reverify.plan(compare.compare(lossy, clean), [], [Path(run_dir)], settings=SETTINGS)
     assert rerun.run_id == "clean-1"
 
 
@@ -284,10 +285,10 @@ def test_the_runs_are_run_again_interleaved_and_two_modes_of_one_run_once(tmp_pa
     original = compare.compare(lossy, clean)
     a = [Path(d) for d in run_dirs(tmp_path / "a", lossy[:3], {})]
     b = [Path(d) for d in run_dirs(tmp_path / "b", clean[:2], {})]
-    assert [r.run_id for r in reverify.plan(original, a, b)] == ["lossy-1", "clean-1", "lossy-2", "clean-2",
-                                                                 "lossy-3"]
+    assert [r.run_id for r in reverify.plan(original, a, b, settings=SETTINGS)] == [
+        "lossy-1", "clean-1", "lossy-2", "clean-2", "lossy-3"]
     # RUN1:baseline,RUN2:baseline against RUN1:nextn,RUN2:nextn: each run serves both modes, so it runs once
-    assert [r.run_id for r in reverify.plan(original, a[:2], a[:2])] == ["lossy-1", "lossy-2"]
+    assert [r.run_id for r in reverify.plan(original, a[:2], a[:2], settings=SETTINGS)] == ["lossy-1", "lossy-2"]
     new_dirs = {a[0]: tmp_path / "again-1"}
     assert reverify.respec(f"{a[0]}:nextn", new_dirs, Path) == f"{tmp_path / 'again-1'}:nextn"
 

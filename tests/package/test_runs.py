@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from unit_fixtures import FIXTURE_ROOT
 
-from inferlab import cli, exit_codes, paths
+from inferlab import cli, exit_codes
 from inferlab.record import runs
 from inferlab.system import liveness
 
@@ -215,7 +215,7 @@ def test_remove_rechecks_the_directory(root):
 
 
 def test_cli_list_json_and_table(root, capsys, monkeypatch):
-    monkeypatch.setattr(paths, "RUNS", root)
+    monkeypatch.setenv("INFERLAB_RUNS", str(root))
     assert cli.main(["runs", "list", "--json"]) == exit_codes.SUCCESS
     listed = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in listed][0] == "20261130T100000Z-verify"

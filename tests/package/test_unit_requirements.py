@@ -10,8 +10,8 @@ def pinned(path):
 
 
 def test_every_unit_test_requirement_is_pinned_as_in_constraints():
-    constraints = pinned(paths.REPO_ROOT / "constraints.txt")
-    requirements = pinned(paths.REPO_ROOT / "tests" / "unit" / "requirements.txt")
+    constraints = pinned(paths.Settings.resolve().repo_root / "constraints.txt")
+    requirements = pinned(paths.Settings.resolve().repo_root / "tests" / "unit" / "requirements.txt")
     assert requirements, "tests/unit/requirements.txt names no package"
     for name, version in requirements.items():
         assert constraints.get(name) == version, f"{name}=={version}: constraints.txt pins {constraints.get(name)}"

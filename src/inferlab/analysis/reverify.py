@@ -67,14 +67,15 @@ class Outcome:
     reason: str
 
 
-def rerun_of(run_dir: Path, mode: str | None = None, inventory: str | Path | None = None) -> Rerun:
+def rerun_of(run_dir: Path, mode: str | None = None, inventory: str | Path | None = None, *,
+             settings: paths.Settings) -> Rerun:
     """How the run in ``run_dir`` ran: its record's playbook (collection_playbook), the inventory the user names
     (``inventory``) or else its record's (collection_inventory), and its extra vars from ``env/extravars`` (the
-    values as given, secrets included; the wrapper's own variables left out)."""
+    values as given, secrets included; the wrapper's own variables left out). The collection is ``settings``'."""
     data = record_input.load_record(run_dir)
     run = data["run"]
-    playbook = collection_playbook(run["playbook"], run["id"])
-    chosen = Path(inventory) if inventory else collection_inventory(run["inventory"], run["id"])
+    playbook = collection_playbook(run["playbook"], run["id"], settings.playbooks)
+    chosen = Path(inventory) if inventory else collection_inventory(run["inventory"], run["id"], settings.repo_root)
     private = Path(run_dir) / "env" / "extravars"
     try:
         extravars = json.loads(private.read_text())
@@ -90,7 +91,7 @@ def rerun_of(run_dir: Path, mode: str | None = None, inventory: str | Path | Non
 
 
 def plan(original: compare.Comparison, runs_a: list[Path], runs_b: list[Path],
-         inventory: str | Path | None = None) -> list[Rerun]:
+         inventory: str | Path | None = None, *, settings: paths.Settings) -> list[Rerun]:
     """The runs to run again, interleaved (A's first, B's first, A's second, ...: a drift in time then reaches both
     sides alike), each run directory once (two modes of one run are one re-run), each rerun_of with the user's
     ``inventory``; refused when no verdict of the original comparison was supported: nothing would be
@@ -101,7 +102,7 @@ def plan(original: compare.Comparison, runs_a: list[Path], runs_b: list[Path],
                             "nothing is run again (a re-run borrows production for nothing)")
     ranks = max(len(runs_a), len(runs_b))
     interleaved = [side[i] for i in range(ranks) for side in (runs_a, runs_b) if i < len(side)]
-    return [rerun_of(run_dir, inventory=inventory) for run_dir in dict.fromkeys(interleaved)]
+    return [rerun_of(run_dir, inventory=inventory, settings=settings) for run_dir in dict.fromkeys(interleaved)]
 
 
 def respec(spec: str, new_dirs: dict[Path, Path], resolve) -> str:
@@ -120,11 +121,11 @@ def drift(original_a: compare.Comparison) -> list[dict]:
             for row in original_a.rows if row.role in (metric_rows.SPEED, metric_rows.TRANSPORT)]
 
 
-def collection_playbook(recorded: str, run_id: str, playbooks: Path | None = None) -> Path:
+def collection_playbook(recorded: str, run_id: str, playbooks: Path) -> Path:
     """The collection's playbook a record names (``playbooks/<name>.yml``, as `inferlab run` records one of the
     collection's), resolved under the collection, never against the current directory. Raises ReverifyError for
     any other: a path outside the collection's playbooks/ (an absolute one, ``..``, a link out), or none there."""
-    playbooks = (playbooks or paths.PLAYBOOKS).resolve()
+    playbooks = playbooks.resolve()
     given = Path(recorded)
     target = (given if given.is_absolute() else playbooks.parent / given).resolve()
     if target.parent != playbooks or target.suffix != ".yml" or not target.is_file():
@@ -133,11 +134,11 @@ def collection_playbook(recorded: str, run_id: str, playbooks: Path | None = Non
     return target
 
 
-def collection_inventory(recorded: str, run_id: str, collection: Path | None = None) -> Path:
+def collection_inventory(recorded: str, run_id: str, collection: Path) -> Path:
     """The inventory a record names, when it is the collection's own: a file or directory under the collection's
     inventory/ (resolved there, never against the current directory), and not an executable (Ansible runs an
     executable inventory as a script). Raises ReverifyError for any other, asking for ``-i``."""
-    shipped = ((collection or paths.REPO_ROOT) / "inventory").resolve()
+    shipped = (collection / "inventory").resolve()
     given = Path(recorded)
     target = (given if given.is_absolute() else shipped.parent / given).resolve()
     why = None

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
-from inferlab import exit_codes, paths
+from inferlab import exit_codes
 from inferlab.record import record
 from inferlab.system import liveness
 
@@ -191,10 +191,10 @@ def restored_by(restore_run: Path) -> str | None:
     return PurePath(target.rstrip("/")).parent.name
 
 
-def list_runs(runs_root: Path | None = None) -> list[RunDir]:
-    """Run directories under `runs_root` (default runs/), oldest first. A run that awaits a restore stops awaiting
-    it once a later run's restore verified against its snapshots (restored_by)."""
-    root = runs_root or paths.RUNS
+def list_runs(runs_root: Path) -> list[RunDir]:
+    """Run directories under `runs_root` (the CLI's: --root, else Settings.runs), oldest first. A run that awaits a
+    restore stops awaiting it once a later run's restore verified against its snapshots (restored_by)."""
+    root = runs_root
     if not root.is_dir():
         return []
     found = [describe(p) for p in sorted((p for p in root.iterdir() if is_run_dir(p)),

@@ -54,8 +54,9 @@ def utc_iso(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_run_dir(playbook: Path, runs_root: Path = paths.RUNS) -> Path:
-    """`runs/<UTC stamp>-<playbook stem>/`, with a numeric suffix if two runs start in the same second."""
+def new_run_dir(playbook: Path, runs_root: Path) -> Path:
+    """`<runs_root>/<UTC stamp>-<playbook stem>/` (runs_root: Settings.runs), with a numeric suffix if two runs start
+    in the same second."""
     base = runs_root / f"{utc_stamp()}-{playbook.stem}"
     candidate, n = base, 1
     while candidate.exists():
@@ -76,16 +77,16 @@ def run_id_for(run_dir: Path) -> str:
     return known if isinstance(known, str) and known else f"{run_dir.name}-{secrets.token_hex(4)}"
 
 
-def resolve_playbook(name: str) -> Path:
+def resolve_playbook(name: str, settings: paths.Settings) -> Path:
     """Accept `playbooks/verify.yml`, `verify.yml` or `verify`, relative to the cwd or the collection."""
-    if paths.COLLECTION_ROOT is None:
-        raise FileNotFoundError(paths.not_found_message(paths.COLLECTION_LOOKED))
+    if settings.collection is None:
+        raise FileNotFoundError(paths.not_found_message(settings.collection_looked))
     given = Path(name)
-    candidates = [given, paths.REPO_ROOT / given, paths.PLAYBOOKS / given, paths.PLAYBOOKS / f"{given}.yml"]
+    candidates = [given, settings.repo_root / given, settings.playbooks / given, settings.playbooks / f"{given}.yml"]
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()
-    raise FileNotFoundError(f"playbook {name!r} not found (looked in the current directory and {paths.PLAYBOOKS})")
+    raise FileNotFoundError(f"playbook {name!r} not found (looked in the current directory and {settings.playbooks})")
 
 
 def run_playbook(
@@ -102,6 +103,8 @@ def run_playbook(
     status_handler: Callable[[dict, Any], None] | None = None,
     limit: str | None = None,
     run_id: str | None = None,
+    *,
+    settings: paths.Settings,
 ) -> RunOutcome:
     """Run `playbook` with `run_dir` as ansible-runner's private_data_dir; plays get it as `inferlab_run_dir`.
 
@@ -111,6 +114,7 @@ def run_playbook(
     `strategy_name` is the Ansible strategy (inferlab.run.strategy); run.json says which one ran. `event_handler` and
     `status_handler` are ansible-runner's (each job event; each status change), `limit` ansible-playbook's --limit,
     `run_id` the run's id (run_id_for by default; an `inferlab_run_id` in `extravars` wins over both).
+    `settings` say which ansible.cfg and collection Ansible gets.
     """
     make_private_dir(run_dir)
     started = utc_iso()
@@ -120,8 +124,9 @@ def run_playbook(
     # Never on a command line: ansible-runner would put a dict of extra vars in ansible-playbook's argv (and in
     # artifacts/<ident>/command), where `ps` shows them. A file it passes as `-e @env/extravars` instead.
     write_private(run_dir / "env" / "extravars", json.dumps(all_vars))
+    installed = settings.installed_collections_path()
     envvars = {
-        "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
+        "ANSIBLE_CONFIG": str(settings.ansible_cfg),
         "ANSIBLE_NOCOLOR": "0" if sys.stdout.isatty() else "1",
         # ansible-playbook lives beside this interpreter (the venv), which need not be on the caller's PATH.
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
@@ -130,8 +135,7 @@ def run_playbook(
         process_tree.RUN_MARK: all_vars["inferlab_run_id"],
         # an installed collection (paths.py): the packaged ansible.cfg's collections_path (.collections beside it)
         # holds none, and this variable overrides it
-        **({"ANSIBLE_COLLECTIONS_PATH": str(paths.collections_path(paths.COLLECTION_ROOT))}
-           if paths.COLLECTION_ROOT and paths.COLLECTION_ROOT != paths.CHECKOUT else {}),
+        **({"ANSIBLE_COLLECTIONS_PATH": str(installed)} if installed else {}),
     }
     # ansible-runner writes env/envvars on a directory's first run and, on a later run in the same directory (the
     # restore after a cancel), lets that file override the environment passed here: the restore's strategy included.
