@@ -2,7 +2,8 @@
 # Copyright (c) 2026, inferlab developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Compare a host's state after the restore with its known-good snapshot."""
+"""Compare a host's state after the restore with its known-good snapshot (restore_differences), and gather every
+host's differences into the restore's problems (restore_problems, documented in restore_problems.yml)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -131,6 +132,19 @@ def restore_differences(current, known_good=None):
     return differences
 
 
+def restore_problems(hostvars, hosts, controller_problems=None):
+    """Every problem the restore left, each prefixed with where it was found: each host's ``__restore_differences``
+    (a host without them: the restore did not run there), then the controller's."""
+    if isinstance(hosts, str) or not all(isinstance(host, str) for host in hosts or []):
+        raise AnsibleFilterError("restore_problems expects a list of host names, found %r" % (hosts,))
+    problems = []
+    for host in hosts or []:
+        differences = hostvars[host].get("__restore_differences") if host in hostvars else None
+        for difference in ["the restore did not run"] if differences is None else differences:
+            problems.append("%s: %s" % (host, difference))
+    return problems + ["controller: %s" % problem for problem in controller_problems or []]
+
+
 class FilterModule(object):
     def filters(self):
-        return {"restore_differences": restore_differences}
+        return {"restore_differences": restore_differences, "restore_problems": restore_problems}

@@ -3,7 +3,7 @@ import copy
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferlab.distributed.plugins.filter.restore import restore_differences
+from ansible_collections.inferlab.distributed.plugins.filter.restore import restore_differences, restore_problems
 
 KNOWN_GOOD = {
     "kernel_release": "6.1.0-57-amd64",
@@ -145,3 +145,22 @@ def test_an_ethernet_link_that_came_back_different_is_named_each_offload_alone()
         "link offload tx-nocache-copy: known-good absent, now on"]
     current["link"]["offloads"] = None
     assert "link offloads: not read now (known-good: 2 read)" in restore_differences(current, ETHERNET_KNOWN_GOOD)
+
+
+def test_restore_problems_names_where_each_problem_was_found():
+    hostvars = {"lab-a": {"__restore_differences": ["link MTU: known-good 1500, now 9000"]},
+                "lab-b": {"__restore_differences": []},
+                "lab-gw": {}}
+    assert restore_problems(hostvars, ["lab-a", "lab-b", "lab-gw"], ["router: no worker"]) == [
+        "lab-a: link MTU: known-good 1500, now 9000",
+        "lab-gw: the restore did not run",
+        "controller: router: no worker",
+    ]
+    assert restore_problems(hostvars, ["lab-b"]) == []
+    assert restore_problems(hostvars, ["absent"], None) == ["absent: the restore did not run"]
+
+
+@pytest.mark.parametrize("hosts", ["lab-a", [1]])
+def test_restore_problems_refuses_what_is_not_a_list_of_hosts(hosts):
+    with pytest.raises(AnsibleFilterError, match="restore_problems expects a list of host names"):
+        restore_problems({}, hosts)
