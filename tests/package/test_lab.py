@@ -780,7 +780,7 @@ def test_status_reads_the_profiles_with_the_labs_own_copy(built_lab):
     assert Path(lab_status.lab_tc(record, "lab.json").__file__) == lab_dir / "lib" / "inferlab_tc.py"
     probe = TcProbe(spec, {"ilab-a": "clean_veth", "ilab-b": "clean_veth"})
     assert lab_status.status(lab_dir, probe=probe)["state"] == "up"
-    assert [name for *_, name in probe.asked] == ["inferlab_tc.py", "inferlab_tc.py"]
+    assert [asked[-1] for asked in probe.asked] == ["inferlab_tc.py", "inferlab_tc.py"]
 
 
 @pytest.mark.parametrize("drop", ["record", "file"])
