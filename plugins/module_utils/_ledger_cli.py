@@ -229,8 +229,9 @@ def host_stamp(folder):
         raise core.LedgerError(f'cannot read the version stamp {path}: {exc}') from None
     if not (isinstance(stamp, dict) and isinstance(stamp.get('files'), list)):
         raise core.LedgerError(f'malformed version stamp {path}: expected an object with a list of files')
+    count = len(stamp['files'])
     return dict(stamp, changed=False, message=f'{stamp.get("collection")} {stamp.get("version")}: '
-                                              f'{len(stamp["files"])} files in {folder}')
+                                              f'{count} file{"" if count == 1 else "s"} in {folder}')
 
 
 def _sampler():

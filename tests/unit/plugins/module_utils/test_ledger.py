@@ -721,7 +721,7 @@ def test_version_prints_the_stamp_beside_the_script(tmp_path):
     stamp = {"collection": "inferlab.distributed", "version": "0.3.0", "files": ["inferlab_ledger.py"]}
     (tmp_path / "bin" / "inferlab_host.json").write_text(json.dumps(stamp))
     out = subprocess.run(script, capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout == f"inferlab.distributed 0.3.0: 1 files in {tmp_path}/bin\n"
+    assert out.stdout == f"inferlab.distributed 0.3.0: 1 file in {tmp_path}/bin\n"
     result = json.loads(subprocess.run([*script, "--json"], capture_output=True, text=True, timeout=60,
                                        check=True).stdout)
     assert {k: result[k] for k in stamp} == stamp and result["changed"] is False
