@@ -87,9 +87,6 @@ class Settings:
     checkout: Path | None  # the source tree the package runs from (checkout_root), None when installed
     collection: Path | None  # the collection's directory (find_collection), None when not found
     collection_looked: tuple[Path, ...]  # every place the collection was looked for, for not_found_message
-    repo_root: Path  # the collection, else the checkout, else the package: a missing one names paths that do not exist
-    playbooks: Path
-    ansible_cfg: Path  # the checkout's own ansible.cfg; an installed package carries a copy of it
     default_inventory: Path  # the lab's (a checkout's); installed, ./inventory/lab/hosts.yml: a site passes -i
     runs: Path  # INFERLAB_RUNS, else the checkout's runs/, else ./runs
 
@@ -101,19 +98,29 @@ class Settings:
         cwd = Path.cwd() if cwd is None else Path(cwd)
         checkout = checkout_root()
         collection, looked = find_collection(environ)
-        repo_root = collection or checkout or PACKAGE_DIR
         runs = (Path(environ["INFERLAB_RUNS"]).expanduser() if environ.get("INFERLAB_RUNS")
                 else checkout / "runs" if checkout else cwd / "runs")
         return cls(
             checkout=checkout,
             collection=collection,
             collection_looked=tuple(looked),
-            repo_root=repo_root,
-            playbooks=repo_root / "playbooks",
-            ansible_cfg=checkout / "ansible.cfg" if checkout else PACKAGED_ANSIBLE_CFG,
             default_inventory=(checkout or cwd) / "inventory" / "lab" / "hosts.yml",
             runs=runs,
         )
+
+    @property
+    def repo_root(self) -> Path:
+        """The collection, else the checkout, else the package: a missing one names paths that do not exist."""
+        return self.collection or self.checkout or PACKAGE_DIR
+
+    @property
+    def playbooks(self) -> Path:
+        return self.repo_root / "playbooks"
+
+    @property
+    def ansible_cfg(self) -> Path:
+        """The checkout's own ansible.cfg; an installed package carries a copy of it."""
+        return self.checkout / "ansible.cfg" if self.checkout else PACKAGED_ANSIBLE_CFG
 
     def installed_collections_path(self) -> Path | None:
         """The directory holding ansible_collections/ for an installed collection (the packaged ansible.cfg's

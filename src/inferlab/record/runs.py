@@ -191,10 +191,9 @@ def restored_by(restore_run: Path) -> str | None:
     return PurePath(target.rstrip("/")).parent.name
 
 
-def list_runs(runs_root: Path) -> list[RunDir]:
-    """Run directories under `runs_root` (the CLI's: --root, else Settings.runs), oldest first. A run that awaits a
+def list_runs(root: Path) -> list[RunDir]:
+    """Run directories under `root` (the CLI's: --root, else Settings.runs), oldest first. A run that awaits a
     restore stops awaiting it once a later run's restore verified against its snapshots (restored_by)."""
-    root = runs_root
     if not root.is_dir():
         return []
     found = [describe(p) for p in sorted((p for p in root.iterdir() if is_run_dir(p)),
